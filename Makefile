@@ -1,0 +1,51 @@
+# Tessera — the two set-up commands are `make run` and `make test` (see README.md).
+#
+#   make run     install what is missing, build, start Tessera (for now: the engine benchmark)
+#   make test    install what is missing, build, run every test (unit, crash, corruption, fuzz)
+#   make bench   engine benchmark against RocksDB and LevelDB, with ratios and peak memory
+#   make fuzz    run every fuzzer for FUZZ_SECONDS each (default 20)
+
+BUILD_DIR    ?= build
+FUZZ_DIR     ?= build-fuzz
+BUILD_TYPE   ?= RelWithDebInfo
+JOBS         ?= $(shell nproc)
+FUZZ_SECONDS ?= 20
+CTEST_ARGS   ?=
+
+.PHONY: all deps configure build run test unit-test fuzz fuzz-build bench clean
+
+all: build
+
+deps:
+	@bash scripts/install_deps.sh
+
+$(BUILD_DIR)/build.ninja:
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
+
+configure: deps $(BUILD_DIR)/build.ninja
+
+build: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+run: build
+	$(BUILD_DIR)/bench/tessera_engine_bench --num=200000
+
+unit-test: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+
+fuzz-build: deps
+	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DTESSERA_BUILD_FUZZ=ON -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_BENCH=OFF
+	cmake --build $(FUZZ_DIR) -j $(JOBS)
+
+fuzz: fuzz-build
+	@bash scripts/run_fuzzers.sh $(FUZZ_DIR) $(FUZZ_SECONDS)
+
+# Fuzzers first, so that ctest's summary is the last line printed.
+test: fuzz unit-test
+
+bench: build
+	@bash scripts/bench.sh $(BUILD_DIR)
+
+clean:
+	rm -rf $(BUILD_DIR) $(FUZZ_DIR)

@@ -1,0 +1,43 @@
+#include "tessera/util/arena.h"
+
+#include <cstdint>
+
+namespace tessera {
+
+Arena::Arena(size_t block_size) : block_size_(block_size) {}
+
+char* Arena::AllocateFallback(size_t bytes) {
+  if (bytes > block_size_ / 4) {
+    // A large object gets its own block so the current block's remainder is not wasted.
+    return AllocateNewBlock(bytes);
+  }
+  alloc_ptr_ = AllocateNewBlock(block_size_);
+  alloc_bytes_remaining_ = block_size_;
+  char* result = alloc_ptr_;
+  alloc_ptr_ += bytes;
+  alloc_bytes_remaining_ -= bytes;
+  return result;
+}
+
+char* Arena::AllocateAligned(size_t bytes) {
+  constexpr size_t kAlign = alignof(std::max_align_t) > 8 ? alignof(std::max_align_t) : 8;
+  size_t mod = reinterpret_cast<uintptr_t>(alloc_ptr_) & (kAlign - 1);
+  size_t slop = (mod == 0 ? 0 : kAlign - mod);
+  size_t needed = bytes + slop;
+  if (needed <= alloc_bytes_remaining_) {
+    char* result = alloc_ptr_ + slop;
+    alloc_ptr_ += needed;
+    alloc_bytes_remaining_ -= needed;
+    return result;
+  }
+  // New blocks come from new[], which is aligned for max_align_t.
+  return AllocateFallback(bytes);
+}
+
+char* Arena::AllocateNewBlock(size_t bytes) {
+  blocks_.push_back(std::make_unique<char[]>(bytes));
+  memory_usage_.fetch_add(bytes + sizeof(char*), std::memory_order_relaxed);
+  return blocks_.back().get();
+}
+
+}  // namespace tessera

@@ -1,0 +1,95 @@
+// The file-system interface: every contact of the engine with files goes through it, so the
+// engine runs on the POSIX implementation in production and on MemFileSystem (which can
+// simulate a crash or a full disk) in tests.
+//
+// Durability contract (what a crash keeps):
+//   - bytes appended to a WritableFile survive a crash only after Sync() returned OK;
+//   - a new file, a rename or a removal survives a crash only after SyncDir() of its directory
+//     returned OK.
+// Errors: NotFound for a missing file; ResourceExhausted when the disk is full; Unavailable for
+// other I/O errors. Paths are plain strings joined with '/'.
+//
+// Thread-safety: FileSystem methods may be called concurrently. A file object is used by one
+// thread at a time, except RandomAccessFile::Read, which is safe to call concurrently.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tessera/util/status.h"
+
+namespace tessera {
+
+class WritableFile {
+ public:
+  virtual ~WritableFile() = default;
+  virtual Status Append(std::string_view data) = 0;
+  // Hands buffered bytes to the OS (no durability).
+  virtual Status Flush() = 0;
+  // Makes every appended byte durable (fdatasync).
+  virtual Status Sync() = 0;
+  virtual Status Close() = 0;
+  // Bytes appended so far, including the size the file had when opened for append.
+  virtual uint64_t Size() const = 0;
+};
+
+class RandomAccessFile {
+ public:
+  virtual ~RandomAccessFile() = default;
+  // Reads up to `n` bytes at `offset`. The returned view points into `scratch` (which must hold
+  // `n` bytes) or into memory owned by the file, and is valid while both live. A short result
+  // means end of file.
+  virtual StatusOr<std::string_view> Read(uint64_t offset, size_t n, char* scratch) const = 0;
+  virtual StatusOr<uint64_t> Size() const = 0;
+};
+
+class SequentialFile {
+ public:
+  virtual ~SequentialFile() = default;
+  // Reads up to `n` bytes; an empty result means end of file. The view points into `scratch`.
+  virtual StatusOr<std::string_view> Read(size_t n, char* scratch) = 0;
+  virtual Status Skip(uint64_t n) = 0;
+};
+
+class FileSystem {
+ public:
+  virtual ~FileSystem() = default;
+
+  // Creates (or truncates) a file for writing.
+  virtual StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) = 0;
+  // Opens a file for appending, creating it when missing.
+  virtual StatusOr<std::unique_ptr<WritableFile>> NewAppendableFile(const std::string& path) = 0;
+  virtual StatusOr<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
+      const std::string& path) = 0;
+  virtual StatusOr<std::unique_ptr<SequentialFile>> NewSequentialFile(const std::string& path) = 0;
+
+  virtual bool FileExists(const std::string& path) = 0;
+  // Names (not paths) of the entries of `dir`, in no particular order.
+  virtual StatusOr<std::vector<std::string>> GetChildren(const std::string& dir) = 0;
+  virtual StatusOr<uint64_t> GetFileSize(const std::string& path) = 0;
+  virtual Status RemoveFile(const std::string& path) = 0;
+  // Atomically replaces `to` with `from`.
+  virtual Status RenameFile(const std::string& from, const std::string& to) = 0;
+  // Creates `dir` and its missing parents; OK when it exists.
+  virtual Status CreateDirs(const std::string& dir) = 0;
+  virtual Status RemoveDir(const std::string& dir) = 0;
+  // Cuts the file to `size` bytes (used to drop a torn log tail).
+  virtual Status Truncate(const std::string& path, uint64_t size) = 0;
+  // Makes creations, renames and removals in `dir` durable.
+  virtual Status SyncDir(const std::string& dir) = 0;
+};
+
+// The process's POSIX file system. Never null; lives for the whole process.
+FileSystem* PosixFileSystem();
+
+// Helpers over any FileSystem.
+Status WriteStringToFile(FileSystem* fs, const std::string& path, std::string_view data,
+                         bool sync);
+StatusOr<std::string> ReadFileToString(FileSystem* fs, const std::string& path);
+std::string JoinPath(std::string_view dir, std::string_view name);
+std::string_view Dirname(std::string_view path);
+
+}  // namespace tessera

@@ -1,0 +1,32 @@
+// A token bucket that bounds background I/O (compaction writes) to a number of bytes per second,
+// so foreground reads and writes keep their latency while a large compaction runs.
+//
+// Thread-safety: safe to call from many threads.
+#pragma once
+
+#include <cstdint>
+
+#include "absl/synchronization/mutex.h"
+#include "tessera/util/clock.h"
+
+namespace tessera {
+
+class RateLimiter {
+ public:
+  // `bytes_per_second` <= 0 means unlimited. `clock` must outlive the limiter.
+  RateLimiter(int64_t bytes_per_second, Clock* clock);
+  // Blocks (via clock->SleepForMicros) until `bytes` may pass. Requests larger than one second's
+  // budget are let through in one-second pieces.
+  void Request(int64_t bytes);
+  void SetBytesPerSecond(int64_t bytes_per_second);
+  int64_t bytes_per_second() const;
+
+ private:
+  Clock* const clock_;
+  mutable absl::Mutex mu_;
+  int64_t rate_ ABSL_GUARDED_BY(mu_);
+  double available_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t last_refill_micros_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace tessera
