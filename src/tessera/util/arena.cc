@@ -35,7 +35,8 @@ char* Arena::AllocateAligned(size_t bytes) {
 }
 
 char* Arena::AllocateNewBlock(size_t bytes) {
-  blocks_.push_back(std::make_unique<char[]>(bytes));
+  // new char[] (not make_unique) leaves the block uninitialized: no wasted zero-fill.
+  blocks_.push_back(std::unique_ptr<char[]>(new char[bytes]));
   memory_usage_.fetch_add(bytes + sizeof(char*), std::memory_order_relaxed);
   return blocks_.back().get();
 }

@@ -55,8 +55,8 @@ uint64_t TestSeed() {
   if (const char* env = std::getenv("TESSERA_SEED")) {
     return std::strtoull(env, nullptr, 10);
   }
-  return static_cast<uint64_t>(
-      std::chrono::steady_clock::now().time_since_epoch().count() * 2654435761u);
+  return static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) *
+         2654435761u;
 }
 
 }  // namespace tessera

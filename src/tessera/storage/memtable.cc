@@ -1,0 +1,144 @@
+#include "tessera/storage/memtable.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "tessera/util/coding.h"
+
+namespace tessera::storage {
+namespace {
+
+// Decodes the varint32 at `p`. Entries are written by Add(), so the varint is well formed and at
+// most 5 bytes long; almost always it is one byte.
+inline const char* DecodeLength(const char* p, uint32_t* len) {
+  uint32_t b = static_cast<uint8_t>(*p);
+  if (b < 128) {
+    *len = b;
+    return p + 1;
+  }
+  return GetVarint32Ptr(p, p + 5, len);
+}
+
+// The internal key of the entry at `entry`.
+inline std::string_view EntryKey(const char* entry) {
+  uint32_t len;
+  const char* p = DecodeLength(entry, &len);
+  return std::string_view(p, len);
+}
+
+inline std::string_view EntryValue(const char* entry) {
+  std::string_view key = EntryKey(entry);
+  uint32_t len;
+  const char* p = DecodeLength(key.data() + key.size(), &len);
+  return std::string_view(p, len);
+}
+
+inline uint64_t LoadBigEndian64(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return __builtin_bswap64(v);  // coding.h assumes a little-endian host too
+}
+
+}  // namespace
+
+// The search loop calls this ~30 times per Add() or Seek(), so it avoids calls where it can.
+inline int MemTable::EntryComparator::operator()(const char* a, const char* b) const {
+  uint32_t a_len, b_len;
+  a = DecodeLength(a, &a_len);
+  b = DecodeLength(b, &b_len);
+  // Every key in the table, and every seek key built by MemTableIterator, has a trailer.
+  const size_t a_user = a_len - kTrailerSize;
+  const size_t b_user = b_len - kTrailerSize;
+  const size_t common = std::min(a_user, b_user);
+  size_t done = 0;
+  if (common >= 8) {
+    // Random keys almost always differ in their first 8 bytes: one compare, no memcmp call.
+    const uint64_t a8 = LoadBigEndian64(a);
+    const uint64_t b8 = LoadBigEndian64(b);
+    if (a8 != b8) return a8 < b8 ? -1 : 1;
+    done = 8;
+  }
+  int r = std::memcmp(a + done, b + done, common - done);
+  if (r != 0) return r;
+  if (a_user != b_user) return a_user < b_user ? -1 : 1;
+  // Same user key: the larger (sequence, type) sorts first.
+  const uint64_t a_trailer = DecodeFixed64(a + a_user);
+  const uint64_t b_trailer = DecodeFixed64(b + b_user);
+  if (a_trailer != b_trailer) return a_trailer > b_trailer ? -1 : 1;
+  return 0;
+}
+
+class MemTable::MemTableIterator final : public Iterator {
+ public:
+  // `table` must outlive the iterator.
+  explicit MemTableIterator(const Table* table) : iter_(table) {}
+
+  bool Valid() const override { return iter_.Valid(); }
+  void SeekToFirst() override { iter_.SeekToFirst(); }
+  void SeekToLast() override { iter_.SeekToLast(); }
+  void Seek(std::string_view target) override {
+    // The skiplist compares entries, so give the target an entry's length prefix. seek_key_ keeps
+    // its capacity: after the first few seeks this does not allocate.
+    seek_key_.clear();
+    if (target.size() >= kTrailerSize) {
+      PutVarint32(&seek_key_, static_cast<uint32_t>(target.size()));
+      seek_key_.append(target);
+    } else {
+      PutVarint32(&seek_key_, static_cast<uint32_t>(target.size() + kTrailerSize));
+      AppendInternalKey(&seek_key_, target, kMaxSequenceNumber, kValueTypeForSeek);
+    }
+    iter_.Seek(seek_key_.data());
+  }
+  void Next() override { iter_.Next(); }
+  void Prev() override { iter_.Prev(); }
+  std::string_view key() const override { return EntryKey(iter_.key()); }
+  std::string_view value() const override { return EntryValue(iter_.key()); }
+  Status status() const override { return Status(); }
+
+ private:
+  Table::Iterator iter_;
+  std::string seek_key_;
+};
+
+MemTable::MemTable(const MemTableOptions& options)
+    : arena_(options.arena_block_size), table_(EntryComparator(), &arena_, options.skiplist_seed) {}
+
+void MemTable::Add(SequenceNumber seq, ValueType type, std::string_view user_key,
+                   std::string_view value) {
+  assert(seq <= kMaxSequenceNumber);
+  assert(user_key.size() + kTrailerSize <= std::numeric_limits<uint32_t>::max());
+  assert(value.size() <= std::numeric_limits<uint32_t>::max());
+  const uint32_t key_len = static_cast<uint32_t>(user_key.size() + kTrailerSize);
+  const uint32_t value_len = static_cast<uint32_t>(value.size());
+  const size_t encoded_len = VarintLength(key_len) + key_len + VarintLength(value_len) + value_len;
+
+  char* const entry = table_.AllocateKey(encoded_len);
+  char* p = EncodeVarint32(entry, key_len);
+  if (!user_key.empty()) std::memcpy(p, user_key.data(), user_key.size());
+  p += user_key.size();
+  EncodeFixed64(p, PackSequenceAndType(seq, type));
+  p += kTrailerSize;
+  p = EncodeVarint32(p, value_len);
+  if (value_len != 0) std::memcpy(p, value.data(), value_len);
+  assert(p + value_len == entry + encoded_len);
+
+  table_.Insert(entry);
+
+  // Single writer: plain read-modify-write is enough; release pairs with the readers' acquire.
+  num_entries_.store(num_entries_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  if (seq < smallest_sequence_.load(std::memory_order_relaxed)) {
+    smallest_sequence_.store(seq, std::memory_order_release);
+  }
+  if (seq > largest_sequence_.load(std::memory_order_relaxed)) {
+    largest_sequence_.store(seq, std::memory_order_release);
+  }
+}
+
+std::unique_ptr<Iterator> MemTable::NewIterator() const {
+  return std::make_unique<MemTableIterator>(&table_);
+}
+
+}  // namespace tessera::storage

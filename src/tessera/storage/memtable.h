@@ -1,0 +1,95 @@
+// The in-memory write buffer of the engine: a sorted set of internal keys (dbformat.h) with their
+// values, held in an Arena until the memtable is flushed to an SSTable and dropped. Entries are
+// ordered like InternalKeyComparator(): user key bytewise ascending, then (sequence << 8 | type)
+// descending, so the newest version of a user key comes first.
+//
+// Each entry is one Arena allocation, stored inline in its skiplist node (skiplist.h):
+//
+//   entry := varint32(internal_key_len) internal_key varint32(value_len) value
+//   internal_key := user_key fixed64_le((sequence << 8) | type)
+//
+// Thread-safety:
+//   - Add() requires external synchronization among writers (the engine's write leader).
+//   - Everything else may be called from any thread, concurrently with Add() and each other.
+//   - Iterators returned by NewIterator() point into the memtable's memory and must not outlive it:
+//     the engine holds a std::shared_ptr<MemTable> for as long as any of its iterators is alive.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "tessera/storage/dbformat.h"
+#include "tessera/storage/iterator.h"
+#include "tessera/storage/skiplist.h"
+#include "tessera/util/arena.h"
+
+namespace tessera::storage {
+
+struct MemTableOptions {
+  // Size of the Arena blocks that hold entries and skiplist nodes, in bytes. Memory usage grows in
+  // steps of this size. Default 1 MiB. Fixed for the life of a memtable.
+  size_t arena_block_size = size_t{1} << 20;
+  // Seeds the skiplist's node heights. Only the shape of the skiplist depends on it.
+  uint64_t skiplist_seed = 0x7e55e7a;
+};
+
+class MemTable {
+ public:
+  explicit MemTable(const MemTableOptions& options = MemTableOptions());
+  MemTable(const MemTable&) = delete;
+  MemTable& operator=(const MemTable&) = delete;
+
+  // Adds the entry (user_key, seq, type) -> value. Both views are copied.
+  // REQUIRES: external synchronization among writers (the engine's write leader); no entry with
+  // the same user key, sequence and type was added before; seq <= kMaxSequenceNumber.
+  void Add(SequenceNumber seq, ValueType type, std::string_view user_key, std::string_view value);
+
+  // An iterator over all entries in internal-key order: key() is the internal key, value() the
+  // value; both stay valid as long as the memtable. Seek() takes an internal key, e.g.
+  // MakeInternalKey(user_key, seq, kValueTypeForSeek) positions at the newest entry of user_key
+  // with sequence <= seq (or at the next user key). A Seek() target shorter than the 8-byte
+  // trailer is treated as a bare user key (positions at its newest entry).
+  // The iterator may be used concurrently with Add(): it sees every entry added before it was
+  // positioned and possibly some added since. It must not outlive the memtable.
+  std::unique_ptr<Iterator> NewIterator() const;
+
+  // Bytes of memory held (arena blocks, including skiplist nodes). Grows in whole blocks.
+  size_t ApproximateMemoryUsage() const { return arena_.MemoryUsage(); }
+
+  uint64_t NumEntries() const { return num_entries_.load(std::memory_order_acquire); }
+  bool Empty() const { return NumEntries() == 0; }
+
+  // The smallest and largest sequence numbers added so far. Meaningless when Empty()
+  // (kMaxSequenceNumber and 0 respectively).
+  SequenceNumber SmallestSequence() const {
+    return smallest_sequence_.load(std::memory_order_acquire);
+  }
+  SequenceNumber LargestSequence() const {
+    return largest_sequence_.load(std::memory_order_acquire);
+  }
+
+ private:
+  class MemTableIterator;
+
+  // Orders entries (pointers to their varint length prefix) by internal key. Defined inline in
+  // the .cc, the only place the skiplist is instantiated, so that it inlines into the search loop.
+  struct EntryComparator {
+    int operator()(const char* a, const char* b) const;
+  };
+  using Table = SkipList<EntryComparator>;
+
+  // Declared before table_, which allocates from it.
+  Arena arena_;
+  // Written by the single writer; readers go through the skiplist's lock-free protocol.
+  Table table_;
+
+  // Written by the single writer, read by anyone.
+  std::atomic<uint64_t> num_entries_{0};
+  std::atomic<SequenceNumber> smallest_sequence_{kMaxSequenceNumber};
+  std::atomic<SequenceNumber> largest_sequence_{0};
+};
+
+}  // namespace tessera::storage

@@ -1,0 +1,239 @@
+#include "tessera/storage/memtable.h"
+
+#include <time.h>
+
+#include <cstdio>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tessera/storage/comparator.h"
+#include "tessera/storage/dbformat.h"
+#include "tessera/util/random.h"
+
+namespace tessera::storage {
+namespace {
+
+std::string SeekKey(std::string_view user_key, SequenceNumber seq) {
+  return MakeInternalKey(user_key, seq, kValueTypeForSeek);
+}
+
+struct Entry {
+  std::string user_key;
+  SequenceNumber seq;
+  ValueType type;
+  std::string value;
+};
+
+std::vector<Entry> Scan(const MemTable& mem) {
+  std::vector<Entry> out;
+  auto it = mem.NewIterator();
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    ParsedInternalKey parsed;
+    EXPECT_TRUE(ParseInternalKey(it->key(), &parsed));
+    out.push_back(Entry{std::string(parsed.user_key), parsed.sequence, parsed.type,
+                        std::string(it->value())});
+  }
+  EXPECT_TRUE(it->status().ok());
+  return out;
+}
+
+TEST(MemTableTest, EmptyTable) {
+  MemTable mem;
+  EXPECT_TRUE(mem.Empty());
+  EXPECT_EQ(mem.NumEntries(), 0u);
+  auto it = mem.NewIterator();
+  it->SeekToFirst();
+  EXPECT_FALSE(it->Valid());
+  it->SeekToLast();
+  EXPECT_FALSE(it->Valid());
+  it->Seek(SeekKey("a", 5));
+  EXPECT_FALSE(it->Valid());
+  EXPECT_TRUE(it->status().ok());
+}
+
+TEST(MemTableTest, SameUserKeyNewestFirst) {
+  MemTable mem;
+  mem.Add(5, ValueType::kValue, "k", "v5");
+  mem.Add(9, ValueType::kDeletion, "k", "");
+  mem.Add(7, ValueType::kValue, "k", "v7");
+  mem.Add(3, ValueType::kValue, "k", "v3");
+  mem.Add(4, ValueType::kValue, "j", "j4");
+  mem.Add(1, ValueType::kValue, "ka", "ka1");
+  mem.Add(8, ValueType::kValue, "", "empty8");
+  // Same sequence, different types: larger type first.
+  mem.Add(6, ValueType::kValue, "x", "x6v");
+  mem.Add(6, ValueType::kDeletion, "x", "");
+
+  EXPECT_EQ(mem.NumEntries(), 9u);
+  EXPECT_FALSE(mem.Empty());
+  EXPECT_EQ(mem.SmallestSequence(), 1u);
+  EXPECT_EQ(mem.LargestSequence(), 9u);
+
+  std::vector<Entry> got = Scan(mem);
+  std::vector<std::tuple<std::string, SequenceNumber, ValueType, std::string>> want = {
+      {"", 8, ValueType::kValue, "empty8"}, {"j", 4, ValueType::kValue, "j4"},
+      {"k", 9, ValueType::kDeletion, ""},   {"k", 7, ValueType::kValue, "v7"},
+      {"k", 5, ValueType::kValue, "v5"},    {"k", 3, ValueType::kValue, "v3"},
+      {"ka", 1, ValueType::kValue, "ka1"},  {"x", 6, ValueType::kValue, "x6v"},
+      {"x", 6, ValueType::kDeletion, ""},
+  };
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); i++) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(got[i].user_key, std::get<0>(want[i]));
+    EXPECT_EQ(got[i].seq, std::get<1>(want[i]));
+    EXPECT_EQ(got[i].type, std::get<2>(want[i]));
+    EXPECT_EQ(got[i].value, std::get<3>(want[i]));
+  }
+
+  // Backward gives the reverse order.
+  auto it = mem.NewIterator();
+  it->SeekToLast();
+  for (size_t i = want.size(); i-- > 0;) {
+    ASSERT_TRUE(it->Valid());
+    EXPECT_EQ(it->value(), std::get<3>(want[i]));
+    it->Prev();
+  }
+  EXPECT_FALSE(it->Valid());
+}
+
+// Seek(user_key, seq, kValueTypeForSeek) lands on the newest entry of user_key with sequence <=
+// seq, or on the next user key when there is none.
+TEST(MemTableTest, SeekFindsNewestVisibleEntry) {
+  MemTable mem;
+  mem.Add(10, ValueType::kValue, "b", "b10");
+  mem.Add(20, ValueType::kValue, "b", "b20");
+  mem.Add(30, ValueType::kDeletion, "b", "");
+  mem.Add(15, ValueType::kValue, "c", "c15");
+  mem.Add(5, ValueType::kValue, "a", "a5");
+
+  auto it = mem.NewIterator();
+  auto expect_at = [&](std::string_view user_key, SequenceNumber seq, std::string_view want_user,
+                       SequenceNumber want_seq) {
+    SCOPED_TRACE(testing::Message() << "seek " << user_key << "@" << seq);
+    it->Seek(SeekKey(user_key, seq));
+    ASSERT_TRUE(it->Valid());
+    EXPECT_EQ(ExtractUserKey(it->key()), want_user);
+    EXPECT_EQ(ExtractSequence(it->key()), want_seq);
+  };
+  expect_at("b", 100, "b", 30);
+  expect_at("b", 30, "b", 30);
+  expect_at("b", 29, "b", 20);
+  expect_at("b", 20, "b", 20);
+  expect_at("b", 19, "b", 10);
+  expect_at("b", 10, "b", 10);
+  expect_at("b", 9, "c", 15);  // nothing of b visible at 9
+  expect_at("a", kMaxSequenceNumber, "a", 5);
+  expect_at("", 1, "a", 5);
+  expect_at("bb", 1, "c", 15);
+  it->Seek(SeekKey("c", 14));
+  EXPECT_FALSE(it->Valid());
+  it->Seek(SeekKey("d", 100));
+  EXPECT_FALSE(it->Valid());
+
+  // A target shorter than a trailer is a bare user key.
+  it->Seek("b");
+  ASSERT_TRUE(it->Valid());
+  EXPECT_EQ(it->value(), "");
+  EXPECT_EQ(ExtractSequence(it->key()), 30u);
+  it->Seek("");
+  ASSERT_TRUE(it->Valid());
+  EXPECT_EQ(it->value(), "a5");
+
+  // Prev from a seek position.
+  it->Seek(SeekKey("b", 19));
+  it->Prev();
+  ASSERT_TRUE(it->Valid());
+  EXPECT_EQ(it->value(), "b20");
+}
+
+// Random entries (binary keys, long keys and values needing multi-byte varints) against a std::map
+// ordered by InternalKeyComparator.
+TEST(MemTableTest, MatchesModel) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE(testing::Message() << "TESSERA_SEED=" << seed);
+  Random rnd(seed);
+  struct Less {
+    bool operator()(const std::string& a, const std::string& b) const {
+      return InternalKeyComparator()->Compare(a, b) < 0;
+    }
+  };
+  std::map<std::string, std::string, Less> model;
+  MemTableOptions options;
+  options.arena_block_size = 4096;  // exercise many blocks and large-allocation fallbacks
+  options.skiplist_seed = rnd.Next64();
+  MemTable mem(options);
+  SequenceNumber seq = 1;
+  for (int i = 0; i < 3000; i++) {
+    std::string user_key = rnd.OneIn(50) ? rnd.Bytes(200 + rnd.Uniform(300))
+                                         : rnd.Bytes(rnd.Uniform(4));  // many shared user keys
+    std::string value = rnd.OneIn(100) ? rnd.Bytes(5000) : rnd.Bytes(rnd.Uniform(20));
+    ValueType type = rnd.OneIn(5) ? ValueType::kDeletion : ValueType::kValue;
+    model[MakeInternalKey(user_key, seq, type)] = value;
+    mem.Add(seq, type, user_key, value);
+    seq += 1 + rnd.Uniform(3);
+  }
+  EXPECT_EQ(mem.NumEntries(), model.size());
+  EXPECT_GT(mem.ApproximateMemoryUsage(), 3000u * 16);
+
+  auto it = mem.NewIterator();
+  it->SeekToFirst();
+  for (const auto& [k, v] : model) {
+    ASSERT_TRUE(it->Valid());
+    ASSERT_EQ(it->key(), k);
+    ASSERT_EQ(it->value(), v);
+    it->Next();
+  }
+  EXPECT_FALSE(it->Valid());
+
+  for (int i = 0; i < 1000; i++) {
+    std::string target =
+        MakeInternalKey(rnd.Bytes(rnd.Uniform(4)), rnd.Uniform(seq + 1), kValueTypeForSeek);
+    it->Seek(target);
+    auto m = model.lower_bound(target);
+    ASSERT_EQ(it->Valid(), m != model.end());
+    if (it->Valid()) {
+      ASSERT_EQ(it->key(), m->first);
+    }
+  }
+}
+
+// Thread CPU time: on a shared machine wall time mostly measures the other processes.
+double ThreadCpuNanos() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+// Not a benchmark (bench/ has those) and asserts nothing about time: prints what an Add of a
+// 16-byte key and a 100-byte value costs, so that regressions show in test logs.
+TEST(MemTableTest, AddTiming) {
+  constexpr int kN = 100000;
+  Random rnd(301);
+  std::vector<std::string> random_keys(kN), sequential_keys(kN);
+  for (int i = 0; i < kN; i++) {
+    random_keys[i] = rnd.Bytes(16);
+    char buf[17];
+    std::snprintf(buf, sizeof(buf), "%016d", i);
+    sequential_keys[i].assign(buf, 16);
+  }
+  const std::string value = rnd.Bytes(100);
+
+  for (const auto* keys : {&random_keys, &sequential_keys}) {
+    MemTable mem;
+    const double start = ThreadCpuNanos();
+    for (int i = 0; i < kN; i++) mem.Add(i + 1, ValueType::kValue, (*keys)[i], value);
+    const double ns = ThreadCpuNanos() - start;
+    std::printf(
+        "MemTable::Add, %s 16-byte keys + 100-byte values: %.0f ns/op (CPU time) over "
+        "%d entries, %zu bytes of arena\n",
+        keys == &random_keys ? "random" : "sequential", ns / kN, kN, mem.ApproximateMemoryUsage());
+    EXPECT_EQ(mem.NumEntries(), static_cast<uint64_t>(kN));
+  }
+}
+
+}  // namespace
+}  // namespace tessera::storage
