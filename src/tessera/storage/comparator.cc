@@ -16,6 +16,10 @@ class BytewiseComparatorImpl final : public Comparator {
 class InternalKeyComparatorImpl final : public Comparator {
  public:
   int Compare(std::string_view a, std::string_view b) const override {
+    if (a.size() < kTrailerSize || b.size() < kTrailerSize) {
+      // Not internal keys (only hostile input gets here): order bytewise, never read outside.
+      return a.compare(b);
+    }
     int r = ExtractUserKey(a).compare(ExtractUserKey(b));
     if (r != 0) return r;
     // Larger (sequence, type) sorts first.
