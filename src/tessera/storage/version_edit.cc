@@ -1,0 +1,206 @@
+// VersionEdit encoding: a sequence of fields, each a varint32 tag followed by its value. The
+// fields of an edit appear in the order below; lists repeat their tag once per element. Decoding
+// accepts any order (a repeated scalar keeps the last value).
+//
+//   tag  field              value
+//   1    next_file_number   varint64
+//   2    last_sequence      varint64
+//   3    comparator         length-prefixed bytes
+//   4    tablet             varint64 tablet_id, length-prefixed descriptor
+//   5    removed tablet     varint64 tablet_id
+//   6    new file           varint64 tablet_id, varint64 number, varint64 size,
+//                           length-prefixed smallest, length-prefixed largest,
+//                           varint64 min_sequence, varint64 max_sequence,
+//                           varint64 num_entries, varint32 group
+//   7    deleted file       varint64 tablet_id, varint64 file_number
+//   8    flushed            varint64 tablet_id, varint64 flushed_sequence
+//
+// Tag 0 and any tag not listed are DataLoss: there is no way to skip a field of unknown size.
+#include "tessera/storage/version_edit.h"
+
+#include "absl/strings/escaping.h"
+#include "tessera/util/coding.h"
+
+namespace tessera::storage {
+namespace {
+
+enum Tag : uint32_t {
+  kNextFileNumber = 1,
+  kLastSequence = 2,
+  kComparator = 3,
+  kTablet = 4,
+  kRemovedTablet = 5,
+  kNewFile = 6,
+  kDeletedFile = 7,
+  kFlushed = 8,
+};
+
+bool GetString(std::string_view* in, std::string* out) {
+  std::string_view v;
+  if (!GetLengthPrefixed(in, &v)) return false;
+  out->assign(v.data(), v.size());
+  return true;
+}
+
+bool GetFileMeta(std::string_view* in, FileMeta* f) {
+  return GetVarint64(in, &f->number) && GetVarint64(in, &f->size) && GetString(in, &f->smallest) &&
+         GetString(in, &f->largest) && GetVarint64(in, &f->min_sequence) &&
+         GetVarint64(in, &f->max_sequence) && GetVarint64(in, &f->num_entries) &&
+         GetVarint32(in, &f->group);
+}
+
+}  // namespace
+
+void VersionEdit::EncodeTo(std::string* dst) const {
+  if (next_file_number) {
+    PutVarint32(dst, kNextFileNumber);
+    PutVarint64(dst, *next_file_number);
+  }
+  if (last_sequence) {
+    PutVarint32(dst, kLastSequence);
+    PutVarint64(dst, *last_sequence);
+  }
+  if (comparator) {
+    PutVarint32(dst, kComparator);
+    PutLengthPrefixed(dst, *comparator);
+  }
+  for (const Tablet& t : tablets) {
+    PutVarint32(dst, kTablet);
+    PutVarint64(dst, t.tablet_id);
+    PutLengthPrefixed(dst, t.descriptor);
+  }
+  for (uint64_t id : removed_tablets) {
+    PutVarint32(dst, kRemovedTablet);
+    PutVarint64(dst, id);
+  }
+  for (const NewFile& nf : new_files) {
+    const FileMeta& f = nf.meta;
+    PutVarint32(dst, kNewFile);
+    PutVarint64(dst, nf.tablet_id);
+    PutVarint64(dst, f.number);
+    PutVarint64(dst, f.size);
+    PutLengthPrefixed(dst, f.smallest);
+    PutLengthPrefixed(dst, f.largest);
+    PutVarint64(dst, f.min_sequence);
+    PutVarint64(dst, f.max_sequence);
+    PutVarint64(dst, f.num_entries);
+    PutVarint32(dst, f.group);
+  }
+  for (const DeletedFile& d : deleted_files) {
+    PutVarint32(dst, kDeletedFile);
+    PutVarint64(dst, d.tablet_id);
+    PutVarint64(dst, d.file_number);
+  }
+  for (const Flushed& f : flushed) {
+    PutVarint32(dst, kFlushed);
+    PutVarint64(dst, f.tablet_id);
+    PutVarint64(dst, f.flushed_sequence);
+  }
+}
+
+Status VersionEdit::DecodeFrom(std::string_view src) {
+  *this = VersionEdit();
+  std::string_view in = src;
+  while (!in.empty()) {
+    const size_t field_offset = src.size() - in.size();
+    uint32_t tag;
+    bool ok = GetVarint32(&in, &tag);
+    const char* field = "tag";
+    if (ok) {
+      switch (tag) {
+        case kNextFileNumber: {
+          field = "next_file_number";
+          uint64_t v;
+          ok = GetVarint64(&in, &v);
+          if (ok) next_file_number = v;
+          break;
+        }
+        case kLastSequence: {
+          field = "last_sequence";
+          uint64_t v;
+          ok = GetVarint64(&in, &v);
+          if (ok) last_sequence = v;
+          break;
+        }
+        case kComparator: {
+          field = "comparator";
+          std::string v;
+          ok = GetString(&in, &v);
+          if (ok) comparator = std::move(v);
+          break;
+        }
+        case kTablet: {
+          field = "tablet";
+          Tablet t;
+          ok = GetVarint64(&in, &t.tablet_id) && GetString(&in, &t.descriptor);
+          if (ok) tablets.push_back(std::move(t));
+          break;
+        }
+        case kRemovedTablet: {
+          field = "removed tablet";
+          uint64_t id;
+          ok = GetVarint64(&in, &id);
+          if (ok) removed_tablets.push_back(id);
+          break;
+        }
+        case kNewFile: {
+          field = "new file";
+          NewFile nf;
+          ok = GetVarint64(&in, &nf.tablet_id) && GetFileMeta(&in, &nf.meta);
+          if (ok) new_files.push_back(std::move(nf));
+          break;
+        }
+        case kDeletedFile: {
+          field = "deleted file";
+          DeletedFile d;
+          ok = GetVarint64(&in, &d.tablet_id) && GetVarint64(&in, &d.file_number);
+          if (ok) deleted_files.push_back(d);
+          break;
+        }
+        case kFlushed: {
+          field = "flushed";
+          Flushed f;
+          ok = GetVarint64(&in, &f.tablet_id) && GetVarint64(&in, &f.flushed_sequence);
+          if (ok) flushed.push_back(f);
+          break;
+        }
+        default:
+          return absl::DataLossError(
+              StrCat("version edit: unknown tag ", tag, " at byte ", field_offset));
+      }
+    }
+    if (!ok) {
+      return absl::DataLossError(
+          StrCat("version edit: malformed ", field, " field at byte ", field_offset));
+    }
+  }
+  return Status();
+}
+
+std::string VersionEdit::DebugString() const {
+  std::string s = "VersionEdit {";
+  if (next_file_number) s += StrCat("\n  next_file_number: ", *next_file_number);
+  if (last_sequence) s += StrCat("\n  last_sequence: ", *last_sequence);
+  if (comparator) s += StrCat("\n  comparator: ", *comparator);
+  for (const Tablet& t : tablets) {
+    s += StrCat("\n  tablet: ", t.tablet_id, " descriptor '", absl::CHexEscape(t.descriptor), "'");
+  }
+  for (uint64_t id : removed_tablets) s += StrCat("\n  removed tablet: ", id);
+  for (const NewFile& nf : new_files) {
+    const FileMeta& f = nf.meta;
+    s += StrCat("\n  new file: tablet ", nf.tablet_id, " #", f.number, " ", f.size, " bytes, seq [",
+                f.min_sequence, ", ", f.max_sequence, "], ", f.num_entries, " entries, group ",
+                f.group, ", keys '", absl::CHexEscape(f.smallest), "' .. '",
+                absl::CHexEscape(f.largest), "'");
+  }
+  for (const DeletedFile& d : deleted_files) {
+    s += StrCat("\n  deleted file: tablet ", d.tablet_id, " #", d.file_number);
+  }
+  for (const Flushed& f : flushed) {
+    s += StrCat("\n  flushed: tablet ", f.tablet_id, " through ", f.flushed_sequence);
+  }
+  s += StrCat("\n}");
+  return s;
+}
+
+}  // namespace tessera::storage

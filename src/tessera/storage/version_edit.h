@@ -1,0 +1,92 @@
+// VersionEdit: one change to the manifest state (the live tablets and their files), as logged in
+// the MANIFEST. The encoding is a sequence of tagged fields (see version_edit.cc and
+// docs/log_format.md); an unknown tag is DataLoss, so a file from a newer version is refused
+// rather than misread.
+//
+// Thread-safety: a plain value; no internal synchronization.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tessera/storage/dbformat.h"
+#include "tessera/util/status.h"
+
+namespace tessera::storage {
+
+// What the manifest knows about one SSTable of a tablet.
+struct FileMeta {
+  uint64_t number = 0;   // file number, unique in the engine
+  uint64_t size = 0;     // bytes
+  std::string smallest;  // smallest internal key in the file
+  std::string largest;   // largest internal key in the file
+  SequenceNumber min_sequence = 0;
+  SequenceNumber max_sequence = 0;
+  uint64_t num_entries = 0;
+  uint32_t group = 0;  // locality group
+
+  bool operator==(const FileMeta&) const = default;
+};
+
+struct VersionEdit {
+  struct Tablet {
+    uint64_t tablet_id = 0;
+    std::string descriptor;  // opaque to storage
+    bool operator==(const Tablet&) const = default;
+  };
+  struct NewFile {
+    uint64_t tablet_id = 0;
+    FileMeta meta;
+    bool operator==(const NewFile&) const = default;
+  };
+  struct DeletedFile {
+    uint64_t tablet_id = 0;
+    uint64_t file_number = 0;
+    bool operator==(const DeletedFile&) const = default;
+  };
+  struct Flushed {
+    uint64_t tablet_id = 0;
+    // Every commit-log record of the tablet with a sequence <= this is in its files; replay
+    // skips them.
+    SequenceNumber flushed_sequence = 0;
+    bool operator==(const Flushed&) const = default;
+  };
+
+  std::optional<uint64_t> next_file_number;
+  std::optional<SequenceNumber> last_sequence;
+  // Name of the comparator the engine orders keys with (checked by the engine at open).
+  std::optional<std::string> comparator;
+  std::vector<Tablet> tablets;  // added, or descriptor updated when the tablet exists
+  std::vector<uint64_t> removed_tablets;
+  std::vector<NewFile> new_files;
+  std::vector<DeletedFile> deleted_files;
+  std::vector<Flushed> flushed;
+
+  void AddTablet(uint64_t tablet_id, std::string descriptor) {
+    tablets.push_back({tablet_id, std::move(descriptor)});
+  }
+  void RemoveTablet(uint64_t tablet_id) { removed_tablets.push_back(tablet_id); }
+  void AddFile(uint64_t tablet_id, FileMeta meta) {
+    new_files.push_back({tablet_id, std::move(meta)});
+  }
+  void DeleteFile(uint64_t tablet_id, uint64_t file_number) {
+    deleted_files.push_back({tablet_id, file_number});
+  }
+  void SetFlushed(uint64_t tablet_id, SequenceNumber sequence) {
+    flushed.push_back({tablet_id, sequence});
+  }
+
+  // Appends the encoding to `*dst`.
+  void EncodeTo(std::string* dst) const;
+  // Replaces *this with the edit encoded in `src`. DataLoss (without file or offset: the caller
+  // adds them) when `src` is malformed or holds an unknown tag; *this is unspecified then.
+  Status DecodeFrom(std::string_view src);
+
+  std::string DebugString() const;
+  bool operator==(const VersionEdit&) const = default;
+};
+
+}  // namespace tessera::storage

@@ -1,0 +1,170 @@
+#include "tessera/storage/version_edit.h"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "tessera/storage/log_test_util.h"
+#include "tessera/storage/manifest.h"
+#include "tessera/util/coding.h"
+
+namespace tessera::storage {
+namespace {
+
+FileMeta MakeFile(uint64_t number, uint64_t size = 1000) {
+  FileMeta f;
+  f.number = number;
+  f.size = size;
+  f.smallest = MakeInternalKey("a" + std::to_string(number), 5, ValueType::kValue);
+  f.largest = MakeInternalKey("z" + std::to_string(number), 9, ValueType::kValue);
+  f.min_sequence = 5;
+  f.max_sequence = 9 + number;
+  f.num_entries = 100 + number;
+  f.group = static_cast<uint32_t>(number % 3);
+  return f;
+}
+
+VersionEdit FullEdit() {
+  VersionEdit e;
+  e.next_file_number = std::numeric_limits<uint64_t>::max();
+  e.last_sequence = kMaxSequenceNumber;
+  e.comparator = "tessera.InternalKeyComparator";
+  e.AddTablet(7, std::string("desc\0with\xffnul", 13));
+  e.AddTablet(0, "");
+  e.RemoveTablet(3);
+  FileMeta f = MakeFile(12);
+  f.smallest = "";
+  f.group = std::numeric_limits<uint32_t>::max();
+  e.AddFile(7, f);
+  e.AddFile(0, MakeFile(13));
+  e.DeleteFile(7, 11);
+  e.SetFlushed(7, 1234567);
+  e.SetFlushed(0, 0);
+  return e;
+}
+
+TEST(VersionEditTest, RoundTrip) {
+  for (const VersionEdit& e : {VersionEdit(), FullEdit()}) {
+    std::string encoded;
+    e.EncodeTo(&encoded);
+    VersionEdit decoded;
+    decoded.AddTablet(99, "stale");  // DecodeFrom replaces everything
+    TESSERA_ASSERT_OK(decoded.DecodeFrom(encoded));
+    EXPECT_EQ(e, decoded) << e.DebugString() << "\n" << decoded.DebugString();
+  }
+  std::string empty;
+  VersionEdit().EncodeTo(&empty);
+  EXPECT_TRUE(empty.empty());
+}
+
+TEST(VersionEditTest, UnknownTagIsDataLoss) {
+  std::string encoded;
+  FullEdit().EncodeTo(&encoded);
+  for (uint32_t tag : {0u, 9u, 100u, 1u << 20}) {
+    std::string bad = encoded;
+    PutVarint32(&bad, tag);
+    PutVarint64(&bad, 1);
+    VersionEdit e;
+    Status s = e.DecodeFrom(bad);
+    EXPECT_TRUE(absl::IsDataLoss(s)) << s;
+    EXPECT_NE(std::string::npos, s.message().find("unknown tag")) << s;
+    EXPECT_NE(std::string::npos, s.message().find(StrCat("byte ", encoded.size()))) << s;
+  }
+}
+
+TEST(VersionEditTest, TruncationIsDataLossOrAShorterEdit) {
+  std::string encoded;
+  FullEdit().EncodeTo(&encoded);
+  int whole_prefixes = 0;
+  for (size_t n = 0; n < encoded.size(); ++n) {
+    VersionEdit e;
+    Status s = e.DecodeFrom(std::string_view(encoded).substr(0, n));
+    if (s.ok()) {
+      ++whole_prefixes;  // cut at a field boundary
+    } else {
+      EXPECT_TRUE(absl::IsDataLoss(s)) << n << ": " << s;
+    }
+  }
+  EXPECT_GE(whole_prefixes, 10);  // one per field
+  EXPECT_LT(whole_prefixes, 20);
+}
+
+TEST(ManifestStateTest, ApplyAndSnapshot) {
+  ManifestState state;
+  VersionEdit e1;
+  e1.next_file_number = 10;
+  e1.last_sequence = 100;
+  e1.AddTablet(1, "t1");
+  e1.AddTablet(2, "t2");
+  e1.AddFile(1, MakeFile(3));
+  e1.AddFile(1, MakeFile(4));
+  e1.AddFile(2, MakeFile(5));
+  TESSERA_ASSERT_OK(state.Apply(e1));
+  EXPECT_EQ(2u, state.tablets.size());
+  EXPECT_EQ(2u, state.tablets[1].files.size());
+
+  // A compaction: delete inputs, add the output; the descriptor update keeps the files.
+  VersionEdit e2;
+  e2.DeleteFile(1, 3);
+  e2.DeleteFile(1, 4);
+  e2.AddFile(1, MakeFile(6));
+  e2.AddTablet(1, "t1 v2");
+  e2.SetFlushed(1, 90);
+  TESSERA_ASSERT_OK(state.Apply(e2));
+  EXPECT_EQ("t1 v2", state.tablets[1].descriptor);
+  ASSERT_EQ(1u, state.tablets[1].files.size());
+  EXPECT_EQ(MakeFile(6), state.tablets[1].files.begin()->second);
+  EXPECT_EQ(90u, state.tablets[1].flushed_sequence);
+
+  // Replacing a file with the same number in one edit is allowed.
+  VersionEdit e3;
+  e3.DeleteFile(1, 6);
+  e3.AddFile(1, MakeFile(6, 2000));
+  TESSERA_ASSERT_OK(state.Apply(e3));
+  EXPECT_EQ(2000u, state.tablets[1].files[6].size);
+
+  // The snapshot rebuilds the state.
+  ManifestState rebuilt;
+  TESSERA_ASSERT_OK(rebuilt.Apply(state.ToSnapshotEdit()));
+  EXPECT_EQ(state, rebuilt);
+
+  // Removing a tablet drops its files, even after deleting some in the same edit.
+  VersionEdit e4;
+  e4.DeleteFile(2, 5);
+  e4.RemoveTablet(2);
+  TESSERA_ASSERT_OK(state.Apply(e4));
+  EXPECT_FALSE(state.tablets.contains(2));
+}
+
+TEST(ManifestStateTest, InapplicableEditsLeaveTheStateUnchanged) {
+  ManifestState state;
+  VersionEdit base;
+  base.AddTablet(1, "t1");
+  base.AddFile(1, MakeFile(3));
+  TESSERA_ASSERT_OK(state.Apply(base));
+  const ManifestState before = state;
+
+  std::vector<VersionEdit> bad(9);
+  bad[0].AddFile(2, MakeFile(4));  // unknown tablet
+  bad[1].DeleteFile(1, 99);        // unknown file
+  bad[2].DeleteFile(2, 3);         // unknown tablet
+  bad[3].AddFile(1, MakeFile(3));  // already live
+  bad[4].AddTablet(5, "x");
+  bad[4].AddFile(5, MakeFile(8));
+  bad[4].AddFile(5, MakeFile(8));  // twice
+  bad[5].SetFlushed(9, 1);         // unknown tablet
+  bad[6].RemoveTablet(9);          // unknown tablet
+  bad[7].AddTablet(1, "again");
+  bad[7].RemoveTablet(1);  // added and removed
+  bad[8].DeleteFile(1, 3);
+  bad[8].DeleteFile(1, 3);  // twice
+  for (size_t i = 0; i < bad.size(); ++i) {
+    bad[i].last_sequence = 77;  // must not leak into the state either
+    Status s = state.Apply(bad[i]);
+    EXPECT_TRUE(absl::IsFailedPrecondition(s)) << i << ": " << s;
+    EXPECT_EQ(before, state) << i;
+  }
+}
+
+}  // namespace
+}  // namespace tessera::storage
