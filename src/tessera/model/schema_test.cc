@@ -1,0 +1,110 @@
+#include "tessera/model/schema.h"
+
+#include <string>
+
+#include "gtest/gtest.h"
+#include "tessera/util/random.h"
+
+namespace tessera::model {
+namespace {
+
+TableSchema Sample() {
+  TableSchema s;
+  s.name = "users";
+  s.families["cf"].gc_rule = GcRule::MaxNumVersions(3);
+  s.families["meta.v2"] = FamilySchema{GcRule::None(), /*in_memory=*/true};
+  s.families["old-data_1"].gc_rule =
+      GcRule::Union({GcRule::MaxAge(86400000000), GcRule::MaxNumVersions(1)});
+  return s;
+}
+
+TEST(SchemaTest, FamilyNames) {
+  EXPECT_TRUE(ValidateFamilyName("cf").ok());
+  EXPECT_TRUE(ValidateFamilyName("a-b_c.D9").ok());
+  EXPECT_TRUE(ValidateFamilyName(std::string(64, 'x')).ok());
+  for (std::string bad : {std::string(), std::string(65, 'x'), std::string("a b"),
+                          std::string("a:b"), std::string("a\0b", 3), std::string("é")}) {
+    Status s = ValidateFamilyName(bad);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  EXPECT_NE(ValidateFamilyName("bad name").message().find("bad name"), std::string::npos);
+}
+
+TEST(SchemaTest, TableNames) {
+  EXPECT_TRUE(ValidateTableName("users").ok());
+  EXPECT_TRUE(ValidateTableName("_t-1.x").ok());
+  EXPECT_FALSE(ValidateTableName("").ok());
+  EXPECT_FALSE(ValidateTableName("-t").ok());
+  EXPECT_FALSE(ValidateTableName("a/b").ok());
+  EXPECT_FALSE(ValidateTableName(std::string(51, 't')).ok());
+}
+
+TEST(SchemaTest, Find) {
+  TableSchema s = Sample();
+  ASSERT_NE(s.Find("cf"), nullptr);
+  EXPECT_EQ(s.Find("cf")->gc_rule, GcRule::MaxNumVersions(3));
+  EXPECT_TRUE(s.Find("meta.v2")->in_memory);
+  EXPECT_EQ(s.Find("nope"), nullptr);
+  EXPECT_EQ(s.FindGcRule("nope"), nullptr);
+  EXPECT_EQ(*s.FindGcRule("cf"), GcRule::MaxNumVersions(3));
+  EXPECT_TRUE(s.Validate().ok());
+  s.families["bad name"];
+  EXPECT_EQ(s.Validate().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(SchemaTest, EncodeDecode) {
+  TableSchema s = Sample();
+  StatusOr<TableSchema> d = TableSchema::Decode(s.Encode());
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(*d, s);
+  EXPECT_EQ(d->DebugString(),
+            "table users { cf: versions() > 3, meta.v2: never in_memory, "
+            "old-data_1: (age() > 1d || versions() > 1) }");
+  TableSchema empty;
+  EXPECT_EQ(*TableSchema::Decode(empty.Encode()), empty);
+}
+
+TEST(SchemaTest, DecodeRejectsDamage) {
+  const std::string good = Sample().Encode();
+  for (size_t len = 0; len < good.size(); ++len) {
+    EXPECT_EQ(TableSchema::Decode(good.substr(0, len)).status().code(), absl::StatusCode::kDataLoss)
+        << len;
+  }
+  EXPECT_FALSE(TableSchema::Decode(good + "x").ok());
+
+  // Families out of order: swap the names of an encoded two-family schema.
+  TableSchema two;
+  two.name = "t";
+  two.families["a"];
+  two.families["b"];
+  std::string enc = two.Encode();
+  size_t a = enc.find('a', 3), b = enc.find('b', 3);
+  ASSERT_NE(a, std::string::npos);
+  ASSERT_NE(b, std::string::npos);
+  std::swap(enc[a], enc[b]);
+  Status st = TableSchema::Decode(enc).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(st.message().find("out of order"), std::string::npos) << st;
+  enc[b] = 'b';  // duplicate "b"
+  EXPECT_FALSE(TableSchema::Decode(enc).ok());
+
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE(testing::Message() << "seed=" << seed);
+  Random rnd(seed);
+  for (int i = 0; i < 2000; ++i) {
+    std::string bad = good;
+    bad[rnd.Uniform(bad.size())] = static_cast<char>(rnd.Uniform(256));
+    StatusOr<TableSchema> d = TableSchema::Decode(bad);
+    if (d.ok()) {
+      for (const auto& [family, f] : d->families) {
+        EXPECT_TRUE(ValidateFamilyName(family).ok());
+        EXPECT_TRUE(f.gc_rule.Validate().ok());
+      }
+    } else {
+      EXPECT_EQ(d.status().code(), absl::StatusCode::kDataLoss);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera::model
