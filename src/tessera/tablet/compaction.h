@@ -1,0 +1,61 @@
+// Writing cells to SSTables: the one path behind a flush (memtable -> files), a size-tiered
+// compaction (a run of similar-sized files -> one file) and a major compaction (every file of a
+// tablet -> one file). The inputs are merged newest-first, passed through model::CellVisibility
+// (shadowed versions, deleted cells and GC-collected cells are dropped; tombstones are kept unless
+// the inputs include the tablet's oldest file, when nothing older can be hidden by them), and
+// written out, split by locality group when the inputs hold several.
+//
+// Thread-safety: a CompactionJob is used by one thread. Many jobs may run at once.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "tessera/model/schema.h"
+#include "tessera/storage/iterator.h"
+#include "tessera/storage/table_options.h"
+#include "tessera/storage/version_edit.h"
+#include "tessera/tablet/table_file.h"
+#include "tessera/util/file_system.h"
+#include "tessera/util/rate_limiter.h"
+
+namespace tessera::tablet {
+
+struct CompactionJobOptions {
+  std::string dir;  // where the new SSTables go
+  storage::TableOptions table_options;
+  // Route each entry to its family's locality group (a flush). When set, every output goes to
+  // this group (a compaction of one group's files).
+  std::optional<LocalityGroup> fixed_group;
+  bool can_purge_tombstones = false;
+  int64_t now_micros = 0;  // for max-age GC
+  const model::TableSchema* schema = nullptr;  // GC rules and in-memory flags; must outlive the job
+  RateLimiter* rate_limiter = nullptr;         // may be null (no limit)
+  // Gives a fresh file number for each output.
+  std::function<uint64_t()> new_file_number;
+};
+
+struct CompactionResult {
+  std::vector<storage::FileMeta> outputs;  // may be empty when everything was dropped
+  uint64_t input_entries = 0;
+  uint64_t output_entries = 0;
+  uint64_t bytes_written = 0;
+};
+
+// Merges `input` (an iterator over internal keys, e.g. a merging iterator) into new files.
+// Each output file is synced before this returns; the caller makes the directory entry durable
+// and records the files in the manifest. On error every partial output is removed.
+StatusOr<CompactionResult> RunCompaction(const CompactionJobOptions& options, FileSystem* fs,
+                                         storage::Iterator* input);
+
+// Size-tiered choice among one locality group's files, given newest first: the longest run of
+// adjacent files (adjacent in age, so that the output keeps the age order) of similar size, at
+// least `min_files` long, at most `max_files`. Two sizes are similar when the larger is at most
+// `ratio` times the smaller, so a huge file is never merged with a small one. Returns the chosen
+// indexes into `sizes` (ascending), or empty.
+std::vector<size_t> PickSizeTieredRun(const std::vector<uint64_t>& sizes, int min_files,
+                                      int max_files, double ratio);
+
+}  // namespace tessera::tablet

@@ -1,0 +1,200 @@
+// The storage engine of one node: many tablets (a tablet = one row range of one table) sharing
+// one commit log, one block cache and one pool of background threads — the tablet server of the
+// Bigtable paper with the local persistence of the Cassandra paper (§5.6).
+//
+// Write path: Apply() encodes nothing new: a model::RowMutation is already the commit-log record.
+// Concurrent Apply() calls are group-committed: one leader appends every waiting record with one
+// write and, in kBatch mode, one fdatasync, then inserts them into the tablets' memtables. A
+// mutation of one row is atomic: readers see all of it or none of it.
+//
+// Read path: memtables and SSTables merged newest-first, files skipped by row range and bloom
+// filter, tombstones and the families' GC rules applied (model::CellVisibility), then the
+// ReadSpec's selection. Every read sees a consistent snapshot.
+//
+// Background: a memtable that passes memtable_bytes becomes immutable and is flushed to an
+// SSTable; size-tiered compaction merges runs of similar-sized files; CompactTablet() merges all
+// of a tablet's files into one. Writers stall only when all memtables together pass
+// memory_hard_limit_bytes. A background I/O error is sticky: every later write fails with it.
+//
+// Recovery: Open() reads the manifest (tablets and their files), then replays the commit log into
+// memtables, skipping what each tablet had already flushed. A torn log tail is cut off; corruption
+// in the middle of the log, a manifest or an SSTable is a DataLoss error naming file and offset.
+//
+// Thread-safety: every method is safe to call from many threads.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tessera/model/row_mutation.h"
+#include "tessera/model/schema.h"
+#include "tessera/util/clock.h"
+#include "tessera/util/file_system.h"
+#include "tessera/util/status.h"
+
+namespace tessera::tablet {
+
+using TabletId = uint64_t;
+
+enum class SyncMode {
+  kBatch,     // acknowledge a write only after fdatasync (group commit)
+  kPeriodic,  // acknowledge once buffered; fdatasync every periodic_sync_interval_ms
+};
+
+enum class Compression { kNone, kLz4, kZstd };
+
+struct EngineOptions {
+  // --- behaviour ---
+  std::string dir;                        // data folder; created when missing
+  SyncMode sync_mode = SyncMode::kBatch;  // may not change at runtime
+  int64_t periodic_sync_interval_ms = 10;
+  uint64_t commit_log_segment_bytes = 128ull << 20;
+
+  // --- performance ---
+  size_t memtable_bytes = 64ull << 20;              // per tablet, before it is flushed
+  size_t memory_hard_limit_bytes = 512ull << 20;    // all memtables; writers stall above it
+  size_t block_cache_bytes = 256ull << 20;
+  size_t block_size = 64 * 1024;
+  Compression compression = Compression::kLz4;
+  int bloom_bits_per_key = 10;
+  int background_threads = 2;
+  int64_t compaction_bytes_per_second = 64ll << 20;  // <= 0: unlimited
+  // Size-tiered compaction: merge a run of at least this many files whose sizes are within
+  // `size_tier_ratio` of each other (never a huge file with a small one).
+  int size_tier_min_files = 4;
+  int size_tier_max_files = 32;
+  double size_tier_ratio = 2.0;
+};
+
+// Everything nondeterministic the engine touches. Both pointers must outlive the engine.
+struct EngineEnv {
+  FileSystem* fs = PosixFileSystem();
+  Clock* clock = SystemClock();
+};
+
+struct TabletDescriptor {
+  std::string table;
+  std::string start_row;  // inclusive; "" = from the first row
+  std::string end_row;    // exclusive; "" = to the last row
+  model::TableSchema schema;
+
+  bool ContainsRow(std::string_view row) const {
+    return row >= start_row && (end_row.empty() || row < end_row);
+  }
+  std::string Encode() const;
+  static StatusOr<TabletDescriptor> Decode(std::string_view encoded);
+};
+
+struct Cell {
+  std::string family;
+  std::string qualifier;
+  int64_t timestamp_micros = 0;
+  std::string value;
+  bool operator==(const Cell&) const = default;
+};
+
+// Cells are ordered by family name, then qualifier bytes, then timestamp newest first.
+struct Row {
+  std::string key;
+  std::vector<Cell> cells;
+  bool operator==(const Row&) const = default;
+};
+
+struct ColumnSelector {
+  std::string family;
+  std::string qualifier;
+};
+
+// What to return of each row. Selections combine: a cell is returned when its family is chosen
+// (or `families` is empty), its column is chosen (or `columns` is empty), its timestamp is in
+// `time_range`, and it is among the newest `max_versions` matching versions of its column.
+struct ReadSpec {
+  std::vector<std::string> families;
+  std::vector<ColumnSelector> columns;
+  model::TimeRange time_range;  // [start, end); end 0 = no upper bound
+  int max_versions = 0;         // 0 = all versions
+};
+
+// [start, end); end "" = no upper bound.
+struct RowRange {
+  std::string start;
+  std::string end;
+};
+
+// Rows of a scan, in row order, from one consistent snapshot taken when the scan started.
+// Not thread-safe; keeps the files and memtables it reads alive until destroyed.
+class RowIterator {
+ public:
+  virtual ~RowIterator() = default;
+  virtual bool Valid() const = 0;
+  // REQUIRES: Valid(). Valid until Next().
+  virtual const Row& row() const = 0;
+  virtual void Next() = 0;
+  // When !Valid(): OK at the end, the error otherwise.
+  virtual Status status() const = 0;
+};
+
+struct EngineStats {
+  uint64_t memtable_bytes = 0;  // all tablets, active and immutable
+  uint64_t sstable_files = 0;
+  uint64_t sstable_bytes = 0;
+  uint64_t flushes = 0;
+  uint64_t compactions = 0;
+  uint64_t compaction_bytes_written = 0;
+  uint64_t write_stalls = 0;
+  uint64_t block_cache_hits = 0;
+  uint64_t block_cache_misses = 0;
+  uint64_t block_cache_usage = 0;
+  uint64_t commit_log_segments = 0;
+  uint64_t last_sequence = 0;
+};
+
+class Engine {
+ public:
+  static StatusOr<std::unique_ptr<Engine>> Open(const EngineOptions& options,
+                                                const EngineEnv& env = EngineEnv());
+  virtual ~Engine() = default;
+
+  // Tablets. CreateTablet fails with AlreadyExists for a known id; the others with NotFound
+  // for an unknown one. DropTablet deletes the tablet's data.
+  virtual Status CreateTablet(TabletId id, const TabletDescriptor& descriptor) = 0;
+  virtual Status DropTablet(TabletId id) = 0;
+  virtual Status UpdateSchema(TabletId id, const model::TableSchema& schema) = 0;
+  virtual StatusOr<TabletDescriptor> GetTablet(TabletId id) const = 0;
+  virtual std::vector<TabletId> ListTablets() const = 0;
+
+  // Applies one row's mutations atomically. Returns once durable as the sync mode says.
+  // Errors: NotFound (tablet), InvalidArgument (row outside the tablet, unknown family),
+  // ResourceExhausted (disk full), Unavailable (I/O), or a sticky background error.
+  virtual Status Apply(TabletId id, const model::RowMutation& mutation) = 0;
+
+  // One row; nullopt when the row has no visible cell matching `spec`.
+  virtual StatusOr<std::optional<Row>> ReadRow(TabletId id, std::string_view row,
+                                               const ReadSpec& spec) const = 0;
+  // Rows of `range` (clipped to the tablet) in order; at most `limit` rows (0 = no limit).
+  // Rows with no cell matching `spec` are skipped.
+  virtual StatusOr<std::unique_ptr<RowIterator>> Scan(TabletId id, const RowRange& range,
+                                                      const ReadSpec& spec,
+                                                      uint64_t limit) const = 0;
+  // Loads the blocks that hold `row` into the block cache (Bigtable's PingAndWarm, the inbox
+  // search "warm-up" of the Cassandra paper).
+  virtual Status WarmRow(TabletId id, std::string_view row) = 0;
+
+  // Flushes the tablet's memtable (every tablet's when id is nullopt) and waits for it.
+  virtual Status Flush(std::optional<TabletId> id) = 0;
+  // Major compaction: merges every file of the tablet into one, applying GC rules and purging
+  // tombstones; waits for it.
+  virtual Status CompactTablet(TabletId id) = 0;
+  // Waits until no flush or compaction is queued or running. For tests and benchmarks.
+  virtual Status WaitForBackgroundWork() = 0;
+
+  virtual EngineStats GetStats() const = 0;
+  // Syncs the commit log and stops background work. Later calls fail with FailedPrecondition.
+  virtual Status Close() = 0;
+};
+
+}  // namespace tessera::tablet

@@ -1,0 +1,32 @@
+// The read path over a TabletSnapshot: merge the memtables and the files that may hold the rows
+// asked for (by key range, and for one row by bloom filter), keep what model::CellVisibility says
+// is visible (tombstones and GC rules applied), then the ReadSpec's selection.
+//
+// A one-row read with chosen families or columns seeks straight to each chosen family or column
+// instead of walking the whole row, so one column of a very wide row costs a block or two (the
+// column index role of Cassandra §5.6 is played by the block index over full cell keys).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string_view>
+
+#include "tessera/storage/block_cache.h"
+#include "tessera/storage/table_options.h"
+#include "tessera/tablet/engine.h"
+#include "tessera/tablet/snapshot.h"
+
+namespace tessera::tablet {
+
+// Counters are added to `stats` when not null.
+StatusOr<std::optional<Row>> ReadRowFromSnapshot(const TabletSnapshot& snapshot,
+                                                 std::string_view row, const ReadSpec& spec,
+                                                 storage::ReadStats* stats = nullptr);
+
+std::unique_ptr<RowIterator> NewSnapshotScan(TabletSnapshot snapshot, const RowRange& range,
+                                             const ReadSpec& spec, uint64_t limit);
+
+// Loads into the block cache every block of the snapshot's files that may hold `row`.
+Status WarmRowInSnapshot(const TabletSnapshot& snapshot, std::string_view row);
+
+}  // namespace tessera::tablet

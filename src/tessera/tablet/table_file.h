@@ -1,0 +1,57 @@
+// One SSTable of one tablet, open for reading, shared by every snapshot that includes it.
+//
+// A TableFile lives as long as some FileSet or read snapshot holds it. When a compaction replaces
+// it, the engine marks it obsolete; the file is removed from disk when the last holder lets go,
+// so a scan that started before the compaction keeps reading the old file safely.
+//
+// Thread-safety: immutable after construction except for the obsolete flag (atomic).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "tessera/storage/table.h"
+#include "tessera/storage/version_edit.h"
+#include "tessera/util/file_system.h"
+
+namespace tessera::tablet {
+
+// Locality groups (Bigtable §6): the families marked in-memory are written to files of their own,
+// which are loaded whole into RAM when opened.
+enum class LocalityGroup : uint32_t { kDefault = 0, kInMemory = 1 };
+
+class TableFile {
+ public:
+  // `fs` must outlive the file.
+  TableFile(storage::FileMeta meta, std::string path, std::unique_ptr<storage::Table> table,
+            FileSystem* fs)
+      : meta_(std::move(meta)), path_(std::move(path)), table_(std::move(table)), fs_(fs) {}
+  ~TableFile();
+
+  const storage::FileMeta& meta() const { return meta_; }
+  const std::string& path() const { return path_; }
+  storage::Table* table() const { return table_.get(); }
+  LocalityGroup group() const { return static_cast<LocalityGroup>(meta_.group); }
+
+  // The file is deleted from disk when the last reference goes away.
+  void MarkObsolete() { obsolete_.store(true, std::memory_order_release); }
+
+ private:
+  const storage::FileMeta meta_;
+  const std::string path_;
+  const std::unique_ptr<storage::Table> table_;
+  FileSystem* const fs_;
+  std::atomic<bool> obsolete_{false};
+};
+
+// The files of one tablet at one moment, newest first (by max sequence). Immutable; replaced
+// whole on every flush or compaction.
+struct FileSet {
+  std::vector<std::shared_ptr<TableFile>> files;
+};
+
+// "<dir>/<number, 6+ digits>.sst"
+std::string TableFileName(const std::string& dir, uint64_t number);
+
+}  // namespace tessera::tablet
