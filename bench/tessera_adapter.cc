@@ -1,0 +1,113 @@
+// KvAdapter over Tessera's tablet engine. A key/value pair is one Bigtable cell: the key is the
+// row, the value the cell (family "f", qualifier "", timestamp 0) of one tablet (id 1, the whole
+// row space) of table "bench". An overwrite writes the same cell coordinates again, so the newer
+// write replaces the older one as in the other engines.
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "fmt/format.h"
+#include "kv_adapter.h"
+#include "tessera/model/row_mutation.h"
+#include "tessera/model/schema.h"
+#include "tessera/tablet/engine.h"
+
+namespace tessera::bench {
+namespace {
+
+constexpr tablet::TabletId kTablet = 1;
+constexpr std::string_view kTable = "bench";
+constexpr std::string_view kFamily = "f";
+
+tablet::TabletDescriptor BenchTablet() {
+  tablet::TabletDescriptor descriptor;
+  descriptor.table = std::string(kTable);
+  descriptor.schema.name = std::string(kTable);
+  descriptor.schema.families.emplace(std::string(kFamily), model::FamilySchema());
+  return descriptor;  // start_row = end_row = "": the whole row space
+}
+
+class TesseraAdapter final : public KvAdapter {
+ public:
+  TesseraAdapter(std::unique_ptr<tablet::Engine> engine, std::string describe)
+      : engine_(std::move(engine)), describe_(std::move(describe)) {}
+
+  std::string_view name() const override { return "tessera"; }
+  std::string Describe() const override { return describe_; }
+
+  Status Put(std::string_view key, std::string_view value) override {
+    model::RowMutation mutation(key);
+    mutation.SetCell(kFamily, "", /*timestamp_micros=*/0, value);
+    return engine_->Apply(kTablet, mutation);
+  }
+
+  Status Get(std::string_view key, std::string* value, bool* found) override {
+    ASSIGN_OR_RETURN(std::optional<tablet::Row> row,
+                     engine_->ReadRow(kTablet, key, tablet::ReadSpec{}));
+    *found = row.has_value() && !row->cells.empty();
+    if (*found) *value = std::move(row->cells.front().value);
+    return Status();
+  }
+
+  StatusOr<ScanResult> Scan(std::string_view start, uint64_t limit) override {
+    ASSIGN_OR_RETURN(std::unique_ptr<tablet::RowIterator> it,
+                     engine_->Scan(kTablet, tablet::RowRange{std::string(start), ""},
+                                   tablet::ReadSpec{}, limit));
+    ScanResult result;
+    for (; it->Valid(); it->Next()) {
+      const tablet::Row& row = it->row();
+      result.rows++;
+      result.bytes += row.key.size();
+      for (const tablet::Cell& cell : row.cells) result.bytes += cell.value.size();
+    }
+    RETURN_IF_ERROR(it->status());
+    return result;
+  }
+
+  Status Close() override {
+    if (engine_ == nullptr) return Status();
+    Status s = engine_->Close();
+    engine_.reset();
+    return s;
+  }
+
+ private:
+  std::unique_ptr<tablet::Engine> engine_;
+  const std::string describe_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<KvAdapter>> OpenTessera(const KvOptions& options) {
+  tablet::EngineOptions engine_options;
+  engine_options.dir = options.dir;
+  engine_options.sync_mode = options.sync ? tablet::SyncMode::kBatch : tablet::SyncMode::kPeriodic;
+  engine_options.memtable_bytes = options.write_buffer_bytes;
+  engine_options.block_cache_bytes = options.block_cache_bytes;
+  engine_options.block_size = options.block_size;
+  engine_options.compression = tablet::Compression::kLz4;
+  engine_options.bloom_bits_per_key = options.bloom_bits_per_key;
+  engine_options.background_threads = options.background_threads;
+  // RocksDB and LevelDB do not throttle compaction by default; neither do we here.
+  engine_options.compaction_bytes_per_second = 0;
+
+  ASSIGN_OR_RETURN(std::unique_ptr<tablet::Engine> engine, tablet::Engine::Open(engine_options));
+  // The tablet survives a reopen (the runner reopens to switch the sync mode).
+  StatusOr<tablet::TabletDescriptor> existing = engine->GetTablet(kTablet);
+  if (absl::IsNotFound(existing.status())) {
+    RETURN_IF_ERROR(engine->CreateTablet(kTablet, BenchTablet()));
+  } else if (!existing.ok()) {
+    return existing.status();
+  }
+  std::string describe = fmt::format(
+      "compression=lz4, commit log on, sync={} (SyncMode::{}), filter=bloom {} bits/key, "
+      "background_threads={}, compaction not throttled; key = row, value = cell f: at ts 0",
+      options.sync ? "every write" : "every periodic_sync_interval_ms",
+      options.sync ? "kBatch" : "kPeriodic", options.bloom_bits_per_key,
+      options.background_threads);
+  return std::unique_ptr<KvAdapter>(
+      std::make_unique<TesseraAdapter>(std::move(engine), std::move(describe)));
+}
+
+}  // namespace tessera::bench

@@ -1,0 +1,135 @@
+#include "workload.h"
+
+#include <filesystem>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "kv_adapter.h"
+#include "lz4.h"
+
+namespace tessera::bench {
+namespace {
+
+TEST(MakeKeyTest, ZeroPaddedDecimalInNumericOrder) {
+  EXPECT_EQ(MakeKey(0), "0000000000000000");
+  EXPECT_EQ(MakeKey(42), "0000000000000042");
+  EXPECT_EQ(MakeKey(9999999999999999ull), "9999999999999999");
+  EXPECT_LT(MakeKey(9), MakeKey(10));
+  EXPECT_LT(MakeKey(999), MakeKey(1000));
+}
+
+TEST(ValueGeneratorTest, DeterministicAndHalfCompressible) {
+  ValueGenerator a(7, 100), b(7, 100), c(8, 100);
+  std::string block;
+  for (int i = 0; i < 41; i++) {  // ~ one 4 KiB block of values
+    std::string_view va = a.Next(100);
+    ASSERT_EQ(va.size(), 100u);
+    EXPECT_EQ(va, b.Next(100));
+    block.append(va);
+  }
+  EXPECT_NE(block.substr(0, 100), c.Next(100));
+
+  std::string compressed(LZ4_compressBound(block.size()), '\0');
+  const int size =
+      LZ4_compress_default(block.data(), compressed.data(), block.size(), compressed.size());
+  ASSERT_GT(size, 0);
+  const double ratio = static_cast<double>(size) / block.size();
+  EXPECT_GT(ratio, 0.40);
+  EXPECT_LT(ratio, 0.65);
+}
+
+TEST(BenchmarkTableTest, NamesAreKnown) {
+  for (const char* name : {"fillseq", "fillrandom", "overwrite", "readrandom", "readmissing",
+                           "seekrandom", "readseq", "fillsync"}) {
+    EXPECT_NE(FindBenchmark(name), nullptr) << name;
+  }
+  EXPECT_EQ(FindBenchmark("nope"), nullptr);
+  EXPECT_TRUE(FindBenchmark("fillsync")->sync);
+  EXPECT_FALSE(FindBenchmark("readseq")->writes());
+}
+
+// Every benchmark on every engine compiled in, small: checks the adapters and the counts.
+class EngineWorkloadTest : public testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("tessera_workload_test_" + GetParam() + "_" + std::to_string(getpid()));
+    std::filesystem::remove_all(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  StatusOr<std::unique_ptr<KvAdapter>> Open(bool sync) {
+    KvOptions options;
+    options.dir = dir_.string();
+    options.sync = sync;
+    options.write_buffer_bytes = 64 << 10;  // small: forces flushes to SSTables
+    options.block_cache_bytes = 1 << 20;
+    return OpenEngine(GetParam(), options);
+  }
+
+  std::filesystem::path dir_;
+};
+
+TEST_P(EngineWorkloadTest, EveryBenchmarkCountsWhatItDid) {
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(threads);
+    std::filesystem::remove_all(dir_);
+    WorkloadOptions options;
+    options.num = 2000;
+    options.sync_num = 5;
+    options.threads = threads;
+    auto db = Open(false);
+    ASSERT_TRUE(db.ok()) << db.status();
+
+    auto run = [&](KvAdapter* kv, std::string_view name) {
+      auto r = RunBenchmark(kv, *FindBenchmark(name), options);
+      EXPECT_TRUE(r.ok()) << name << ": " << r.status();
+      return r.ok() ? *r : BenchmarkResult();
+    };
+    BenchmarkResult fill = run(db->get(), "fillseq");
+    EXPECT_EQ(fill.ops, 2000u);
+    EXPECT_EQ(fill.bytes, 2000u * (kKeySize + options.value_size));
+    EXPECT_EQ(run(db->get(), "overwrite").ops, 2000u);
+
+    BenchmarkResult read = run(db->get(), "readrandom");
+    EXPECT_EQ(read.ops, 2000u);
+    EXPECT_EQ(read.note, "found 2000 of 2000");
+    EXPECT_EQ(run(db->get(), "readmissing").note, "found 0 of 2000");
+    BenchmarkResult seek = run(db->get(), "seekrandom");
+    EXPECT_EQ(seek.ops, 2000u);
+    EXPECT_GT(seek.bytes, 2000u * (kKeySize + options.value_size));  // read past the first row
+    BenchmarkResult scan = run(db->get(), "readseq");
+    EXPECT_EQ(scan.ops, 2000u);
+    EXPECT_EQ(scan.bytes, 2000u * (kKeySize + options.value_size));
+    ASSERT_TRUE((*db)->Close().ok());
+
+    auto synced = Open(true);
+    ASSERT_TRUE(synced.ok()) << synced.status();
+    EXPECT_EQ(run(synced->get(), "fillsync").ops, 5u);
+    EXPECT_EQ(run(synced->get(), "readseq").ops, 2000u);  // reopened: nothing lost
+    ASSERT_TRUE((*synced)->Close().ok());
+  }
+}
+
+TEST_P(EngineWorkloadTest, LoadDatabaseWritesEveryKeyOnce) {
+  auto db = Open(false);
+  ASSERT_TRUE(db.ok()) << db.status();
+  WorkloadOptions options;
+  options.num = 1000;
+  ASSERT_TRUE(LoadDatabase(db->get(), options).ok());
+  auto read = RunBenchmark(db->get(), *FindBenchmark("readrandom"), options);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->note, "found 1000 of 1000");
+  auto scan = RunBenchmark(db->get(), *FindBenchmark("readseq"), options);
+  ASSERT_TRUE(scan.ok()) << scan.status();
+  EXPECT_EQ(scan->ops, 1000u);
+  ASSERT_TRUE((*db)->Close().ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, EngineWorkloadTest, testing::ValuesIn(AvailableEngines()),
+                         [](const testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
+
+}  // namespace
+}  // namespace tessera::bench

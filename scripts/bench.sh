@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Builds tessera_engine_bench in an already configured build directory and runs it with its
+# default settings (Tessera vs RocksDB vs LevelDB, 1M keys), then prints Tessera's throughput
+# relative to the best peer per benchmark. Used by `make bench`.
+#
+#   scripts/bench.sh [extra tessera_engine_bench flags, e.g. --num 100000]
+#
+# Environment: BUILD_DIR (default: build), BENCH_OUT (the JSON lines; default:
+# $BUILD_DIR/engine_bench.jsonl).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
+BENCH_OUT="${BENCH_OUT:-$BUILD_DIR/engine_bench.jsonl}"
+
+if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
+  echo "bench.sh: $BUILD_DIR is not a configured build directory" >&2
+  exit 1
+fi
+cmake --build "$BUILD_DIR" --target tessera_engine_bench
+
+# JSON lines go to the file (and the terminal, as progress); settings come on stderr.
+"$BUILD_DIR/bench/tessera_engine_bench" --json "$@" | tee "$BENCH_OUT"
+
+python3 - "$BENCH_OUT" <<'PY'
+import json
+import sys
+
+results, memory, ratios = {}, {}, {}
+with open(sys.argv[1]) as f:
+    for line in f:
+        line = line.strip()
+        if not line:
+            continue
+        r = json.loads(line)
+        if r["engine"] == "ratio":
+            ratios[r["benchmark"]] = r
+        elif r["benchmark"] == "peak_memory":
+            memory[r["engine"]] = r["peak_rss_mb"]
+        else:
+            results.setdefault(r["benchmark"], {})[r["engine"]] = r
+
+print()
+if not ratios:
+    print("no ratios: tessera and at least one peer must both run")
+    sys.exit(0)
+print(f"{'benchmark':<12} {'tessera ops/s':>14} {'best peer':>10} {'peer ops/s':>12} {'ratio':>7}")
+for name, r in ratios.items():
+    if name == "peak_memory":
+        continue
+    ours = results[name]["tessera"]["ops_per_sec"]
+    peer = results[name][r["best_peer"]]["ops_per_sec"]
+    print(f"{name:<12} {ours:>14.0f} {r['best_peer']:>10} {peer:>12.0f} "
+          f"{r['tessera_vs_best_peer']:>6.2f}x")
+if "peak_memory" in ratios:
+    r = ratios["peak_memory"]
+    print(f"{'peak RSS MB':<12} {memory['tessera']:>14.1f} {r['best_peer']:>10} "
+          f"{memory[r['best_peer']]:>12.1f} {r['tessera_vs_best_peer']:>6.2f}x")
+print("ratio: tessera / best peer; above 1 is faster (peak RSS: below 1 is smaller)")
+PY
