@@ -106,10 +106,30 @@ Status CommitLog::Replay(
   return Status();
 }
 
+void CommitLog::SetSyncableFile() {
+  absl::MutexLock l(&mu_);
+  syncable_file_ = file_;
+}
+
+Status CommitLog::SyncFlushedConcurrently() {
+  std::shared_ptr<WritableFile> file;
+  {
+    absl::MutexLock l(&mu_);
+    file = syncable_file_;
+  }
+  if (file == nullptr) return Status();
+  return file->SyncFlushed();
+}
+
 void CommitLog::CloseCurrentFile() {
   writer_.reset();
+  {
+    absl::MutexLock l(&mu_);
+    syncable_file_.reset();
+  }
   if (file_ != nullptr) {
-    Status s = file_->Close();
+    // A concurrent SyncFlushedConcurrently may still hold the file: it closes it then.
+    Status s = file_.use_count() == 1 ? file_->Close() : Status();
     if (!s.ok()) {
       TLOG_WARN("commit log {}: close failed: {}", SegmentPath(file_number_), s.ToString());
     }
@@ -155,6 +175,7 @@ Status CommitLog::Roll() {
     segments_.insert(number);
   }
   file_ = std::move(file);
+  SetSyncableFile();
   writer_ = std::make_unique<log::LogWriter>(file_.get());
   file_number_ = number;
   synced_size_ = 0;
@@ -169,6 +190,7 @@ Status CommitLog::Repair() {
   CloseCurrentFile();
   RETURN_IF_ERROR_CTX(CutFile(fs_, path, repair_size_), StrCat("commit log: repairing ", path));
   ASSIGN_OR_RETURN(file_, fs_->NewAppendableFile(path));
+  SetSyncableFile();
   writer_ = std::make_unique<log::LogWriter>(file_.get());
   synced_size_ = repair_size_;
   needs_repair_ = false;

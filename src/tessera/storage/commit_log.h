@@ -96,6 +96,10 @@ class CommitLog {
   // Hands every added record to the operating system without making it durable: after this, a
   // crash of the process (not of the machine) loses nothing. For the periodic sync mode.
   Status Flush();
+  // Makes durable every record handed to the OS by Flush() before this call. Unlike the other
+  // writing calls it is thread-safe against the writer: a periodic syncer calls it while the
+  // group-commit leader keeps appending, so a slow fdatasync never blocks writes.
+  Status SyncFlushedConcurrently();
 
   // Number of the segment that holds the most recent records, or, before the first write, the
   // number the first write will use. Thread-safe.
@@ -124,12 +128,15 @@ class CommitLog {
   Status Roll();
   Status Repair();
   void CloseCurrentFile();
+  void SetSyncableFile() ABSL_LOCKS_EXCLUDED(mu_);
 
   const CommitLogOptions options_;
   FileSystem* const fs_;
 
   // Writer state, touched only by the (externally serialized) writer.
-  std::unique_ptr<WritableFile> file_;
+  // Shared with SyncFlushedConcurrently, which may still hold the file of a segment the writer
+  // has rolled past; the last owner closes it.
+  std::shared_ptr<WritableFile> file_;
   std::unique_ptr<log::LogWriter> writer_;
   uint64_t file_number_ = 0;   // segment number of file_ (0: no file open)
   uint64_t synced_size_ = 0;   // file_ bytes known durable
@@ -141,6 +148,7 @@ class CommitLog {
   mutable absl::Mutex mu_;
   // Segment files that exist (as far as the log knows).
   std::set<uint64_t> segments_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<WritableFile> syncable_file_ ABSL_GUARDED_BY(mu_);  // == file_
   // See current_segment(); the next segment created gets current_ when no file is open yet,
   // current_ + 1 afterwards.
   uint64_t current_ ABSL_GUARDED_BY(mu_);

@@ -117,7 +117,9 @@ StatusOr<CompactionResult> RunCompaction(const CompactionJobOptions& options, Fi
         return schema == nullptr ? nullptr : schema->FindGcRule(family);
       },
       .now_micros = options.now_micros,
-      .apply_gc = true});
+      // GC only where nothing older exists: dropping a collected version elsewhere could expose
+      // an older copy of the same cell in an older file (an overwritten value coming back).
+      .apply_gc = options.can_purge_tombstones});
   const bool route = !options.fixed_group.has_value() && HasInMemoryFamily(schema);
   const LocalityGroup fixed = options.fixed_group.value_or(LocalityGroup::kDefault);
 

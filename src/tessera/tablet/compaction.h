@@ -3,7 +3,9 @@
 // tablet -> one file). The inputs are merged newest-first, passed through model::CellVisibility
 // (shadowed versions, deleted cells and GC-collected cells are dropped; tombstones are kept unless
 // the inputs include the tablet's oldest file, when nothing older can be hidden by them), and
-// written out, split by locality group when the inputs hold several.
+// written out, split by locality group when the inputs hold several. GC rules are applied only
+// when tombstones may be purged (the inputs reach the oldest file): elsewhere, dropping a collected
+// version could expose an older copy of the same cell in a file outside the inputs.
 //
 // Thread-safety: a CompactionJob is used by one thread. Many jobs may run at once.
 #pragma once

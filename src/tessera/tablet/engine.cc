@@ -206,12 +206,12 @@ class EngineImpl final : public Engine {
 
   // Serializes tablet creation, removal and schema changes (manifest writes included).
   absl::Mutex admin_mu_;
-  // Held by whoever writes to the commit log: the write leader or the periodic syncer.
-  // Lock order: mu_ is never acquired while holding log_mu_ ... except in none; log_mu_ is taken
-  // without mu_ held.
+  // Held by whoever appends to or syncs the commit log from the writing side: the write leader,
+  // and Close. Never taken with mu_ held. The periodic syncer needs no lock
+  // (CommitLog::SyncFlushedConcurrently).
   absl::Mutex log_mu_;
-  int64_t last_sync_micros_ ABSL_GUARDED_BY(log_mu_) = 0;
-  bool log_dirty_ ABSL_GUARDED_BY(log_mu_) = false;
+  // Records were handed to the OS since the syncer's last fdatasync (periodic mode).
+  std::atomic<bool> log_dirty_{false};
 
   mutable absl::Mutex mu_;
   absl::CondVar bg_cv_;  // signalled when background work finishes
@@ -533,17 +533,14 @@ Status EngineImpl::JoinQueueAndLead(Writer* w) {
       std::vector<std::string_view> views(records.begin(), records.end());
       if (!views.empty()) s = log_->AddRecords(views).status();
       if (s.ok()) {
-        int64_t now = env_.clock->MonotonicMicros();
-        if (options_.sync_mode == SyncMode::kBatch ||
-            now - last_sync_micros_ >= options_.periodic_sync_interval_ms * 1000) {
+        if (options_.sync_mode == SyncMode::kBatch) {
           s = log_->Sync();
-          last_sync_micros_ = now;
-          log_dirty_ = false;
         } else {
           // Acknowledged before fdatasync, but never before the bytes reach the kernel: a
-          // process crash loses nothing, a machine crash at most one sync interval.
+          // process crash loses nothing, a machine crash at most one sync interval. The
+          // syncer thread makes them durable without blocking this path.
           s = log_->Flush();
-          log_dirty_ = true;
+          log_dirty_.store(true, std::memory_order_release);
         }
       }
     }
@@ -620,19 +617,20 @@ void EngineImpl::SwitchMemtable(Tablet* t) {
 }
 
 void EngineImpl::PeriodicSyncLoop() {
-  const absl::Duration interval = absl::Milliseconds(std::max<int64_t>(1, options_.periodic_sync_interval_ms));
+  const absl::Duration interval =
+      absl::Milliseconds(std::max<int64_t>(1, options_.periodic_sync_interval_ms));
   while (true) {
     {
       absl::MutexLock l(&mu_);
       mu_.AwaitWithTimeout(absl::Condition(&stop_syncer_), interval);
       if (stop_syncer_) return;
     }
-    absl::MutexLock ll(&log_mu_);
-    if (!log_dirty_) continue;
-    Status s = log_->Sync();
-    last_sync_micros_ = env_.clock->MonotonicMicros();
-    log_dirty_ = false;
-    if (!s.ok()) TLOG_WARN("periodic commit-log sync failed: {}", s);
+    if (!log_dirty_.exchange(false, std::memory_order_acq_rel)) continue;
+    Status s = log_->SyncFlushedConcurrently();
+    if (!s.ok()) {
+      TLOG_WARN("periodic commit-log sync failed: {}", s);
+      log_dirty_.store(true, std::memory_order_release);  // try again next interval
+    }
   }
 }
 

@@ -31,6 +31,10 @@ class WritableFile {
   virtual Status Flush() = 0;
   // Makes every appended byte durable (fdatasync).
   virtual Status Sync() = 0;
+  // Makes durable the bytes already handed to the OS by Flush() (or a full buffer), without
+  // touching the file's own buffer: safe to call from another thread while one thread appends.
+  // Implementations that may be used that way must override it.
+  virtual Status SyncFlushed() { return Sync(); }
   virtual Status Close() = 0;
   // Bytes appended so far, including the size the file had when opened for append.
   virtual uint64_t Size() const = 0;

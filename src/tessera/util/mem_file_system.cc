@@ -50,6 +50,7 @@ class MemFileSystem::Writable final : public WritableFile {
     state_->synced = state_->data.size();
     return Status();
   }
+  Status SyncFlushed() override { return Sync(); }  // no buffer of its own: same as Sync
   Status Close() override { return Status(); }
   uint64_t Size() const override {
     absl::MutexLock l(&state_->mu);

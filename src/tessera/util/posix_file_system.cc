@@ -59,6 +59,11 @@ class PosixWritableFile final : public WritableFile {
     return Status();
   }
 
+  Status SyncFlushed() override {
+    if (::fdatasync(fd_) != 0) return PosixError(path_, errno);
+    return Status();
+  }
+
   Status Close() override {
     if (fd_ < 0) return Status();
     Status s = FlushBuffer();
