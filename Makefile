@@ -11,6 +11,7 @@ BUILD_TYPE   ?= RelWithDebInfo
 JOBS         ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
 CTEST_ARGS   ?=
+BENCH_ARGS   ?=
 
 .PHONY: all deps configure build run test unit-test fuzz fuzz-build bench clean
 
@@ -45,7 +46,7 @@ fuzz: fuzz-build
 test: fuzz unit-test
 
 bench: build
-	@bash scripts/bench.sh $(BUILD_DIR)
+	@BUILD_DIR=$(abspath $(BUILD_DIR)) bash scripts/bench.sh $(BENCH_ARGS)
 
 clean:
 	rm -rf $(BUILD_DIR) $(FUZZ_DIR)

@@ -50,6 +50,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/synchronization/mutex.h"
 #include "fmt/format.h"
 #include "kv_adapter.h"
 #include "spdlog/sinks/stdout_sinks.h"
@@ -395,6 +396,9 @@ Status Validate(Flags* flags, std::vector<std::string>* engines,
 }
 
 int Main(int argc, char** argv) {
+  // Debian's abseil runs Mutex deadlock detection (a debug feature) unless told not to; a
+  // production binary turns it off, as RocksDB and LevelDB have nothing of the kind.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   Flags flags;
   CLI::App app{"db_bench-style comparison of Tessera's engine with RocksDB and LevelDB"};
   app.add_option("--num", flags.num, "keys in the key space and operations per benchmark")

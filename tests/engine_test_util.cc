@@ -1,0 +1,132 @@
+#include "tests/engine_test_util.h"
+
+#include <stdlib.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+
+#include "tessera/util/logging.h"
+#include "tests/reference_model.h"
+
+namespace tessera::test {
+
+namespace {
+// The engine logs every segment, flush and recovery at info level: thousands of lines per test.
+// Tests show warnings and errors only, unless TESSERA_TEST_VERBOSE is set.
+bool Verbose();
+const bool kQuietLogs = [] {
+  if (!Verbose()) spdlog::set_level(spdlog::level::warn);
+  return true;
+}();
+bool Verbose() {
+  const char* verbose = getenv("TESSERA_TEST_VERBOSE");
+  return verbose != nullptr && *verbose != '\0';
+}
+
+}  // namespace
+
+void SilenceExpectedErrorLogs() {
+  if (!Verbose()) spdlog::set_level(spdlog::level::critical);
+}
+
+StatusOr<std::vector<tablet::Row>> ScanAll(const tablet::Engine& engine, tablet::TabletId id,
+                                           const tablet::RowRange& range,
+                                           const tablet::ReadSpec& spec, uint64_t limit) {
+  ASSIGN_OR_RETURN(std::unique_ptr<tablet::RowIterator> it, engine.Scan(id, range, spec, limit));
+  std::vector<tablet::Row> rows;
+  for (; it->Valid(); it->Next()) {
+    rows.push_back(it->row());
+    // A runaway iterator would otherwise fill memory.
+    if (limit > 0 && rows.size() > limit) break;
+  }
+  RETURN_IF_ERROR(it->status());
+  return rows;
+}
+
+std::string_view Basename(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+namespace {
+
+void ListInto(FileSystem* fs, const std::string& dir, int depth, std::vector<std::string>* out) {
+  StatusOr<std::vector<std::string>> children = fs->GetChildren(dir);
+  if (!children.ok() || depth > 8) return;
+  for (const std::string& name : *children) {
+    if (name == "." || name == "..") continue;
+    const std::string path = JoinPath(dir, name);
+    if (fs->GetFileSize(path).ok()) {
+      out->push_back(path);
+    } else {
+      ListInto(fs, path, depth + 1, out);
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> ListFilesRecursive(FileSystem* fs, const std::string& dir) {
+  std::vector<std::string> out;
+  ListInto(fs, dir, 0, &out);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::string> FilesWithSuffix(FileSystem* fs, const std::string& dir,
+                                         std::string_view suffix) {
+  std::vector<std::string> out;
+  for (const std::string& path : ListFilesRecursive(fs, dir)) {
+    if (Basename(path).ends_with(suffix)) out.push_back(path);
+  }
+  return out;
+}
+
+std::vector<std::string> FilesWithPrefix(FileSystem* fs, const std::string& dir,
+                                         std::string_view prefix) {
+  std::vector<std::string> out;
+  for (const std::string& path : ListFilesRecursive(fs, dir)) {
+    if (Basename(path).starts_with(prefix)) out.push_back(path);
+  }
+  return out;
+}
+
+model::TableSchema MakeSchema(std::string table,
+                              const std::vector<std::pair<std::string, model::GcRule>>& families) {
+  model::TableSchema schema;
+  schema.name = std::move(table);
+  for (const auto& [name, rule] : families) {
+    model::FamilySchema family;
+    family.gc_rule = rule;
+    schema.families.emplace(name, family);
+  }
+  return schema;
+}
+
+TempDir::TempDir() {
+  const char* base = getenv("TEST_TMPDIR");
+  std::string pattern =
+      StrCat(base != nullptr && *base != '\0' ? base : "/tmp", "/tessera_test_XXXXXX");
+  if (mkdtemp(pattern.data()) == nullptr) {
+    TLOG_ERROR("mkdtemp failed for {}", pattern);
+  }
+  path_ = pattern;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+}  // namespace tessera::test
+
+namespace tessera::tablet {
+
+void PrintTo(const Cell& cell, std::ostream* os) {
+  *os << test::ReferenceModel::DebugString(Row{"", {cell}});
+}
+
+void PrintTo(const Row& row, std::ostream* os) { *os << test::ReferenceModel::DebugString(row); }
+
+}  // namespace tessera::tablet
