@@ -145,8 +145,10 @@ StatusOr<CompactionResult> RunCompaction(const CompactionJobOptions& options, Fi
     if (!model::ParseCellKeyLayout(parsed.user_key, &layout)) {
       return absl::DataLossError("compaction input holds a malformed cell key");
     }
-    if (layout.kind == model::CellKind::kRowTombstone) {
-      // A row tombstone hides data in every locality group.
+    if (layout.kind != model::CellKind::kCell) {
+      // Tombstones go to every locality group, so that each group's copy hides that group's
+      // data and a group can purge its copy alone — even for a family that changed groups
+      // (its in-memory flag) and still has older cells in the other one.
       RETURN_IF_ERROR(writer.Add(LocalityGroup::kDefault, ikey, input->value()));
       RETURN_IF_ERROR(writer.Add(LocalityGroup::kInMemory, ikey, input->value()));
       continue;

@@ -667,6 +667,7 @@ void EngineImpl::BackgroundFlush(TabletId id) {
 Status EngineImpl::FlushOldestImmutable(TabletId id) {
   std::shared_ptr<storage::MemTable> mem;
   std::shared_ptr<const TabletDescriptor> descriptor;
+  int64_t now;
   bool purge;
   {
     absl::MutexLock l(&mu_);
@@ -674,7 +675,10 @@ Status EngineImpl::FlushOldestImmutable(TabletId id) {
     if (it == tablets_.end() || it->second->imm.empty()) return Status();
     Tablet* t = it->second.get();
     mem = t->imm.front().mem;
+    // The schema and the time are read together: GC applies the rules in force at that instant,
+    // never an old rule with a later time.
     descriptor = t->descriptor;
+    now = env_.clock->NowMicros();
     // Nothing older than the oldest memtable exists when the tablet has no files.
     purge = t->files->files.empty();
   }
@@ -682,7 +686,7 @@ Status EngineImpl::FlushOldestImmutable(TabletId id) {
   job.dir = options_.dir;
   job.table_options = table_options_;
   job.can_purge_tombstones = purge;
-  job.now_micros = env_.clock->NowMicros();
+  job.now_micros = now;
   job.schema = &descriptor->schema;
   job.new_file_number = [this] { return NewFileNumber(); };
   std::unique_ptr<storage::Iterator> input = mem->NewIterator();
@@ -810,12 +814,14 @@ void EngineImpl::BackgroundCompaction(TabletId id) {
 Status EngineImpl::CompactFiles(TabletId id, LocalityGroup group,
                                 std::vector<std::shared_ptr<TableFile>> inputs, bool purge) {
   std::shared_ptr<const TabletDescriptor> descriptor;
+  int64_t now;
   {
     absl::MutexLock l(&mu_);
     auto it = tablets_.find(id);
     if (it == tablets_.end()) return Status();
     Tablet* t = it->second.get();
-    descriptor = t->descriptor;
+    descriptor = t->descriptor;  // with the time, as in FlushOldestImmutable
+    now = env_.clock->NowMicros();
     std::vector<std::shared_ptr<TableFile>> group_files;
     for (const auto& f : t->files->files) {
       if (f->group() == group) group_files.push_back(f);
@@ -841,7 +847,7 @@ Status EngineImpl::CompactFiles(TabletId id, LocalityGroup group,
   job.table_options = table_options_;
   job.fixed_group = group;
   job.can_purge_tombstones = purge;
-  job.now_micros = env_.clock->NowMicros();
+  job.now_micros = now;
   job.schema = &descriptor->schema;
   job.rate_limiter = &rate_limiter_;
   job.new_file_number = [this] { return NewFileNumber(); };

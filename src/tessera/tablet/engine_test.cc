@@ -110,6 +110,29 @@ TEST_F(EngineTest, InMemoryFamilyGetsItsOwnFiles) {
   EXPECT_EQ("<none>", Get("r", "hot"));
 }
 
+TEST_F(EngineTest, FamilyDeleteSurvivesAMoveToTheInMemoryGroup) {
+  Open();
+  model::TableSchema schema = Schema();
+  schema.families["hot"].in_memory = false;
+  ASSERT_TRUE(engine_->CreateTablet(1, TabletDescriptor{"t", "", "", schema}).ok());
+  model::RowMutation m("r");
+  m.SetCell("hot", "q", 1000, "old");
+  ASSERT_TRUE(engine_->Apply(1, m).ok());
+  ASSERT_TRUE(engine_->Flush(1).ok());  // the cell lands in the default group
+  schema.families["hot"].in_memory = true;
+  ASSERT_TRUE(engine_->UpdateSchema(1, schema).ok());
+  model::RowMutation del("r");
+  del.DeleteFromFamily("hot");
+  ASSERT_TRUE(engine_->Apply(1, del).ok());
+  ASSERT_TRUE(engine_->Flush(1).ok());
+  EXPECT_EQ("<none>", Get("r", "hot"));
+  // Each group purges its own tombstones; the default group's copy must still hide the cell.
+  ASSERT_TRUE(engine_->CompactTablet(1).ok());
+  EXPECT_EQ("<none>", Get("r", "hot"));
+  Reopen();
+  EXPECT_EQ("<none>", Get("r", "hot"));
+}
+
 TEST_F(EngineTest, ErrorsNameTheProblem) {
   Open();
   ASSERT_TRUE(engine_->CreateTablet(1, TabletDescriptor{"t", "a", "m", Schema()}).ok());
