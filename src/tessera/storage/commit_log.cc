@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "absl/strings/ascii.h"
 #include "fmt/format.h"
 #include "tessera/storage/log_reader.h"
 #include "tessera/util/logging.h"
@@ -24,23 +23,11 @@ Status CutFile(FileSystem* fs, const std::string& path, uint64_t size) {
 }  // namespace
 
 std::string CommitLog::SegmentFileName(uint64_t segment) {
-  return fmt::format("{}{:06d}{}", kSegmentPrefix, segment, kSegmentSuffix);
+  return NumberedFileName(kSegmentPrefix, segment, kSegmentSuffix);
 }
 
 std::optional<uint64_t> CommitLog::ParseSegmentFileName(std::string_view name) {
-  if (!name.starts_with(kSegmentPrefix) || !name.ends_with(kSegmentSuffix)) return std::nullopt;
-  std::string_view digits = name.substr(
-      kSegmentPrefix.size(), name.size() - kSegmentPrefix.size() - kSegmentSuffix.size());
-  if (digits.empty() || digits.size() > 19) return std::nullopt;
-  for (char c : digits) {
-    if (!absl::ascii_isdigit(static_cast<unsigned char>(c))) return std::nullopt;
-  }
-  uint64_t number = 0;  // at most 19 digits: no overflow
-  for (char c : digits) number = number * 10 + static_cast<uint64_t>(c - '0');
-  if (number == 0) return std::nullopt;
-  // Only the canonical spelling, so that two names never denote one segment.
-  if (SegmentFileName(number) != name) return std::nullopt;
-  return number;
+  return ParseNumberedFileName(name, kSegmentPrefix, kSegmentSuffix);
 }
 
 std::string CommitLog::SegmentPath(uint64_t segment) const {

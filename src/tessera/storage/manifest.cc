@@ -5,7 +5,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "fmt/format.h"
 #include "tessera/storage/log_reader.h"
@@ -141,21 +140,11 @@ VersionEdit ManifestState::ToSnapshotEdit() const {
 // Manifest
 
 std::string Manifest::ManifestFileName(uint64_t number) {
-  return fmt::format("{}{:06d}", kManifestPrefix, number);
+  return NumberedFileName(kManifestPrefix, number, "");
 }
 
 std::optional<uint64_t> Manifest::ParseManifestFileName(std::string_view name) {
-  if (!name.starts_with(kManifestPrefix)) return std::nullopt;
-  std::string_view digits = name.substr(kManifestPrefix.size());
-  if (digits.empty() || digits.size() > 19) return std::nullopt;
-  for (char c : digits) {
-    if (!absl::ascii_isdigit(static_cast<unsigned char>(c))) return std::nullopt;
-  }
-  uint64_t number = 0;  // at most 19 digits: no overflow
-  for (char c : digits) number = number * 10 + static_cast<uint64_t>(c - '0');
-  if (number == 0) return std::nullopt;
-  if (ManifestFileName(number) != name) return std::nullopt;  // canonical spelling only
-  return number;
+  return ParseNumberedFileName(name, kManifestPrefix, "");
 }
 
 Manifest::Manifest(FileSystem* fs, std::string dir, const ManifestOptions& options)

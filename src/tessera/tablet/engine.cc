@@ -319,9 +319,8 @@ Status EngineImpl::RemoveOrphanFiles(const storage::ManifestState& state) {
   }
   ASSIGN_OR_RETURN(auto children, env_.fs->GetChildren(options_.dir));
   for (const auto& name : children) {
-    if (name.size() < 5 || name.substr(name.size() - 4) != ".sst") continue;
-    uint64_t number = std::strtoull(name.c_str(), nullptr, 10);
-    if (live.contains(number)) continue;
+    std::optional<uint64_t> number = ParseTableFileName(name);
+    if (!number.has_value() || live.contains(*number)) continue;
     TLOG_INFO("removing orphan table {}", name);
     RETURN_IF_ERROR(env_.fs->RemoveFile(JoinPath(options_.dir, name)));
   }

@@ -15,7 +15,11 @@ TableFile::~TableFile() {
 }
 
 std::string TableFileName(const std::string& dir, uint64_t number) {
-  return JoinPath(dir, fmt::format("{:06d}.sst", number));
+  return JoinPath(dir, NumberedFileName("", number, kTableFileSuffix));
+}
+
+std::optional<uint64_t> ParseTableFileName(std::string_view name) {
+  return ParseNumberedFileName(name, "", kTableFileSuffix);
 }
 
 }  // namespace tessera::tablet

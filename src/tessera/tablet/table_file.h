@@ -9,6 +9,8 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
+#include <string_view>
 #include <string>
 
 #include "tessera/storage/table.h"
@@ -51,7 +53,10 @@ struct FileSet {
   std::vector<std::shared_ptr<TableFile>> files;
 };
 
+inline constexpr std::string_view kTableFileSuffix = ".sst";
 // "<dir>/<number, 6+ digits>.sst"
 std::string TableFileName(const std::string& dir, uint64_t number);
+// The number of an SSTable's file name ("000042.sst"); nullopt for any other name.
+std::optional<uint64_t> ParseTableFileName(std::string_view name);
 
 }  // namespace tessera::tablet

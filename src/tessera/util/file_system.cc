@@ -1,5 +1,7 @@
 #include "tessera/util/file_system.h"
 
+#include "fmt/format.h"
+
 namespace tessera {
 
 Status WriteStringToFile(FileSystem* fs, const std::string& path, std::string_view data,
@@ -20,6 +22,29 @@ StatusOr<std::string> ReadFileToString(FileSystem* fs, const std::string& path) 
     out.append(piece.data(), piece.size());
   }
   return out;
+}
+
+std::string NumberedFileName(std::string_view prefix, uint64_t number, std::string_view suffix) {
+  return fmt::format("{}{:06d}{}", prefix, number, suffix);
+}
+
+std::optional<uint64_t> ParseNumberedFileName(std::string_view name, std::string_view prefix,
+                                              std::string_view suffix) {
+  if (name.size() < prefix.size() + suffix.size() || !name.starts_with(prefix) ||
+      !name.ends_with(suffix)) {
+    return std::nullopt;
+  }
+  std::string_view digits =
+      name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+  if (digits.empty() || digits.size() > 19) return std::nullopt;
+  uint64_t number = 0;  // at most 19 digits: no overflow
+  for (char c : digits) {
+    if (c < '0' || c > '9') return std::nullopt;
+    number = number * 10 + static_cast<uint64_t>(c - '0');
+  }
+  if (number == 0) return std::nullopt;
+  if (NumberedFileName(prefix, number, suffix) != name) return std::nullopt;  // canonical only
+  return number;
 }
 
 std::string JoinPath(std::string_view dir, std::string_view name) {

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -94,6 +95,12 @@ Status WriteStringToFile(FileSystem* fs, const std::string& path, std::string_vi
                          bool sync);
 StatusOr<std::string> ReadFileToString(FileSystem* fs, const std::string& path);
 std::string JoinPath(std::string_view dir, std::string_view name);
+// The number in a file name `<prefix><digits><suffix>` written with at least 6 digits
+// ("commitlog-000012.log", "MANIFEST-000003", "000042.sst"); nullopt for any other spelling, so
+// that two names never denote one number. Zero is not a valid number.
+std::optional<uint64_t> ParseNumberedFileName(std::string_view name, std::string_view prefix,
+                                              std::string_view suffix);
+std::string NumberedFileName(std::string_view prefix, uint64_t number, std::string_view suffix);
 std::string_view Dirname(std::string_view path);
 
 }  // namespace tessera

@@ -48,6 +48,16 @@ TEST(PosixFileSystemTest, WriteReadRenameRemove) {
   ASSERT_TRUE(fs->RemoveDir(dir).ok());
 }
 
+TEST(PathTest, NumberedFileNames) {
+  EXPECT_EQ("commitlog-000012.log", NumberedFileName("commitlog-", 12, ".log"));
+  EXPECT_EQ(12u, ParseNumberedFileName("commitlog-000012.log", "commitlog-", ".log"));
+  EXPECT_EQ(1234567u, ParseNumberedFileName("1234567.sst", "", ".sst"));
+  for (const char* bad : {"000000.sst", "12.sst", "0000012.sst", "abc.sst", ".sst", "00001x.sst",
+                          "000012.ss", "000012.sst.tmp"}) {
+    EXPECT_EQ(std::nullopt, ParseNumberedFileName(bad, "", ".sst")) << bad;
+  }
+}
+
 TEST(PathTest, JoinAndDirname) {
   EXPECT_EQ("a/b", JoinPath("a", "b"));
   EXPECT_EQ("a/b", JoinPath("a/", "b"));
