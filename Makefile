@@ -6,7 +6,7 @@
 #   make fuzz    run every fuzzer for FUZZ_SECONDS each (default 20)
 
 BUILD_DIR    ?= build
-FUZZ_DIR     ?= build-fuzz
+FUZZ_DIR     := build-fuzz
 BUILD_TYPE   ?= RelWithDebInfo
 JOBS         ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
@@ -34,9 +34,9 @@ run: build
 unit-test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 
+# The fuzz preset (CMakePresets.json) builds into build-fuzz/.
 fuzz-build: deps
-	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DTESSERA_BUILD_FUZZ=ON -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_BENCH=OFF
+	cmake --preset fuzz
 	cmake --build $(FUZZ_DIR) -j $(JOBS)
 
 fuzz: fuzz-build
