@@ -206,10 +206,9 @@ class EngineImpl final : public Engine {
 
   // Serializes tablet creation, removal and schema changes (manifest writes included).
   absl::Mutex admin_mu_;
-  // Held by whoever appends to or syncs the commit log from the writing side: the write leader,
-  // and Close. Never taken with mu_ held. The periodic syncer needs no lock
-  // (CommitLog::SyncFlushedConcurrently).
-  absl::Mutex log_mu_;
+  // The commit log has one writer without a lock of its own: the group-commit leader (only one
+  // leads at a time), then Close, which runs once no writer is queued and none can join. The
+  // periodic syncer needs no lock (CommitLog::SyncFlushedConcurrently).
   // Records were handed to the OS since the syncer's last fdatasync (periodic mode).
   std::atomic<bool> log_dirty_{false};
 
@@ -528,7 +527,6 @@ Status EngineImpl::JoinQueueAndLead(Writer* w) {
     mu_.Unlock();
     // Only the leader runs here: log and memtables have one writer.
     {
-      absl::MutexLock ll(&log_mu_);
       std::vector<std::string_view> views(records.begin(), records.end());
       if (!views.empty()) s = log_->AddRecords(views).status();
       if (s.ok()) {
@@ -966,7 +964,6 @@ Status EngineImpl::Close() {
   executor_.reset();
   Status s;
   if (log_ != nullptr) {
-    absl::MutexLock ll(&log_mu_);
     s = log_->Sync();
     Status c = log_->Close();
     if (s.ok()) s = c;
