@@ -7,8 +7,15 @@ namespace tessera::model {
 
 namespace {
 
-constexpr char kFormatVersion = 0x01;
+constexpr char kFormatV1 = 0x01;
+constexpr char kFormatVersion = 0x02;
 constexpr uint8_t kFlagInMemory = 0x01;
+constexpr uint8_t kFlagSuperColumns = 0x02;
+constexpr uint8_t kFlagTimeSorted = 0x04;
+constexpr uint8_t kKnownFamilyFlags = kFlagInMemory | kFlagSuperColumns | kFlagTimeSorted;
+constexpr uint8_t kTableFlagDeletionProtection = 0x01;
+constexpr uint8_t kTableFlagMicros = 0x02;
+constexpr uint8_t kKnownTableFlags = kTableFlagDeletionProtection | kTableFlagMicros;
 
 bool IsNameChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
@@ -64,6 +71,11 @@ const GcRule* TableSchema::FindGcRule(std::string_view family) const {
   return f == nullptr ? nullptr : &f->gc_rule;
 }
 
+uint64_t TableSchema::DroppedBefore(std::string_view family) const {
+  auto it = dropped_families.find(family);
+  return it == dropped_families.end() ? 0 : it->second;
+}
+
 Status TableSchema::Validate() const {
   RETURN_IF_ERROR(ValidateTableName(name));
   for (const auto& [family, schema] : families) {
@@ -76,14 +88,28 @@ Status TableSchema::Validate() const {
 void TableSchema::EncodeTo(std::string* dst) const {
   dst->push_back(kFormatVersion);
   PutLengthPrefixed(dst, name);
+  PutVarint64(dst, version);
+  uint8_t table_flags = 0;
+  if (deletion_protection) table_flags |= kTableFlagDeletionProtection;
+  if (granularity == TimestampGranularity::kMicros) table_flags |= kTableFlagMicros;
+  dst->push_back(static_cast<char>(table_flags));
   PutVarint32(dst, static_cast<uint32_t>(families.size()));
   std::string rule;
   for (const auto& [family, schema] : families) {
     PutLengthPrefixed(dst, family);
-    dst->push_back(static_cast<char>(schema.in_memory ? kFlagInMemory : 0));
+    uint8_t flags = 0;
+    if (schema.in_memory) flags |= kFlagInMemory;
+    if (schema.super_columns) flags |= kFlagSuperColumns;
+    if (schema.time_sorted) flags |= kFlagTimeSorted;
+    dst->push_back(static_cast<char>(flags));
     rule.clear();
     schema.gc_rule.EncodeTo(&rule);
     PutLengthPrefixed(dst, rule);
+  }
+  PutVarint32(dst, static_cast<uint32_t>(dropped_families.size()));
+  for (const auto& [family, sequence] : dropped_families) {
+    PutLengthPrefixed(dst, family);
+    PutVarint64(dst, sequence);
   }
 }
 
@@ -99,7 +125,8 @@ StatusOr<TableSchema> TableSchema::Decode(std::string_view encoded) {
     return CorruptionError("table schema", encoded.size() - rest.size(), what);
   };
   if (rest.empty()) return error("empty");
-  if (rest[0] != kFormatVersion) {
+  const char format = rest[0];
+  if (format != kFormatVersion && format != kFormatV1) {
     return error(tessera::StrCat("unknown format ", static_cast<uint8_t>(rest[0])));
   }
   rest.remove_prefix(1);
@@ -108,6 +135,18 @@ StatusOr<TableSchema> TableSchema::Decode(std::string_view encoded) {
   uint32_t count;
   if (!GetLengthPrefixed(&rest, &name)) return error("truncated table name");
   schema.name.assign(name);
+  if (format == kFormatVersion) {
+    if (!GetVarint64(&rest, &schema.version)) return error("truncated version");
+    if (rest.empty()) return error("truncated table flags");
+    const uint8_t table_flags = static_cast<uint8_t>(rest[0]);
+    if ((table_flags & ~kKnownTableFlags) != 0) {
+      return error(tessera::StrCat("unknown table flags ", table_flags));
+    }
+    rest.remove_prefix(1);
+    schema.deletion_protection = (table_flags & kTableFlagDeletionProtection) != 0;
+    schema.granularity = (table_flags & kTableFlagMicros) != 0 ? TimestampGranularity::kMicros
+                                                               : TimestampGranularity::kMillis;
+  }
   if (!GetVarint32(&rest, &count)) return error("truncated family count");
   if (count > rest.size()) return error(tessera::StrCat("family count ", count, " too large"));
   std::string_view previous;
@@ -121,8 +160,8 @@ StatusOr<TableSchema> TableSchema::Decode(std::string_view encoded) {
     previous = family;
     if (rest.empty()) return error("truncated family flags");
     const uint8_t flags = static_cast<uint8_t>(rest[0]);
-    if ((flags & ~kFlagInMemory) != 0)
-      return error(tessera::StrCat("unknown family flags ", flags));
+    const uint8_t known = format == kFormatV1 ? kFlagInMemory : kKnownFamilyFlags;
+    if ((flags & ~known) != 0) return error(tessera::StrCat("unknown family flags ", flags));
     rest.remove_prefix(1);
     const size_t rule_offset = encoded.size() - rest.size();
     if (!GetLengthPrefixed(&rest, &rule_bytes)) return error("truncated gc rule");
@@ -133,7 +172,29 @@ StatusOr<TableSchema> TableSchema::Decode(std::string_view encoded) {
     }
     FamilySchema& f = schema.families[std::string(family)];
     f.in_memory = (flags & kFlagInMemory) != 0;
+    f.super_columns = (flags & kFlagSuperColumns) != 0;
+    f.time_sorted = (flags & kFlagTimeSorted) != 0;
     f.gc_rule = *std::move(rule);
+  }
+  if (format == kFormatVersion) {
+    uint32_t dropped;
+    if (!GetVarint32(&rest, &dropped)) return error("truncated dropped-family count");
+    if (dropped > rest.size()) {
+      return error(tessera::StrCat("dropped-family count ", dropped, " too large"));
+    }
+    previous = {};
+    for (uint32_t i = 0; i < dropped; ++i) {
+      std::string_view family;
+      uint64_t sequence;
+      if (!GetLengthPrefixed(&rest, &family)) return error("truncated dropped family name");
+      if (Status s = ValidateFamilyName(family); !s.ok()) return error(std::string(s.message()));
+      if (i > 0 && family <= previous) {
+        return error(tessera::StrCat("dropped family \"", family, "\" out of order or duplicated"));
+      }
+      previous = family;
+      if (!GetVarint64(&rest, &sequence)) return error("truncated dropped family sequence");
+      schema.dropped_families.emplace(std::string(family), sequence);
+    }
   }
   if (!rest.empty()) return error("trailing bytes");
   return schema;
@@ -144,7 +205,9 @@ std::string TableSchema::DebugString() const {
   bool first = true;
   for (const auto& [family, schema] : families) {
     out += tessera::StrCat(first ? " " : ", ", family, ": ", schema.gc_rule.ToString(),
-                           schema.in_memory ? " in_memory" : "");
+                           schema.in_memory ? " in_memory" : "",
+                           schema.super_columns ? " super_columns" : "",
+                           schema.time_sorted ? " time_sorted" : "");
     first = false;
   }
   out += first ? "}" : " }";

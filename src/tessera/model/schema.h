@@ -27,14 +27,34 @@ struct FamilySchema {
   GcRule gc_rule;
   // Hint: keep this family's blocks in the block cache with priority.
   bool in_memory = false;
+  // Cassandra's additions (docs/super_columns.md). A super-column family's qualifiers are
+  // "super:column"; a time-sorted family's columns (or sub-columns) are 8-byte big-endian
+  // times, returned newest first. The server maps them to and from stored qualifiers.
+  bool super_columns = false;
+  bool time_sorted = false;
 
   bool operator==(const FamilySchema&) const = default;
 };
 
+enum class TimestampGranularity : uint8_t {
+  kMillis = 0,  // every user timestamp is a multiple of 1000 micros (Bigtable's default)
+  kMicros = 1,
+};
+
 struct TableSchema {
   std::string name;
+  // Bumped by whoever changes the schema; when copies disagree (a crash between updating the
+  // tablets of one table), the highest version is the table's schema.
+  uint64_t version = 0;
+  TimestampGranularity granularity = TimestampGranularity::kMillis;
+  // DeleteTable and dropping a family are refused while set.
+  bool deletion_protection = false;
   // Ordered so that the encoding is deterministic; transparent for string_view lookups.
   std::map<std::string, FamilySchema, std::less<>> families;
+  // Families that were dropped, with the engine's last sequence number at the drop: stored
+  // entries of such a family with a sequence <= that number are dead, even if the family has
+  // been created again since. Set by the engine (Engine::UpdateSchema), not by callers.
+  std::map<std::string, uint64_t, std::less<>> dropped_families;
 
   // nullptr if the table has no such family. The pointer lives until `families` changes.
   const FamilySchema* Find(std::string_view family) const;
@@ -44,10 +64,19 @@ struct TableSchema {
   // InvalidArgument naming the first bad table name, family name or GC rule.
   Status Validate() const;
 
+  // The sequence below which (inclusive) `family`'s stored entries are dead; 0 if never dropped.
+  uint64_t DroppedBefore(std::string_view family) const;
+
   // Binary form (for the manifest):
-  //   schema := format(1 byte = 0x01) lp(name) varint32(count) family*count
-  //   family := lp(name) flags(1 byte: bit 0 = in_memory, others 0) lp(gc rule, GcRule::Encode)
-  // Families appear in strictly increasing name order.
+  //   schema  := format(1 byte = 0x02) lp(name) varint64(version) table_flags(1 byte)
+  //              varint32(count) family*count varint32(dropped) drop*dropped
+  //   family  := lp(name) flags(1 byte) lp(gc rule, GcRule::Encode)
+  //   drop    := lp(name) varint64(sequence)
+  //   table_flags: bit 0 = deletion_protection, bit 1 = micros granularity, others 0
+  //   flags:       bit 0 = in_memory, bit 1 = super_columns, bit 2 = time_sorted, others 0
+  // Families and drops appear in strictly increasing name order. Format 0x01 (written before
+  // version, table flags and drops existed: no version, no table flags, no drops) still
+  // decodes.
   void EncodeTo(std::string* dst) const;
   std::string Encode() const;
   // DataLoss for malformed input: truncated, unknown format or flags, families out of order or

@@ -64,6 +64,43 @@ TEST(SchemaTest, EncodeDecode) {
   EXPECT_EQ(*TableSchema::Decode(empty.Encode()), empty);
 }
 
+TEST(SchemaTest, TableOptionsKindsAndDropsRoundTrip) {
+  TableSchema s = Sample();
+  s.version = 42;
+  s.granularity = TimestampGranularity::kMicros;
+  s.deletion_protection = true;
+  s.families["inbox"] = FamilySchema{GcRule::None(), false, /*super_columns=*/true,
+                                     /*time_sorted=*/true};
+  s.dropped_families["gone"] = 17;
+  s.dropped_families["inbox"] = 5;
+  StatusOr<TableSchema> d = TableSchema::Decode(s.Encode());
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(*d, s);
+  EXPECT_EQ(d->DroppedBefore("gone"), 17u);
+  EXPECT_EQ(d->DroppedBefore("cf"), 0u);
+  EXPECT_TRUE(d->Find("inbox")->super_columns);
+  EXPECT_TRUE(d->Find("inbox")->time_sorted);
+}
+
+TEST(SchemaTest, DecodesFormatOne) {
+  // Written by the engine before table options existed: format 0x01, one in-memory family.
+  std::string v1 = {0x01, 0x01, 't', 0x01, 0x02, 'c', 'f', 0x01};
+  std::string rule = GcRule::MaxNumVersions(2).Encode();
+  v1.push_back(static_cast<char>(rule.size()));
+  v1 += rule;
+  StatusOr<TableSchema> d = TableSchema::Decode(v1);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->name, "t");
+  EXPECT_EQ(d->version, 0u);
+  EXPECT_EQ(d->granularity, TimestampGranularity::kMillis);
+  ASSERT_NE(d->Find("cf"), nullptr);
+  EXPECT_TRUE(d->Find("cf")->in_memory);
+  EXPECT_EQ(d->Find("cf")->gc_rule, GcRule::MaxNumVersions(2));
+  // Kinds did not exist in format 1.
+  v1[7] = 0x03;
+  EXPECT_EQ(TableSchema::Decode(v1).status().code(), absl::StatusCode::kDataLoss);
+}
+
 TEST(SchemaTest, DecodeRejectsDamage) {
   const std::string good = Sample().Encode();
   for (size_t len = 0; len < good.size(); ++len) {
