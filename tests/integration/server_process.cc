@@ -1,0 +1,235 @@
+#include "server_process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+extern char** environ;
+
+namespace tessera::integration {
+
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Spawns argv with stdin from /dev/null and stdout+stderr appended to `log_path`.
+StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const std::string& log_path) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, log_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  int rc = posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) {
+    return absl::UnavailableError(StrCat("cannot start ", argv[0], ": ", std::strerror(rc)));
+  }
+  return pid;
+}
+
+// True if `pid` has exited (and reaps it, storing the status).
+bool Exited(pid_t pid, int* status) {
+  int st = 0;
+  pid_t r = waitpid(pid, &st, WNOHANG);
+  if (r == pid) {
+    *status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return true;
+  }
+  return false;
+}
+
+std::string Tail(const std::string& path, size_t max_bytes) {
+  std::string all = ReadFile(path);
+  if (all.size() > max_bytes) all = "..." + all.substr(all.size() - max_bytes);
+  return all;
+}
+
+std::atomic<int> spawn_counter{0};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::StartTessera(
+    const std::string& tessera_binary, const std::string& data_dir,
+    const std::vector<std::string>& extra_args) {
+  if (access(tessera_binary.c_str(), X_OK) != 0) {
+    return absl::NotFoundError(StrCat("tessera binary ", tessera_binary, " is not executable"));
+  }
+  const int n = spawn_counter.fetch_add(1);
+  const std::string port_file = StrCat(data_dir, ".port");
+  const std::string log_path = StrCat(data_dir, ".serve-", n, ".log");
+  std::error_code ec;
+  fs::remove(port_file, ec);
+  fs::create_directories(data_dir, ec);
+  std::vector<std::string> argv = {tessera_binary, "serve",      "--listen", "127.0.0.1:0",
+                                   "--port-file",  port_file,    "--data-dir", data_dir,
+                                   "--log-level",  "warn"};
+  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  ASSIGN_OR_RETURN(pid_t pid, Spawn(argv, log_path));
+  const auto deadline = Clock::now() + std::chrono::seconds(30);
+  while (Clock::now() < deadline) {
+    int status = 0;
+    if (Exited(pid, &status)) {
+      return absl::UnavailableError(StrCat("tessera serve exited with status ", status,
+                                           " before serving; log:\n", Tail(log_path, 4000)));
+    }
+    std::string text = ReadFile(port_file);
+    if (!text.empty() && text.back() == '\n') {
+      int port = std::atoi(text.c_str());
+      if (port > 0) {
+        return std::unique_ptr<ServerProcess>(
+            new ServerProcess(pid, StrCat("127.0.0.1:", port), log_path));
+      }
+    }
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  return absl::UnavailableError(StrCat("tessera serve wrote no port file within 30 s; log:\n",
+                                       Tail(log_path, 4000)));
+}
+
+StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::StartEmulator(
+    const std::string& emulator_binary, const std::string& log_dir) {
+  if (access(emulator_binary.c_str(), X_OK) != 0) {
+    return absl::NotFoundError(StrCat("emulator ", emulator_binary, " is not executable"));
+  }
+  const std::string log_path =
+      StrCat(log_dir, "/emulator-", spawn_counter.fetch_add(1), ".log");
+  ASSIGN_OR_RETURN(pid_t pid,
+                   Spawn({emulator_binary, "-host", "127.0.0.1", "-port", "0"}, log_path));
+  const std::regex running(R"(running on 127\.0\.0\.1:([0-9]+))");
+  const auto deadline = Clock::now() + std::chrono::seconds(30);
+  while (Clock::now() < deadline) {
+    int status = 0;
+    if (Exited(pid, &status)) {
+      return absl::UnavailableError(StrCat("emulator exited with status ", status,
+                                           "; log:\n", Tail(log_path, 4000)));
+    }
+    std::smatch m;
+    std::string text = ReadFile(log_path);
+    if (std::regex_search(text, m, running)) {
+      return std::unique_ptr<ServerProcess>(
+          new ServerProcess(pid, StrCat("127.0.0.1:", m[1].str()), log_path));
+    }
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  return absl::UnavailableError("emulator reported no port within 30 s");
+}
+
+ServerProcess::~ServerProcess() { Kill(); }
+
+std::string ServerProcess::LogTail(size_t max_bytes) const { return Tail(log_path_, max_bytes); }
+
+StatusOr<int> ServerProcess::Stop(milliseconds timeout) {
+  if (reaped_) return absl::FailedPreconditionError("server already stopped");
+  kill(pid_, SIGTERM);
+  const auto deadline = Clock::now() + timeout;
+  while (Clock::now() < deadline) {
+    int status = 0;
+    if (Exited(pid_, &status)) {
+      reaped_ = true;
+      return status;
+    }
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  Kill();
+  return absl::DeadlineExceededError(
+      StrCat("server ", pid_, " did not exit within ", timeout.count(), " ms of SIGTERM"));
+}
+
+void ServerProcess::Kill() {
+  if (reaped_) return;
+  kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+  reaped_ = true;
+}
+
+std::shared_ptr<grpc::Channel> ServerProcess::NewChannel() const {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(256 << 20);
+  args.SetMaxSendMessageSize(256 << 20);
+  // Separate connections per channel (the tests use several channels to load the server).
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  return grpc::CreateCustomChannel(endpoint_, grpc::InsecureChannelCredentials(), args);
+}
+
+TempDir::TempDir(const std::string& prefix) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern = StrCat(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", "/", prefix,
+                               ".XXXXXX");
+  std::vector<char> buf(pattern.begin(), pattern.end());
+  buf.push_back('\0');
+  if (mkdtemp(buf.data()) == nullptr) {
+    std::fprintf(stderr, "mkdtemp(%s) failed: %s\n", pattern.c_str(), std::strerror(errno));
+    std::abort();
+  }
+  path_ = buf.data();
+}
+
+TempDir::~TempDir() {
+  if (std::getenv("TESSERA_KEEP_TEST_DIRS") != nullptr) {
+    std::fprintf(stderr, "kept %s\n", path_.c_str());
+    return;
+  }
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+Status FromGrpc(const grpc::Status& status) {
+  return Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+}
+
+std::string TableName(const std::string& table_id) {
+  return StrCat(kInstanceName, "/tables/", table_id);
+}
+
+Status ReadAllRows(google::bigtable::v2::Bigtable::Stub* stub,
+                   const google::bigtable::v2::ReadRowsRequest& request,
+                   std::vector<client::Row>* rows, milliseconds timeout) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + timeout);
+  auto reader = stub->ReadRows(&context, request);
+  client::RowMerger merger(request.reversed());
+  google::bigtable::v2::ReadRowsResponse response;
+  Status merge_status;
+  while (reader->Read(&response)) {
+    if (merge_status.ok()) merge_status = merger.Add(response);
+    while (merger.HasRow()) rows->push_back(merger.TakeRow());
+  }
+  grpc::Status rpc = reader->Finish();
+  if (!rpc.ok()) return FromGrpc(rpc);
+  RETURN_IF_ERROR(merge_status);
+  RETURN_IF_ERROR(merger.Finish());
+  while (merger.HasRow()) rows->push_back(merger.TakeRow());
+  return Status();
+}
+
+}  // namespace tessera::integration
