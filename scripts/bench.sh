@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds tessera_engine_bench in an already configured build directory and runs it with its
 # default settings (Tessera vs RocksDB vs LevelDB, 1M keys), then prints Tessera's throughput
-# relative to the best peer per benchmark. Used by `make bench`.
+# relative to the best peer per benchmark. Used by `make bench`. Then runs the server
+# benchmark, scripts/bench_server.sh (tessera bench against `tessera serve` and the emulator).
 #
 #   scripts/bench.sh [extra tessera_engine_bench flags, e.g. --num 100000]
 #
@@ -58,3 +59,7 @@ if "peak_memory" in ratios:
           f"{memory[r['best_peer']]:>12.1f} {r['tessera_vs_best_peer']:>6.2f}x")
 print("ratio: tessera / best peer; above 1 is faster (peak RSS: below 1 is smaller)")
 PY
+
+# The server benchmark: YCSB workloads against `tessera serve` and the official emulator.
+echo
+BUILD_DIR="$BUILD_DIR" bash "$ROOT/scripts/bench_server.sh"

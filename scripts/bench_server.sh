@@ -1,0 +1,359 @@
+#!/usr/bin/env bash
+# Runs `tessera bench` (YCSB workloads, docs/bench.md) against `tessera serve` and against the
+# official emulator (cbtemulator) in one go, measures each server's CPU time and memory, and
+# prints the ratios Tessera/emulator. Used by `make bench` after the engine benchmark.
+#
+#   scripts/bench_server.sh
+#
+# Each server starts fresh on 127.0.0.1 and a free port (`tessera serve` with a new data folder
+# under a temporary directory and `--sync batch`), gets the load and then each workload, one
+# `tessera bench` run per workload. Around each run the server's CPU time (utime + stime of
+# /proc/<pid>/stat, every thread) is read, so CPU per operation is the server's alone: on a
+# 2-core machine the load generator competes with the server for the cores, which skews
+# throughput but not CPU per operation. After the workloads, each server's RSS (VmRSS) and
+# peak RSS (VmHWM) are read. Then the memory check: fresh servers each load MEMCHECK rows of
+# one 100-byte cell and report their RSS and peak RSS.
+#
+# Output: one JSON object per line on stdout (also written to $BENCH_SERVER_OUT):
+#   {"kind":"run", "server", "workload", "ops", "seconds", "throughput", "errors",
+#    "server_cpu_s", "server_cpu_us_per_op", "rss_mb", "peak_rss_mb", "latency_us": {TYPE:
+#    {"p50","p99","p999"}}, "bench": <tessera bench's own JSON line>}
+#   {"kind":"ratio", "workload", "throughput_tessera_over_emulator",
+#    "cpu_per_op_tessera_over_emulator"}          (throughput: above 1 is faster; CPU: below 1
+#                                                  is cheaper)
+#   {"kind":"memory", "phase": "after_workloads"|"memcheck", "server", "rows", "rss_mb",
+#    "peak_rss_mb"}
+# followed by a readable table. Exits non-zero if a run failed or counted errors.
+#
+# Environment (defaults in brackets):
+#   BUILD_DIR [build]            configured build directory; the `tessera` target is built
+#   TESSERA [$BUILD_DIR/src/tessera/cli/tessera]
+#   TESSERA_CBTEMULATOR [the Google Cloud CLI's cbtemulator]
+#   BENCH_SERVERS [tessera,emulator]
+#   BENCH_WORKLOADS [A,B,C,D,E,F]   the load always runs first
+#   BENCH_RECORDS [50000]  BENCH_OPERATIONS [20000]  BENCH_DURATION_S [30] (per workload)
+#   BENCH_THREADS [8]  BENCH_FIELDS [10]  BENCH_VALUE_SIZE [100]
+#   BENCH_MEMCHECK_ROWS [220000] (0: skip the memory check)
+#   BENCH_EXTRA_ARGS []          more `tessera bench` flags
+#   BENCH_SERVE_ARGS []          more `tessera serve` flags
+#   BENCH_SERVER_OUT [$BUILD_DIR/server_bench.jsonl]
+#   BENCH_KEEP [0]               1: keep the temporary directory (server logs, data)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
+TESSERA="${TESSERA:-$BUILD_DIR/src/tessera/cli/tessera}"
+EMULATOR="${TESSERA_CBTEMULATOR:-/usr/lib/google-cloud-sdk/platform/bigtable-emulator/cbtemulator}"
+if [[ ! -x $EMULATOR ]] && command -v cbtemulator >/dev/null 2>&1; then
+  EMULATOR="$(command -v cbtemulator)"
+fi
+SERVERS="${BENCH_SERVERS:-tessera,emulator}"
+WORKLOADS="${BENCH_WORKLOADS:-A,B,C,D,E,F}"
+RECORDS="${BENCH_RECORDS:-50000}"
+OPERATIONS="${BENCH_OPERATIONS:-20000}"
+DURATION_S="${BENCH_DURATION_S:-30}"
+THREADS="${BENCH_THREADS:-8}"
+FIELDS="${BENCH_FIELDS:-10}"
+VALUE_SIZE="${BENCH_VALUE_SIZE:-100}"
+MEMCHECK_ROWS="${BENCH_MEMCHECK_ROWS:-220000}"
+read -r -a EXTRA_ARGS <<<"${BENCH_EXTRA_ARGS:-}"
+read -r -a SERVE_ARGS <<<"${BENCH_SERVE_ARGS:-}"
+OUT="${BENCH_SERVER_OUT:-$BUILD_DIR/server_bench.jsonl}"
+CLK_TCK="$(getconf CLK_TCK)"
+
+say() { echo "bench_server: $*" >&2; }
+
+if [[ -f "$BUILD_DIR/CMakeCache.txt" && -z ${TESSERA_NO_BUILD:-} ]]; then
+  cmake --build "$BUILD_DIR" --target tessera >&2
+fi
+if [[ ! -x $TESSERA ]]; then
+  say "no tessera binary at $TESSERA (set BUILD_DIR or TESSERA)"
+  exit 1
+fi
+if ! "$TESSERA" --help | grep -q '^  bench '; then
+  say "$TESSERA has no bench command"
+  exit 1
+fi
+
+# Which servers can run here; a missing one is announced loudly, never silently dropped.
+declare -a RUN_SERVERS=()
+IFS=',' read -r -a wanted <<<"$SERVERS"
+for s in "${wanted[@]}"; do
+  case "$s" in
+    tessera)
+      if "$TESSERA" --help | grep -q '^  serve '; then
+        RUN_SERVERS+=(tessera)
+      else
+        say "SKIPPED tessera: $TESSERA has no serve command (emulator only; no ratios)"
+      fi
+      ;;
+    emulator)
+      if [[ -x $EMULATOR ]]; then
+        RUN_SERVERS+=(emulator)
+      else
+        say "SKIPPED emulator: cbtemulator not found at $EMULATOR (set TESSERA_CBTEMULATOR)"
+      fi
+      ;;
+    *)
+      say "unknown server \"$s\" in BENCH_SERVERS (tessera, emulator)"
+      exit 2
+      ;;
+  esac
+done
+if ((${#RUN_SERVERS[@]} == 0)); then
+  say "no server to benchmark"
+  exit 1
+fi
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/tessera_bench_server.XXXXXX")"
+declare -A PIDS=()
+
+stop_pid() {
+  local pid="$1" i
+  kill -TERM "$pid" 2>/dev/null || return 0
+  for ((i = 0; i < 100; i++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    # A zombie (exited, not yet reaped) counts as stopped.
+    [[ $(sed 's/.*) \(.\).*/\1/' "/proc/$pid/stat" 2>/dev/null) == Z ]] && break
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null && [[ $(sed 's/.*) \(.\).*/\1/' "/proc/$pid/stat" 2>/dev/null) != Z ]]; then
+    say "server $pid ignored SIGTERM for 10 s; killing it"
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  wait "$pid" 2>/dev/null || true
+}
+
+cleanup() {
+  local name
+  for name in "${!PIDS[@]}"; do stop_pid "${PIDS[$name]}"; done
+  PIDS=()
+  if [[ ${BENCH_KEEP:-0} == 1 ]]; then
+    say "kept $WORK"
+  else
+    rm -rf "$WORK"
+  fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# start_server <server> <dir>: starts it fresh, sets PIDS[<server>] and ENDPOINT.
+start_server() {
+  local server="$1" dir="$2" port="" i pid
+  mkdir -p "$dir"
+  if [[ $server == tessera ]]; then
+    "$TESSERA" serve --listen 127.0.0.1:0 --port-file "$dir/port" --data-dir "$dir/data" \
+      --sync batch --log-level warn "${SERVE_ARGS[@]}" >"$dir/server.log" 2>&1 &
+  else
+    "$EMULATOR" -host 127.0.0.1 -port 0 >"$dir/server.log" 2>&1 &
+  fi
+  pid=$!
+  PIDS[$server]=$pid
+  for ((i = 0; i < 300; i++)); do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      say "$server exited before serving; its log:"
+      cat "$dir/server.log" >&2
+      exit 1
+    fi
+    if [[ $server == tessera ]]; then
+      [[ -s "$dir/port" ]] && port="$(tr -d '[:space:]' <"$dir/port")"
+    else
+      port="$(sed -n 's/.*running on 127\.0\.0\.1:\([0-9][0-9]*\).*/\1/p' "$dir/server.log" | head -1)"
+    fi
+    if [[ -n $port ]]; then
+      ENDPOINT="127.0.0.1:$port"
+      say "$server (pid $pid) serving on $ENDPOINT"
+      return 0
+    fi
+    sleep 0.1
+  done
+  say "$server did not serve within 30 s; its log:"
+  cat "$dir/server.log" >&2
+  exit 1
+}
+
+stop_server() {
+  stop_pid "${PIDS[$1]}"
+  unset "PIDS[$1]"
+}
+
+# CPU seconds (user + system, all threads) the process has used so far.
+cpu_ticks() {
+  local stat
+  stat="$(cat "/proc/$1/stat")"
+  stat="${stat##*) }"  # the fields after the command name, starting with the state (field 3)
+  read -r -a f <<<"$stat"
+  echo $((f[11] + f[12]))  # utime is field 14, stime field 15
+}
+
+# "<VmRSS kB> <VmHWM kB>" of the process.
+memory_kb() {
+  awk '/^VmRSS:/ {rss = $2} /^VmHWM:/ {hwm = $2} END {print rss, hwm}' "/proc/$1/status"
+}
+
+RAW="$WORK/raw.jsonl"
+: >"$RAW"
+FAILED=0
+
+# run_workload <server> <workload> <extra bench flags...>: one `tessera bench` run, measured.
+run_workload() {
+  local server="$1" workload="$2"
+  shift 2
+  local pid="${PIDS[$server]}" before after rc=0 line mem
+  before="$(cpu_ticks "$pid")"
+  line="$("$TESSERA" bench --endpoint "$ENDPOINT" --json --workload "$workload" \
+    --threads "$THREADS" "$@" "${EXTRA_ARGS[@]}" 2>>"$WORK/bench.err")" || rc=$?
+  if ! kill -0 "$pid" 2>/dev/null; then
+    say "$server died during workload $workload; its log:"
+    tail -20 "$WORK/$server/server.log" >&2 || true
+    FAILED=1
+    return 1
+  fi
+  after="$(cpu_ticks "$pid")"
+  mem="$(memory_kb "$pid")"
+  if ((rc != 0)); then
+    say "tessera bench exited $rc on $server, workload $workload (errors are in its JSON line)"
+    tail -3 "$WORK/bench.err" >&2 || true
+    FAILED=1
+  fi
+  [[ -n $line ]] || line="null"
+  printf '{"server":"%s","workload":"%s","rc":%d,"cpu_ticks":%d,"clk_tck":%d,"rss_kb":%d,"hwm_kb":%d,"bench":%s}\n' \
+    "$server" "$workload" "$rc" $((after - before)) "$CLK_TCK" ${mem% *} ${mem#* } "$line" >>"$RAW"
+}
+
+COMMON=(--records "$RECORDS" --fields "$FIELDS" --value-size "$VALUE_SIZE")
+for server in "${RUN_SERVERS[@]}"; do
+  start_server "$server" "$WORK/$server"
+  say "$server: load of $RECORDS records, then $WORKLOADS ($OPERATIONS ops or ${DURATION_S} s each, $THREADS threads)"
+  if run_workload "$server" load "${COMMON[@]}"; then
+    IFS=',' read -r -a list <<<"$WORKLOADS"
+    for w in "${list[@]}"; do
+      run_workload "$server" "$w" "${COMMON[@]}" --operations "$OPERATIONS" \
+        --duration-s "$DURATION_S" || break
+    done
+    mem="$(memory_kb "${PIDS[$server]}")"
+    printf '{"memory":"after_workloads","server":"%s","rows":%d,"rss_kb":%d,"hwm_kb":%d}\n' \
+      "$server" "$RECORDS" ${mem% *} ${mem#* } >>"$RAW"
+  fi
+  stop_server "$server"
+done
+
+if ((MEMCHECK_ROWS > 0)); then
+  for server in "${RUN_SERVERS[@]}"; do
+    start_server "$server" "$WORK/memcheck-$server"
+    say "$server: memory check, $MEMCHECK_ROWS rows of one 100-byte cell"
+    before="$(cpu_ticks "${PIDS[$server]}")"
+    rc=0
+    line="$("$TESSERA" bench --endpoint "$ENDPOINT" --json --workload load --table memcheck \
+      --records "$MEMCHECK_ROWS" --fields 1 --value-size 100 --threads "$THREADS" \
+      2>>"$WORK/bench.err")" || rc=$?
+    ((rc == 0)) || { say "memory check load failed on $server (exit $rc)"; FAILED=1; }
+    mem="$(memory_kb "${PIDS[$server]}")"
+    printf '{"memory":"memcheck","server":"%s","rows":%d,"rc":%d,"rss_kb":%d,"hwm_kb":%d,"bench":%s}\n' \
+      "$server" "$MEMCHECK_ROWS" "$rc" ${mem% *} ${mem#* } "${line:-null}" >>"$RAW"
+    stop_server "$server"
+  done
+fi
+
+mkdir -p "$(dirname "$OUT")"
+python3 - "$RAW" "$OUT" <<'PY'
+import json
+import sys
+
+raw_path, out_path = sys.argv[1], sys.argv[2]
+runs, memory = {}, []
+with open(raw_path) as f:
+    for line in f:
+        r = json.loads(line)
+        if "memory" in r:
+            memory.append(r)
+        else:
+            runs[(r["server"], r["workload"])] = r
+
+out = []
+flat = {}
+for (server, workload), r in runs.items():
+    b = r["bench"] or {}
+    ops = b.get("ops", 0)
+    cpu_s = r["cpu_ticks"] / r["clk_tck"]
+    rec = {
+        "kind": "run", "server": server, "workload": workload,
+        "ops": ops, "seconds": b.get("seconds"), "throughput": b.get("throughput"),
+        "errors": b.get("errors"), "exit": r["rc"],
+        "server_cpu_s": cpu_s,
+        "server_cpu_us_per_op": cpu_s * 1e6 / ops if ops else None,
+        "rss_mb": r["rss_kb"] / 1024, "peak_rss_mb": r["hwm_kb"] / 1024,
+        "latency_us": {t: {"p50": s["p50_us"], "p99": s["p99_us"], "p999": s["p999_us"]}
+                       for t, s in b.get("ops_by_type", {}).items()},
+        "bench": b,
+    }
+    flat[(server, workload)] = rec
+    out.append(rec)
+
+workloads = []
+for (_, w) in runs:
+    if w not in workloads:
+        workloads.append(w)
+ratios = {}
+for w in workloads:
+    t, e = flat.get(("tessera", w)), flat.get(("emulator", w))
+    if not t or not e or not t["throughput"] or not e["throughput"]:
+        continue
+    cpu = None
+    if t["server_cpu_us_per_op"] is not None and e["server_cpu_us_per_op"]:
+        cpu = t["server_cpu_us_per_op"] / e["server_cpu_us_per_op"]
+    ratios[w] = {"kind": "ratio", "workload": w,
+                 "throughput_tessera_over_emulator": t["throughput"] / e["throughput"],
+                 "cpu_per_op_tessera_over_emulator": cpu}
+    out.append(ratios[w])
+for m in memory:
+    rec = {"kind": "memory", "phase": m["memory"], "server": m["server"], "rows": m["rows"],
+           "rss_mb": m["rss_kb"] / 1024, "peak_rss_mb": m["hwm_kb"] / 1024}
+    if m.get("bench"):
+        rec["load_seconds"] = m["bench"].get("seconds")
+        rec["errors"] = m["bench"].get("errors")
+    out.append(rec)
+
+with open(out_path, "w") as f:
+    for rec in out:
+        f.write(json.dumps(rec) + "\n")
+for rec in out:
+    print(json.dumps(rec))
+
+def fmt(v, spec):
+    return format(v, spec) if v is not None else "-"
+
+print()
+print(f"{'workload':<9}{'server':<10}{'ops/s':>10}{'srv cpu us/op':>15}{'p50 us':>9}"
+      f"{'p99 us':>9}{'errors':>8}")
+for w in workloads:
+    for server in ("tessera", "emulator"):
+        r = flat.get((server, w))
+        if not r:
+            continue
+        lat = r["latency_us"]
+        main = next((lat[k] for k in ("READ", "SCAN", "BATCH-INSERT") if k in lat), None)
+        print(f"{w:<9}{server:<10}{fmt(r['throughput'], '10.0f')}"
+              f"{fmt(r['server_cpu_us_per_op'], '15.1f')}"
+              f"{fmt(main and main['p50'], '9.0f')}{fmt(main and main['p99'], '9.0f')}"
+              f"{fmt(r['errors'], '8d')}")
+if ratios:
+    print()
+    print(f"{'workload':<9}{'throughput x':>14}{'cpu/op x':>10}   (tessera vs emulator: "
+          f"throughput ratio, and emulator CPU/op over tessera CPU/op; above 1 is better)")
+    for w, r in ratios.items():
+        cpu = r["cpu_per_op_tessera_over_emulator"]
+        print(f"{w:<9}{r['throughput_tessera_over_emulator']:>14.2f}"
+              f"{fmt(1 / cpu if cpu else None, '10.2f')}")
+if memory:
+    print()
+    print(f"{'memory':<17}{'server':<10}{'rows':>8}{'RSS MiB':>10}{'peak MiB':>10}")
+    for m in memory:
+        print(f"{m['memory']:<17}{m['server']:<10}{m['rows']:>8}{m['rss_kb'] / 1024:>10.1f}"
+              f"{m['hwm_kb'] / 1024:>10.1f}")
+PY
+
+if ((FAILED)); then
+  say "some runs failed or counted errors (see above)"
+  exit 1
+fi

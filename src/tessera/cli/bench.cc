@@ -1,0 +1,176 @@
+// `tessera bench`: YCSB-style load against any Bigtable-API endpoint (docs/bench.md).
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/synchronization/mutex.h"
+#include "fmt/format.h"
+#include "tessera/cli/commands.h"
+#include "tessera/cli/ycsb_bigtable_db.h"
+#include "tessera/cli/ycsb_driver.h"
+#include "tessera/cli/ycsb_report.h"
+#include "tessera/cli/ycsb_workload.h"
+
+namespace tessera::cli {
+namespace {
+
+using namespace ycsb;  // NOLINT: this file is the front of the ycsb pieces
+
+struct BenchFlags {
+  std::string endpoint;
+  BigtableTarget target;
+  std::vector<std::string> splits;
+  std::string workloads = "load,A,B,C,D,E,F";
+  std::string distribution;
+  RunOptions run;
+  int channels = 0;  // 0: min(threads, 4)
+  double rpc_timeout_s = 30;
+  double connect_timeout_s = 10;
+  bool json = false;
+};
+
+std::string DefaultEndpoint() {
+  const char* env = std::getenv("BIGTABLE_EMULATOR_HOST");
+  return env != nullptr && *env != '\0' ? env : "127.0.0.1:8086";
+}
+
+std::chrono::milliseconds Millis(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+}  // namespace
+
+int RunBench(int argc, char** argv) {
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  BenchFlags f;
+  f.endpoint = DefaultEndpoint();
+  f.target.project = "tessera-bench";
+  f.target.instance = "bench";
+  f.target.table = "usertable";
+  f.target.family = "cf";
+  f.run.records = 100000;
+  f.run.operations = 100000;
+  f.run.threads = 8;
+
+  CLI::App app{
+      "tessera bench: YCSB workloads against any Bigtable-API endpoint (tessera serve, the "
+      "emulator).\nWorkloads: load (bulk MutateRows), A 50/50 read/update, B 95/5 read/update, "
+      "C read only,\nD 95/5 read latest/insert, E 95/5 scan/insert, F 50/50 "
+      "read/read-modify-write.\nExit status: 0 when every call succeeded, 1 on any error, 2 on "
+      "bad flags.",
+      "tessera bench"};
+  app.add_option("--endpoint", f.endpoint,
+                 "HOST:PORT (default $BIGTABLE_EMULATOR_HOST, else "
+                 "127.0.0.1:8086)");
+  app.add_option("--project", f.target.project, "project id")->capture_default_str();
+  app.add_option("--instance", f.target.instance, "instance id")->capture_default_str();
+  app.add_option("--table", f.target.table, "table; created with --family if missing")
+      ->capture_default_str();
+  app.add_option("--family", f.target.family, "column family holding the fields")
+      ->capture_default_str();
+  app.add_option("--split", f.splits,
+                 "initial split keys when the table is created (comma list, or repeat)")
+      ->delimiter(',');
+  app.add_option("--workload", f.workloads, "comma list of load, A, B, C, D, E, F, run in order")
+      ->capture_default_str();
+  app.add_option("--records", f.run.records, "records loaded by `load` and chosen from after")
+      ->capture_default_str();
+  app.add_option("--operations", f.run.operations,
+                 "transactions per workload (0: until --duration-s)")
+      ->capture_default_str();
+  app.add_option("--duration-s", f.run.duration_s,
+                 "also stop a workload after this many seconds (0: no time bound; not the load)")
+      ->capture_default_str();
+  app.add_option("--threads", f.run.threads, "client threads")->capture_default_str();
+  app.add_option("--channels", f.channels,
+                 "gRPC channels (connections) the threads share (default min(threads, 4))");
+  app.add_option("--fields", f.run.fields, "fields (cells) per record")->capture_default_str();
+  app.add_option("--value-size", f.run.value_size, "bytes per field")->capture_default_str();
+  app.add_option("--scan-length", f.run.max_scan_length,
+                 "E: a scan reads a uniform [1, scan-length] rows")
+      ->capture_default_str();
+  app.add_option("--batch-size", f.run.batch_size, "load: rows per MutateRows")
+      ->capture_default_str();
+  app.add_option("--distribution", f.distribution,
+                 "override the workloads' request distribution: uniform, zipfian, latest");
+  app.add_option("--max-errors", f.run.max_errors, "stop a workload after this many errors")
+      ->capture_default_str();
+  app.add_option("--rpc-timeout-s", f.rpc_timeout_s, "deadline of each call")
+      ->capture_default_str();
+  app.add_option("--connect-timeout-s", f.connect_timeout_s, "time allowed to connect")
+      ->capture_default_str();
+  app.add_option("--seed", f.run.seed, "seed of keys and values")->capture_default_str();
+  app.add_flag("--json", f.json, "one JSON object per workload per line on stdout");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+
+  auto usage_error = [](const Status& s) {
+    fmt::print(stderr, "tessera bench: {}\n", s.message());
+    return 2;
+  };
+  StatusOr<std::vector<WorkloadSpec>> workloads = ParseWorkloadList(f.workloads);
+  if (!workloads.ok()) return usage_error(workloads.status());
+  if (!f.distribution.empty()) {
+    StatusOr<Distribution> d = ParseDistribution(f.distribution);
+    if (!d.ok()) return usage_error(d.status());
+    f.run.distribution = *d;
+  }
+  if (Status s = ValidateRunOptions(f.run); !s.ok()) return usage_error(s);
+  if (f.channels < 0) return usage_error(absl::InvalidArgumentError("--channels must be >= 0"));
+  if (f.rpc_timeout_s <= 0 || f.connect_timeout_s <= 0) {
+    return usage_error(absl::InvalidArgumentError("timeouts must be positive"));
+  }
+  if (f.endpoint.empty()) return usage_error(absl::InvalidArgumentError("--endpoint is empty"));
+  f.target.endpoint = f.endpoint;
+
+  const int channels = f.channels > 0 ? f.channels : std::min(f.run.threads, 4);
+  ChannelPool pool(f.endpoint, channels);
+  if (Status s = pool.WaitConnected(Millis(f.connect_timeout_s)); !s.ok()) {
+    fmt::print(stderr, "tessera bench: {}\n", s.message());
+    return 1;
+  }
+  if (Status s = EnsureTable(pool.Get(0), f.target, f.splits, Millis(f.rpc_timeout_s)); !s.ok()) {
+    fmt::print(stderr, "tessera bench: {}\n", s);
+    return 1;
+  }
+  fmt::print(stderr,
+             "tessera bench: {} on {}, {} records of {} x {} B, {} threads over {} channels\n",
+             f.target.TableName(), f.endpoint, f.run.records, f.run.fields, f.run.value_size,
+             f.run.threads, channels);
+
+  const std::chrono::milliseconds rpc_timeout = Millis(f.rpc_timeout_s);
+  const YcsbDbFactory factory = [&](int thread) -> StatusOr<std::unique_ptr<YcsbDb>> {
+    return NewBigtableDb(pool.Get(thread), f.target, f.run.fields, rpc_timeout);
+  };
+  // Shared by the workloads of this invocation, so D's and E's inserts are new records.
+  AcknowledgedCounter inserts(f.run.records);
+  uint64_t errors = 0;
+  for (const WorkloadSpec& spec : *workloads) {
+    StatusOr<WorkloadResult> result = RunWorkload(spec, f.run, factory, &inserts);
+    if (!result.ok()) {
+      fmt::print(stderr, "tessera bench: workload {}: {}\n", spec.name, result.status());
+      return 1;
+    }
+    const ReportContext context{f.endpoint, &spec, &f.run};
+    if (f.json) {
+      fmt::print("{}\n", FormatJson(*result, context));
+    } else {
+      fmt::print("{}", FormatText(*result, context));
+    }
+    std::fflush(stdout);
+    errors += result->errors;
+  }
+  if (errors > 0) {
+    fmt::print(stderr, "tessera bench: {} operations failed\n", errors);
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace tessera::cli

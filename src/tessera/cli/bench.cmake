@@ -1,0 +1,25 @@
+# `tessera bench` (commands.h): YCSB workloads against any Bigtable-API endpoint. Included by
+# this folder's CMakeLists.txt, so paths are relative to it.
+tessera_add_library(tessera_cmd_bench
+  SOURCES bench.cc ycsb_bigtable_db.cc ycsb_driver.cc ycsb_generators.cc ycsb_histogram.cc
+          ycsb_report.cc ycsb_workload.cc
+  DEPS tessera_proto tessera_util CLI11::CLI11 nlohmann_json::nlohmann_json fmt::fmt
+       absl::synchronization Threads::Threads)
+target_link_libraries(tessera PRIVATE tessera_cmd_bench)
+target_compile_definitions(tessera PRIVATE TESSERA_HAVE_BENCH)
+
+tessera_add_test(ycsb_test
+  SOURCES ycsb_generators_test.cc ycsb_histogram_test.cc ycsb_workload_test.cc
+          ycsb_driver_test.cc ycsb_report_test.cc
+  DEPS tessera_cmd_bench)
+
+# End to end against the emulator and `tessera serve` (started by the client's test helpers).
+if(TARGET tessera_client_testing)
+  tessera_add_test(ycsb_bigtable_db_test
+    SOURCES ycsb_bigtable_db_test.cc
+    DEPS tessera_cmd_bench tessera_client_testing)
+  if(TARGET ycsb_bigtable_db_test)
+    target_compile_definitions(ycsb_bigtable_db_test PRIVATE
+      TESSERA_BINARY_PATH="${PROJECT_BINARY_DIR}/src/tessera/cli/tessera")
+  endif()
+endif()
