@@ -1,5 +1,10 @@
 #include "tessera/cli/shell_executor.h"
 
+#include <thread>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
 #include "tessera/cli/shell_format.h"
 #include "tessera/cli/shell_progress.h"
 
@@ -214,6 +219,56 @@ Status ShellExecutor::Get(const Command& c) {
   return absl::OkStatus();
 }
 
+Status ShellExecutor::StreamRows(const Command& c, const ReadRowsOptions& options,
+                                 bool show_progress,
+                                 const std::function<void(const Row&)>& on_row, int64_t* rows) {
+  Progress progress(err_, Progress::Options{.enabled = show_progress});
+  std::unique_ptr<client::RowReader> reader = client_->ReadRows(c.table, options);
+  // Next() may block while the server scans; a helper thread turns Ctrl-C into a cancelled call.
+  absl::Mutex mu;
+  bool done = false;
+  std::thread watcher;
+  if (interrupted_ != nullptr) {
+    watcher = std::thread([&] {
+      absl::MutexLock lock(&mu);
+      while (!done) {
+        if (interrupted_->load()) {
+          reader->TryCancel();
+          return;
+        }
+        mu.AwaitWithTimeout(absl::Condition(&done), absl::Milliseconds(50));
+      }
+    });
+  }
+  Status status;
+  Row row;
+  while (true) {
+    if (Interrupted()) break;
+    StatusOr<bool> more = reader->Next(&row);
+    if (!more.ok()) {
+      status = more.status();
+      break;
+    }
+    if (!*more) break;
+    on_row(row);
+    progress.Add();
+  }
+  {
+    absl::MutexLock lock(&mu);
+    done = true;
+  }
+  if (watcher.joinable()) watcher.join();
+  progress.Finish();
+  *rows = progress.count();
+  if (Interrupted()) {
+    reader->Cancel();
+    std::fflush(out_);
+    return absl::CancelledError(StrCat(c.kind == CommandKind::kCount ? "count" : "scan",
+                                       " interrupted after ", GroupThousands(*rows), " rows"));
+  }
+  return status;
+}
+
 Status ShellExecutor::Scan(const Command& c) {
   ReadRowsOptions options;
   options.rows = ScopeRows(c.scope);
@@ -223,30 +278,13 @@ Status ShellExecutor::Scan(const Command& c) {
   ASSIGN_OR_RETURN(options.filter, ReadFilter(c));
   ASSIGN_OR_RETURN(const TableInfo* schema, Schema(c.table));
   const TableInfo& info = *schema;
-
-  Progress progress(err_, Progress::Options{.enabled = options_.scan_progress});
-  std::unique_ptr<client::RowReader> reader = client_->ReadRows(c.table, options);
-  Row row;
-  while (true) {
-    if (Interrupted()) {
-      reader->Cancel();
-      progress.Finish();
-      std::fflush(out_);
-      return absl::CancelledError(
-          StrCat("scan interrupted after ", GroupThousands(progress.count()), " rows"));
-    }
-    StatusOr<bool> more = reader->Next(&row);
-    if (!more.ok()) {
-      progress.Finish();
-      return more.status();
-    }
-    if (!*more) break;
-    Print(FormatRow(row, info, options_.time_format, c.keys_only));
-    progress.Add();
-  }
-  progress.Finish();
+  int64_t rows = 0;
+  RETURN_IF_ERROR(StreamRows(
+      c, options, options_.scan_progress,
+      [&](const Row& row) { Print(FormatRow(row, info, options_.time_format, c.keys_only)); },
+      &rows));
   if (options_.print_row_counts) {
-    Print(StrCat("(", GroupThousands(progress.count()), progress.count() == 1 ? " row)\n" : " rows)\n"));
+    Print(StrCat("(", GroupThousands(rows), rows == 1 ? " row)\n" : " rows)\n"));
   }
   return absl::OkStatus();
 }
@@ -288,26 +326,9 @@ Status ShellExecutor::Count(const Command& c) {
   filter.mutable_chain()->add_filters()->set_cells_per_row_limit_filter(1);
   filter.mutable_chain()->add_filters()->set_strip_value_transformer(true);
   options.filter = filter;
-  Progress progress(err_, Progress::Options{.enabled = options_.count_progress});
-  std::unique_ptr<client::RowReader> reader = client_->ReadRows(c.table, options);
-  Row row;
-  while (true) {
-    if (Interrupted()) {
-      reader->Cancel();
-      progress.Finish();
-      return absl::CancelledError(
-          StrCat("count interrupted after ", GroupThousands(progress.count()), " rows"));
-    }
-    StatusOr<bool> more = reader->Next(&row);
-    if (!more.ok()) {
-      progress.Finish();
-      return more.status();
-    }
-    if (!*more) break;
-    progress.Add();
-  }
-  progress.Finish();
-  Print(StrCat(progress.count(), "\n"));
+  int64_t rows = 0;
+  RETURN_IF_ERROR(StreamRows(c, options, options_.count_progress, [](const Row&) {}, &rows));
+  Print(StrCat(rows, "\n"));
   return absl::OkStatus();
 }
 

@@ -7,12 +7,14 @@
 // columns are resolved against family kinds (shell_schema.h).
 //
 // Long reads (scan, count) stop early when `*interrupted` becomes true (Ctrl-C), returning
-// Cancelled; they report progress on `err` when enabled.
+// Cancelled — within ~50 ms even while the server sends nothing (a helper thread watches the
+// flag during the read and cancels the call). They report progress on `err` when enabled.
 //
 // Thread-safety: one thread at a time.
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -58,6 +60,10 @@ class ShellExecutor {
   void Forget(const std::string& table) { schemas_.erase(table); }
   bool Interrupted() const { return interrupted_ != nullptr && interrupted_->load(); }
 
+  // Reads every row of `options` into `on_row`, with progress and interruption.
+  Status StreamRows(const Command& c, const client::ReadRowsOptions& options, bool progress,
+                    const std::function<void(const client::Row&)>& on_row, int64_t* rows);
+
   Status Help(const Command& c);
   Status Ls();
   Status Describe(const Command& c);
@@ -86,8 +92,8 @@ class ShellExecutor {
   bool quit_ = false;
 };
 
-// "NOT_FOUND: table ... not found" for server errors; the bare message for the shell's own
-// InvalidArgument (usage) errors, which already name the command.
+// An error from Execute() as the shell prints it, code first: "NOT_FOUND: table ... not
+// found". (Parse errors are printed bare: their messages already name the command.)
 std::string DescribeError(const Status& status);
 
 }  // namespace tessera::cli::shell

@@ -137,6 +137,8 @@ void RowReader::Cancel() {
   (void)stream_->FinishRpc();
 }
 
+void RowReader::TryCancel() { stream_->context.TryCancel(); }
+
 StatusOr<bool> RowReader::Next(Row* row) {
   Stream& s = *stream_;
   if (s.cancelled) return false;

@@ -103,9 +103,13 @@ class RowReader {
   // error (RPC failure, protocol violation) is returned once; later calls return it again.
   StatusOr<bool> Next(Row* row);
 
-  // Stops the stream early; the next Next() returns false. Safe to call from the reading
-  // thread only.
+  // Stops the stream early; the next Next() returns false. Reading thread only.
   void Cancel();
+
+  // Asks gRPC to cancel the call; safe from any thread, also while Next() blocks waiting for
+  // the server (an interrupt handler's helper thread, say). Next() then returns Cancelled
+  // (or rows that had already arrived, then Cancelled).
+  void TryCancel();
 
  private:
   friend class BigtableClient;
