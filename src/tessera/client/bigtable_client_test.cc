@@ -194,7 +194,9 @@ TEST_P(ClientTest, MutateRowAndReadRow) {
   std::vector<Cell> cf1;
   for (const Cell& c : (*row)->cells) {
     if (c.family == "cf1") cf1.push_back(c);
-    if (c.family == "cf2") EXPECT_EQ(c.value, std::string("\0x", 2));
+    if (c.family == "cf2") {
+      EXPECT_EQ(c.value, std::string("\0x", 2));
+    }
   }
   ASSERT_EQ(cf1.size(), 2u);
   EXPECT_EQ(cf1[0].value, "v2");
