@@ -55,19 +55,28 @@ void CellVisibility::Reset() {
   row_tombstone_seq_ = 0;
   family_floor_ = 0;
   gc_rule_ = nullptr;
+  family_dropped_ = 0;
   column_tombstones_.clear();
   column_versions_ = 0;
 }
 
-const GcRule* CellVisibility::LookUpGcRule(std::string_view family) {
-  if (!options_.apply_gc || !options_.gc_rule_for) return nullptr;
-  for (const auto& [name, rule] : gc_rule_cache_) {
-    if (name == family) return rule;
+void CellVisibility::LookUpFamily(std::string_view family) {
+  for (const FamilyInfo& info : family_cache_) {
+    if (info.name == family) {
+      gc_rule_ = info.gc_rule;
+      family_dropped_ = info.dropped_before;
+      return;
+    }
   }
-  const GcRule* rule = options_.gc_rule_for(family);
-  if (rule != nullptr && rule->is_none()) rule = nullptr;
-  if (gc_rule_cache_.size() < kMaxCachedFamilies) gc_rule_cache_.emplace_back(family, rule);
-  return rule;
+  gc_rule_ = nullptr;
+  if (options_.apply_gc && options_.gc_rule_for) {
+    gc_rule_ = options_.gc_rule_for(family);
+    if (gc_rule_ != nullptr && gc_rule_->is_none()) gc_rule_ = nullptr;
+  }
+  family_dropped_ = options_.dropped_before ? options_.dropped_before(family) : 0;
+  if (family_cache_.size() < kMaxCachedFamilies) {
+    family_cache_.push_back(FamilyInfo{std::string(family), gc_rule_, family_dropped_});
+  }
 }
 
 CellVisibility::Verdict CellVisibility::Add(std::string_view key, uint64_t seq,
@@ -79,7 +88,12 @@ CellVisibility::Verdict CellVisibility::Add(std::string_view key, uint64_t seq,
   if (shared < 1) row_tombstone_seq_ = 0;
   if (shared < 2) {
     family_floor_ = row_tombstone_seq_;
-    gc_rule_ = layout.kind == CellKind::kRowTombstone ? nullptr : LookUpGcRule(layout.family(key));
+    if (layout.kind == CellKind::kRowTombstone) {
+      gc_rule_ = nullptr;
+      family_dropped_ = 0;
+    } else {
+      LookUpFamily(layout.family(key));
+    }
   }
   if (shared < 3) {
     column_tombstones_.clear();
@@ -98,14 +112,16 @@ CellVisibility::Verdict CellVisibility::Add(std::string_view key, uint64_t seq,
       return Verdict::kTombstone;
 
     case CellKind::kFamilyTombstone:
-      if (seq < family_floor_) return Verdict::kHidden;
+      if (seq <= family_dropped_ || seq < family_floor_) return Verdict::kHidden;
       family_floor_ = seq;
       return Verdict::kTombstone;
 
     case CellKind::kColumnTombstone: {
       TimeRange range;
       if (!TimeRange::Decode(value, &range)) return Verdict::kMalformed;
-      if (range.IsEmpty() || seq < family_floor_) return Verdict::kHidden;
+      if (seq <= family_dropped_ || range.IsEmpty() || seq < family_floor_) {
+        return Verdict::kHidden;
+      }
       for (const ColumnTombstone& t : column_tombstones_) {
         if (t.seq > seq && t.range.Covers(range)) return Verdict::kHidden;
       }
@@ -115,7 +131,7 @@ CellVisibility::Verdict CellVisibility::Add(std::string_view key, uint64_t seq,
 
     case CellKind::kCell: {
       if (shared == 4) return Verdict::kHidden;  // an older write of the same cell
-      if (seq < family_floor_) return Verdict::kHidden;
+      if (seq <= family_dropped_ || seq < family_floor_) return Verdict::kHidden;
       const int64_t ts = layout.timestamp_micros;
       for (const ColumnTombstone& t : column_tombstones_) {
         if (t.seq > seq && t.range.Contains(ts)) return Verdict::kHidden;

@@ -14,6 +14,12 @@
 //     family tombstone of the same scope, a column tombstone covered by a newer one or by a row
 //     or family tombstone, an empty time range) is redundant and reported as kHidden.
 //   * For an equal cell key only the newest sequence is the cell; older duplicates are kHidden.
+//   * Dropped families (Options::dropped_before): a family tombstone, column tombstone or cell
+//     of family f with sequence <= dropped_before(f) is dead: kHidden, whatever else holds (it
+//     hides nothing either: what it could hide is older, so dead too). A family dropped and
+//     created again keeps only what was written after the drop. Row tombstones belong to no
+//     family and are not affected. Dropping such entries is safe in any compaction, as every
+//     entry they could hide is dead as well.
 //   * GC (when Options::apply_gc): a visible cell's version rank is the number of visible cells
 //     newer than it in its column, counting cells that GC collects. If its family's rule says
 //     GcRule::ShouldCollect(rank, timestamp, now), the cell is kHidden.
@@ -23,8 +29,8 @@
 // well-formed cell keys are reported as kMalformed and otherwise ignored.
 //
 // Cost: no allocation per entry in steady state (the previous key is kept in a reused buffer);
-// Options::gc_rule_for is called at most once per distinct family name (results are cached for
-// the object's lifetime, so the rules must not change meanwhile).
+// Options::gc_rule_for and Options::dropped_before are called at most once per distinct family
+// name (results are cached for the object's lifetime, so they must not change meanwhile).
 //
 // Thread-safety: not thread-safe; one instance per read or compaction.
 #pragma once
@@ -52,6 +58,10 @@ class CellVisibility {
     // Whether GC-collectable cells are hidden. Compaction sets it; reads may (Bigtable reads
     // may still return collectable cells, as GC is lazy).
     bool apply_gc = false;
+    // The sequence at or below which the family's entries are dead (model::TableSchema::
+    // DroppedBefore); 0 = never dropped. An empty function means no family was dropped. Applied
+    // whatever apply_gc says.
+    std::function<uint64_t(std::string_view family)> dropped_before;
   };
 
   enum class Verdict {
@@ -80,7 +90,15 @@ class CellVisibility {
     TimeRange range;
   };
 
-  const GcRule* LookUpGcRule(std::string_view family);
+  // What the options say about one family, cached.
+  struct FamilyInfo {
+    std::string name;
+    const GcRule* gc_rule = nullptr;  // nullptr: keep everything (or GC not applied)
+    uint64_t dropped_before = 0;
+  };
+
+  // Sets gc_rule_ and family_dropped_ for `family`.
+  void LookUpFamily(std::string_view family);
 
   const Options options_;
 
@@ -94,12 +112,14 @@ class CellVisibility {
   // Family scope: entries with a smaller sequence are hidden (max of row and family tombstone).
   uint64_t family_floor_ = 0;
   const GcRule* gc_rule_ = nullptr;
+  // Entries of the current family with a sequence <= this are dead (the family was dropped).
+  uint64_t family_dropped_ = 0;
   // Column scope: the live column tombstones, and the number of visible cells so far.
   std::vector<ColumnTombstone> column_tombstones_;
   int64_t column_versions_ = 0;
 
-  // gc_rule_for results by family name.
-  std::vector<std::pair<std::string, const GcRule*>> gc_rule_cache_;
+  // gc_rule_for and dropped_before results by family name.
+  std::vector<FamilyInfo> family_cache_;
 };
 
 // Whether compaction writes an entry with this verdict to its output. `can_purge_tombstones` is

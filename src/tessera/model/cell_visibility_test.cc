@@ -56,6 +56,8 @@ struct GcSetup {
   std::map<std::string, GcRule, std::less<>> rules;
   int64_t now_micros = 0;
   bool apply_gc = false;
+  // Dropped families: entries with a sequence <= the value are dead.
+  std::map<std::string, uint64_t, std::less<>> dropped;
 };
 
 // Sorts `entries` into storage order (key ascending, sequence descending).
@@ -77,6 +79,12 @@ std::vector<Verdict> RunVisibility(std::vector<TestEntry>* entries, const GcSetu
   };
   options.now_micros = setup.now_micros;
   options.apply_gc = setup.apply_gc;
+  if (!setup.dropped.empty()) {
+    options.dropped_before = [&setup](std::string_view family) -> uint64_t {
+      auto it = setup.dropped.find(family);
+      return it == setup.dropped.end() ? 0 : it->second;
+    };
+  }
   CellVisibility vis(options);
   std::vector<Verdict> out;
   for (const TestEntry& e : *entries) out.push_back(vis.Add(e.Encoded(), e.seq, e.StoredValue()));
@@ -111,7 +119,15 @@ bool CellDeleted(const std::vector<TestEntry>& all, const TestEntry& e) {
   return false;
 }
 
+// Whether `e` belongs to a family that was dropped after it was written.
+bool Dead(const TestEntry& e, const GcSetup& setup) {
+  if (e.key.kind == CellKind::kRowTombstone) return false;
+  auto it = setup.dropped.find(e.key.family);
+  return it != setup.dropped.end() && e.seq <= it->second;
+}
+
 Verdict Reference(const std::vector<TestEntry>& all, const TestEntry& e, const GcSetup& setup) {
+  if (Dead(e, setup)) return Verdict::kHidden;
   auto newer_in_scope = [&](CellKind kind, auto&& match) {
     for (const TestEntry& t : all) {
       if (t.key.kind == kind && t.seq > e.seq && t.key.row == e.key.row && match(t)) return true;
@@ -142,7 +158,8 @@ Verdict Reference(const std::vector<TestEntry>& all, const TestEntry& e, const G
       int64_t rank = 0;
       for (const TestEntry& c : all) {
         if (c.key.kind == CellKind::kCell && SameColumn(c.key, e.key) &&
-            c.key.timestamp_micros > e.key.timestamp_micros && !CellDeleted(all, c)) {
+            c.key.timestamp_micros > e.key.timestamp_micros && !CellDeleted(all, c) &&
+            !Dead(c, setup)) {
           ++rank;
         }
       }
@@ -352,6 +369,33 @@ TEST(CellVisibilityTest, MalformedEntries) {
   EXPECT_TRUE(KeepInCompaction(Verdict::kMalformed, true));
 }
 
+TEST(CellVisibilityTest, DroppedFamilyEntriesAreDeadUpToTheDrop) {
+  // Family f dropped at sequence 10 and created again; g never dropped.
+  std::vector<TestEntry> e = {Cell("r", "f", "q", 100, 5),  Cell("r", "f", "q", 90, 12),
+                              DelFamily("r", "f", 8),       DelColumn("r", "f", "p", {}, 9),
+                              Cell("r", "f", "p", 1, 11),   Cell("r", "f", "p", 2, 7),
+                              Cell("r", "g", "q", 100, 3),  DelRow("r", 2),
+                              Cell("r", "f", "q", 80, 10),  Cell("r", "f", "q", 70, 11)};
+  GcSetup setup;
+  setup.dropped["f"] = 10;
+  setup.apply_gc = true;
+  setup.rules["f"] = GcRule::MaxNumVersions(2);
+  std::vector<Verdict> v = RunVisibility(&e, setup);
+  EXPECT_EQ(VerdictOf(e, v, CellKey::Cell("r", "f", "q", 100), 5), Verdict::kHidden);
+  EXPECT_EQ(VerdictOf(e, v, CellKey::Cell("r", "f", "q", 80), 10), Verdict::kHidden);
+  EXPECT_EQ(VerdictOf(e, v, CellKey::FamilyTombstone("r", "f"), 8), Verdict::kHidden);
+  EXPECT_EQ(VerdictOf(e, v, CellKey::ColumnTombstone("r", "f", "p"), 9), Verdict::kHidden);
+  EXPECT_EQ(VerdictOf(e, v, CellKey::Cell("r", "f", "p", 2), 7), Verdict::kHidden);
+  // Written after the drop: visible, and the dead versions do not count for max-versions GC.
+  EXPECT_EQ(VerdictOf(e, v, CellKey::Cell("r", "f", "p", 1), 11), Verdict::kVisible);
+  EXPECT_EQ(VerdictOf(e, v, CellKey::Cell("r", "f", "q", 90), 12), Verdict::kVisible);
+  EXPECT_EQ(VerdictOf(e, v, CellKey::Cell("r", "f", "q", 70), 11), Verdict::kVisible);
+  // Other families and row tombstones are not affected.
+  EXPECT_EQ(VerdictOf(e, v, CellKey::Cell("r", "g", "q", 100), 3), Verdict::kVisible);
+  EXPECT_EQ(VerdictOf(e, v, CellKey::RowTombstone("r"), 2), Verdict::kTombstone);
+  ASSERT_NO_FATAL_FAILURE(ExpectMatchesReference(e, setup));
+}
+
 TEST(CellVisibilityTest, KeepInCompaction) {
   EXPECT_TRUE(KeepInCompaction(Verdict::kVisible, false));
   EXPECT_TRUE(KeepInCompaction(Verdict::kVisible, true));
@@ -441,8 +485,13 @@ TEST(CellVisibilityTest, RandomAgainstReferenceModel) {
     for (const std::string& f : families) {
       if (!rnd.OneIn(3)) setup.rules[f] = RandomRule(&rnd);
     }
-    // Few rows and columns so that scopes collide often.
     const int n = 1 + rnd.Uniform(60);
+    if (rnd.OneIn(3)) {
+      for (const std::string& f : families) {
+        if (rnd.OneIn(2)) setup.dropped[f] = rnd.Uniform(n + 1);
+      }
+    }
+    // Few rows and columns so that scopes collide often.
     std::vector<uint64_t> seqs(n);
     for (int i = 0; i < n; ++i) seqs[i] = i + 1;
     for (int i = n - 1; i > 0; --i) std::swap(seqs[i], seqs[rnd.Uniform(i + 1)]);
