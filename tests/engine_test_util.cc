@@ -33,12 +33,21 @@ void SilenceExpectedErrorLogs() {
 StatusOr<std::vector<tablet::Row>> ScanAll(const tablet::Engine& engine, tablet::TabletId id,
                                            const tablet::RowRange& range,
                                            const tablet::ReadSpec& spec, uint64_t limit) {
-  ASSIGN_OR_RETURN(std::unique_ptr<tablet::RowIterator> it, engine.Scan(id, range, spec, limit));
+  return ScanAll(engine, id, range, spec, tablet::ScanOptions{.limit = limit, .reversed = false});
+}
+
+StatusOr<std::vector<tablet::Row>> ScanAll(const tablet::Engine& engine, tablet::TabletId id,
+                                           const tablet::RowRange& range,
+                                           const tablet::ReadSpec& spec,
+                                           const tablet::ScanOptions& options) {
+  ASSIGN_OR_RETURN(std::unique_ptr<tablet::RowIterator> it, engine.Scan(id, range, spec, options));
   std::vector<tablet::Row> rows;
+  // A runaway iterator would otherwise fill memory or never end.
+  constexpr size_t kMaxRows = 10'000'000;
   for (; it->Valid(); it->Next()) {
     rows.push_back(it->row());
-    // A runaway iterator would otherwise fill memory.
-    if (limit > 0 && rows.size() > limit) break;
+    if (options.limit > 0 && rows.size() > options.limit) break;
+    if (rows.size() > kMaxRows) return absl::InternalError("scan returned too many rows");
   }
   RETURN_IF_ERROR(it->status());
   return rows;

@@ -22,6 +22,10 @@ namespace tessera::test {
 StatusOr<std::vector<tablet::Row>> ScanAll(const tablet::Engine& engine, tablet::TabletId id,
                                            const tablet::RowRange& range,
                                            const tablet::ReadSpec& spec = {}, uint64_t limit = 0);
+StatusOr<std::vector<tablet::Row>> ScanAll(const tablet::Engine& engine, tablet::TabletId id,
+                                           const tablet::RowRange& range,
+                                           const tablet::ReadSpec& spec,
+                                           const tablet::ScanOptions& options);
 
 // Paths of every file under `dir`, recursively, sorted.
 std::vector<std::string> ListFilesRecursive(FileSystem* fs, const std::string& dir);

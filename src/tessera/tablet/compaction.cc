@@ -111,15 +111,23 @@ StatusOr<CompactionResult> RunCompaction(const CompactionJobOptions& options, Fi
   CompactionResult result;
   Writer writer(options, fs);
   const model::TableSchema* schema = options.schema;
-  model::CellVisibility visibility(model::CellVisibility::Options{
-      .gc_rule_for =
-          [schema](std::string_view family) -> const model::GcRule* {
+  model::CellVisibility::Options visibility_options{
+      .gc_rule_for = [schema](std::string_view family) -> const model::GcRule* {
         return schema == nullptr ? nullptr : schema->FindGcRule(family);
       },
       .now_micros = options.now_micros,
       // GC only where nothing older exists: dropping a collected version elsewhere could expose
       // an older copy of the same cell in an older file (an overwritten value coming back).
-      .apply_gc = options.can_purge_tombstones});
+      .apply_gc = options.can_purge_tombstones,
+      .dropped_before = {}};
+  if (schema != nullptr && !schema->dropped_families.empty()) {
+    // Entries of dropped families go in every flush and compaction: whatever they could hide
+    // is older, so dead too.
+    visibility_options.dropped_before = [schema](std::string_view family) {
+      return schema->DroppedBefore(family);
+    };
+  }
+  model::CellVisibility visibility(std::move(visibility_options));
   const bool route = !options.fixed_group.has_value() && HasInMemoryFamily(schema);
   const LocalityGroup fixed = options.fixed_group.value_or(LocalityGroup::kDefault);
 

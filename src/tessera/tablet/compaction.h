@@ -1,7 +1,8 @@
 // Writing cells to SSTables: the one path behind a flush (memtable -> files), a size-tiered
 // compaction (a run of similar-sized files -> one file) and a major compaction (every file of a
 // tablet -> one file). The inputs are merged newest-first, passed through model::CellVisibility
-// (shadowed versions, deleted cells and GC-collected cells are dropped; tombstones are kept unless
+// (shadowed versions, deleted cells, entries of dropped families (schema.dropped_families) and
+// GC-collected cells are dropped; tombstones are kept unless
 // the inputs include the tablet's oldest file, when nothing older can be hidden by them), and
 // written out, split by locality group when the inputs hold several. GC rules are applied only
 // when tombstones may be purged (the inputs reach the oldest file): elsewhere, dropping a collected
@@ -33,7 +34,8 @@ struct CompactionJobOptions {
   std::optional<LocalityGroup> fixed_group;
   bool can_purge_tombstones = false;
   int64_t now_micros = 0;  // for max-age GC
-  const model::TableSchema* schema = nullptr;  // GC rules and in-memory flags; must outlive the job
+  // GC rules, dropped families and in-memory flags; must outlive the job.
+  const model::TableSchema* schema = nullptr;
   RateLimiter* rate_limiter = nullptr;         // may be null (no limit)
   // Gives a fresh file number for each output.
   std::function<uint64_t()> new_file_number;

@@ -18,6 +18,7 @@
 #include "tessera/storage/table.h"
 #include "tessera/tablet/compaction.h"
 #include "tessera/tablet/row_reader.h"
+#include "tessera/tablet/row_samples.h"
 #include "tessera/tablet/snapshot.h"
 #include "tessera/tablet/table_file.h"
 #include "tessera/util/executor.h"
@@ -102,12 +103,32 @@ struct Tablet {
   bool flush_running = false;
   bool compaction_running = false;
   bool dropping = false;  // DropTablet is waiting for running jobs; schedule nothing new
+  // TruncateTablet is replacing the files: no flush or compaction may start (CompactTablet
+  // waits), so none installs files from before the truncation afterwards.
+  bool paused = false;
 };
 
-// A caller of Apply (or of Flush, which joins the queue to switch memtables safely).
+// A flush of the tablet's immutable memtables is running or may be scheduled.
+bool FlushMayRun(const Tablet& t) {
+  return !t.imm.empty() && (t.flush_running || (!t.paused && !t.dropping));
+}
+
+// A place in the group-commit queue: a caller of Apply, or an operation that must run between
+// write groups, alone (its writer leads a group of one).
 struct Writer {
+  enum class Kind {
+    kMutation,        // Apply
+    kSwitchMemtable,  // Flush: seal the tablet's memtable while nobody inserts
+    kSchemaChange,    // UpdateSchema
+    kTruncate,        // TruncateTablet
+  };
+  Kind kind = Kind::kMutation;
   TabletId id = 0;
-  const model::RowMutation* mutation = nullptr;  // null: a memtable switch request
+  const model::RowMutation* mutation = nullptr;  // kMutation
+  // kMutation: the descriptor `mutation` was validated against. When the tablet's descriptor
+  // changed since (UpdateSchema), the leader validates the mutation again.
+  std::shared_ptr<const TabletDescriptor> validated_with;
+  const model::TableSchema* schema = nullptr;  // kSchemaChange
   Status status;
   bool done = false;
   absl::CondVar cv;
@@ -134,14 +155,19 @@ class EngineImpl final : public Engine {
   Status CreateTablet(TabletId id, const TabletDescriptor& descriptor) override;
   Status DropTablet(TabletId id) override;
   Status UpdateSchema(TabletId id, const model::TableSchema& schema) override;
+  Status TruncateTablet(TabletId id) override;
   StatusOr<TabletDescriptor> GetTablet(TabletId id) const override;
   std::vector<TabletId> ListTablets() const override;
   Status Apply(TabletId id, const model::RowMutation& mutation) override;
   StatusOr<std::optional<Row>> ReadRow(TabletId id, std::string_view row,
                                        const ReadSpec& spec) const override;
+  using Engine::Scan;
   StatusOr<std::unique_ptr<RowIterator>> Scan(TabletId id, const RowRange& range,
                                               const ReadSpec& spec,
-                                              uint64_t limit) const override;
+                                              const ScanOptions& options) const override;
+  StatusOr<uint64_t> ApproximateTabletBytes(TabletId id) const override;
+  StatusOr<std::vector<std::string>> SampleRowKeys(TabletId id,
+                                                   uint64_t every_bytes) const override;
   Status WarmRow(TabletId id, std::string_view row) override;
   Status Flush(std::optional<TabletId> id) override;
   Status CompactTablet(TabletId id) override;
@@ -153,6 +179,12 @@ class EngineImpl final : public Engine {
   // --- write path ---
   Status ValidateMutation(const TabletDescriptor& d, const model::RowMutation& m) const;
   Status JoinQueueAndLead(Writer* w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The operations that run alone in the queue, called by their writer once it leads. They
+  // may release mu_ while writing the manifest; no write group runs meanwhile.
+  Status RunAlone(Writer* w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Status ChangeSchemaAlone(TabletId id, const model::TableSchema& schema)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Status TruncateAlone(TabletId id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Status MakeRoomForWrite() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SwitchMemtable(Tablet* t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   size_t MemtableBytes() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -348,6 +380,9 @@ Status EngineImpl::CreateTablet(TabletId id, const TabletDescriptor& descriptor)
   if (!descriptor.end_row.empty() && descriptor.end_row <= descriptor.start_row) {
     return absl::InvalidArgumentError("tablet end row must sort after its start row");
   }
+  TabletDescriptor d = descriptor;
+  // The engine owns the drop marks: nothing in a new tablet is older than it.
+  d.schema.dropped_families.clear();
   absl::MutexLock admin(&admin_mu_);
   SequenceNumber created_at;
   {
@@ -359,16 +394,19 @@ Status EngineImpl::CreateTablet(TabletId id, const TabletDescriptor& descriptor)
     created_at = last_sequence_;
   }
   storage::VersionEdit edit;
-  edit.AddTablet(id, descriptor.Encode());
-  // Log records of an earlier tablet with this id must not replay into this one.
+  edit.AddTablet(id, d.Encode());
+  // Log records of an earlier tablet with this id must not replay into this one. The last
+  // sequence is recorded too: should the log segments holding it be deleted, sequences after a
+  // restart must still start above the mark, or replay would skip new writes.
   edit.SetFlushed(id, created_at);
+  edit.last_sequence = created_at;
   edit.comparator = table_options_.comparator->Name();
   edit.next_file_number = next_file_number_.load();
   RETURN_IF_ERROR(manifest_->LogAndApply(edit));
   absl::MutexLock l(&mu_);
   auto t = std::make_unique<Tablet>();
   t->id = id;
-  t->descriptor = std::make_shared<const TabletDescriptor>(descriptor);
+  t->descriptor = std::make_shared<const TabletDescriptor>(std::move(d));
   t->mem = NewMemTable();
   t->flushed_sequence = created_at;
   tablets_[id] = std::move(t);
@@ -401,21 +439,104 @@ Status EngineImpl::DropTablet(TabletId id) {
 Status EngineImpl::UpdateSchema(TabletId id, const model::TableSchema& schema) {
   RETURN_IF_ERROR(schema.Validate());
   absl::MutexLock admin(&admin_mu_);
-  TabletDescriptor d;
+  Writer w;
+  w.kind = Writer::Kind::kSchemaChange;
+  w.id = id;
+  w.schema = &schema;
+  absl::MutexLock l(&mu_);
+  return JoinQueueAndLead(&w);
+}
+
+Status EngineImpl::ChangeSchemaAlone(TabletId id, const model::TableSchema& schema) {
+  auto it = tablets_.find(id);
+  if (it == tablets_.end()) return absl::NotFoundError(StrCat("tablet ", id, " not found"));
+  // No write group is in flight: every write so far has a sequence <= last_sequence_, and every
+  // later one gets a larger sequence and is validated against the new schema. So a family
+  // dropped now is dead up to exactly this sequence.
+  const SequenceNumber now = last_sequence_;
+  TabletDescriptor d = *it->second->descriptor;
+  model::TableSchema next = schema;
+  next.dropped_families = d.schema.dropped_families;
+  for (const auto& [name, family] : d.schema.families) {
+    if (next.families.contains(name)) continue;
+    uint64_t& dropped = next.dropped_families[name];
+    dropped = std::max<uint64_t>(dropped, now);
+  }
+  d.schema = std::move(next);
+  storage::VersionEdit edit;
+  edit.AddTablet(id, d.Encode());
+  // A drop mark must stay below every sequence given out after a restart.
+  edit.last_sequence = now;
+  mu_.Unlock();
+  Status s = manifest_->LogAndApply(edit);
+  mu_.Lock();
+  RETURN_IF_ERROR(s);
+  it = tablets_.find(id);  // still there: admin_mu_ keeps DropTablet out
+  if (it != tablets_.end()) {
+    it->second->descriptor = std::make_shared<const TabletDescriptor>(std::move(d));
+  }
+  return Status();
+}
+
+Status EngineImpl::TruncateTablet(TabletId id) {
+  absl::MutexLock admin(&admin_mu_);
   {
     absl::MutexLock l(&mu_);
     RETURN_IF_ERROR(CheckOpen());
     auto it = tablets_.find(id);
     if (it == tablets_.end()) return absl::NotFoundError(StrCat("tablet ", id, " not found"));
-    d = *it->second->descriptor;
+    // Stop background work on the tablet, so that nothing installs files made of old data
+    // after the truncation. admin_mu_ keeps the tablet alive.
+    Tablet* t = it->second.get();
+    t->paused = true;
+    mu_.Await(absl::Condition(
+        +[](Tablet* t) { return !t->flush_running && !t->compaction_running; }, t));
   }
-  d.schema = schema;
-  storage::VersionEdit edit;
-  edit.AddTablet(id, d.Encode());
-  RETURN_IF_ERROR(manifest_->LogAndApply(edit));
+  Writer w;
+  w.kind = Writer::Kind::kTruncate;
+  w.id = id;
   absl::MutexLock l(&mu_);
+  Status s = JoinQueueAndLead(&w);
   auto it = tablets_.find(id);
-  if (it != tablets_.end()) it->second->descriptor = std::make_shared<const TabletDescriptor>(d);
+  if (it != tablets_.end()) {
+    Tablet* t = it->second.get();
+    t->paused = false;
+    MaybeScheduleFlush(t);
+    MaybeScheduleCompaction(t);
+  }
+  bg_cv_.SignalAll();  // Flush and CompactTablet calls waiting on the tablet
+  return s;
+}
+
+Status EngineImpl::TruncateAlone(TabletId id) {
+  auto it = tablets_.find(id);
+  if (it == tablets_.end()) return absl::NotFoundError(StrCat("tablet ", id, " not found"));
+  Tablet* t = it->second.get();
+  // As for a schema change, the sequence splits the writes exactly. The tablet is paused, so
+  // its files do not change while the edit is written.
+  const SequenceNumber truncated_at = last_sequence_;
+  const std::shared_ptr<const FileSet> old_files = t->files;
+  storage::VersionEdit edit;
+  for (const auto& f : old_files->files) edit.DeleteFile(id, f->meta().number);
+  // Replay skips the tablet's records up to here: they are deleted, as if flushed. One edit:
+  // after a crash either the files and the records are all gone or nothing happened.
+  edit.SetFlushed(id, truncated_at);
+  edit.last_sequence = truncated_at;
+  edit.next_file_number = next_file_number_.load();
+  mu_.Unlock();
+  Status s = manifest_->LogAndApply(edit);
+  mu_.Lock();
+  RETURN_IF_ERROR(s);
+  it = tablets_.find(id);
+  if (it == tablets_.end()) return Status();
+  t = it->second.get();
+  for (const auto& f : old_files->files) f->MarkObsolete();
+  t->files = std::make_shared<FileSet>();
+  t->mem = NewMemTable();
+  t->mem_first_segment = 0;
+  t->imm.clear();
+  t->flushed_sequence = std::max(t->flushed_sequence, truncated_at);
+  DeleteObsoleteLogSegments();
   return Status();
 }
 
@@ -467,6 +588,7 @@ Status EngineImpl::Apply(TabletId id, const model::RowMutation& mutation) {
   Writer w;
   w.id = id;
   w.mutation = &mutation;
+  w.validated_with = std::move(d);
   absl::MutexLock l(&mu_);
   return JoinQueueAndLead(&w);
 }
@@ -479,19 +601,11 @@ Status EngineImpl::JoinQueueAndLead(Writer* w) {
 
   // This writer leads: it writes the group that starts with it.
   Status s = bg_error_;
-  if (s.ok() && w->mutation != nullptr) s = MakeRoomForWrite();
+  if (s.ok() && w->kind == Writer::Kind::kMutation) s = MakeRoomForWrite();
   std::vector<Writer*> group;
-  if (w->mutation == nullptr) {
-    // A memtable switch request (from Flush): nobody is inserting now.
+  if (w->kind != Writer::Kind::kMutation) {
     group.push_back(w);
-    if (s.ok()) {
-      auto it = tablets_.find(w->id);
-      if (it == tablets_.end()) {
-        s = absl::NotFoundError(StrCat("tablet ", w->id, " not found"));
-      } else if (!it->second->mem->Empty()) {
-        SwitchMemtable(it->second.get());
-      }
-    }
+    if (s.ok()) s = RunAlone(w);
   } else if (s.ok()) {
     // Gather followers, stopping at a switch request or a full group.
     size_t bytes = 0;
@@ -505,7 +619,8 @@ Status EngineImpl::JoinQueueAndLead(Writer* w) {
     SequenceNumber seq = last_sequence_;
     const uint64_t segment = log_->current_segment();
     for (Writer* x : writers_) {
-      if (x->mutation == nullptr || (bytes > 0 && bytes + x->mutation->encoded().size() > kMaxGroupBytes)) {
+      if (x->kind != Writer::Kind::kMutation ||
+          (bytes > 0 && bytes + x->mutation->encoded().size() > kMaxGroupBytes)) {
         break;
       }
       auto it = tablets_.find(x->id);
@@ -516,6 +631,15 @@ Status EngineImpl::JoinQueueAndLead(Writer* w) {
         continue;
       }
       Tablet* t = it->second.get();
+      if (t->descriptor != x->validated_with) {
+        // The schema changed while this writer waited (a family may be gone).
+        Status valid = ValidateMutation(*t->descriptor, *x->mutation);
+        if (!valid.ok()) {
+          x->status = std::move(valid);
+          group.push_back(x);
+          continue;
+        }
+      }
       if (t->mem->Empty() && t->mem_first_segment == 0) t->mem_first_segment = segment;
       pending.push_back({x, t->mem, seq + 1});
       records.emplace_back();
@@ -571,6 +695,25 @@ Status EngineImpl::JoinQueueAndLead(Writer* w) {
   return w->status;
 }
 
+Status EngineImpl::RunAlone(Writer* w) {
+  switch (w->kind) {
+    case Writer::Kind::kSwitchMemtable: {
+      // Nobody is inserting now.
+      auto it = tablets_.find(w->id);
+      if (it == tablets_.end()) return absl::NotFoundError(StrCat("tablet ", w->id, " not found"));
+      if (!it->second->mem->Empty()) SwitchMemtable(it->second.get());
+      return Status();
+    }
+    case Writer::Kind::kSchemaChange:
+      return ChangeSchemaAlone(w->id, *w->schema);
+    case Writer::Kind::kTruncate:
+      return TruncateAlone(w->id);
+    case Writer::Kind::kMutation:
+      break;
+  }
+  return absl::InternalError("a write group cannot run alone");
+}
+
 size_t EngineImpl::MemtableBytes() const {
   size_t total = 0;
   for (const auto& [id, t] : tablets_) {
@@ -593,8 +736,8 @@ Status EngineImpl::MakeRoomForWrite() {
     }
     if (biggest != nullptr) SwitchMemtable(biggest);
     bool flushing = false;
-    for (auto& [id, t] : tablets_) flushing |= !t->imm.empty();
-    if (!flushing) break;  // nothing to wait for
+    for (auto& [id, t] : tablets_) flushing |= FlushMayRun(*t);
+    if (!flushing) break;  // nothing to wait for (a paused tablet waits for this queue)
     if (!stalled) {
       ++stats_.write_stalls;
       stalled = true;
@@ -635,7 +778,8 @@ void EngineImpl::PeriodicSyncLoop() {
 // Flush
 
 void EngineImpl::MaybeScheduleFlush(Tablet* t) {
-  if (t->dropping || t->flush_running || t->imm.empty() || executor_ == nullptr || closed_ || !bg_error_.ok()) {
+  if (t->dropping || t->paused || t->flush_running || t->imm.empty() || executor_ == nullptr ||
+      closed_ || !bg_error_.ok()) {
     return;
   }
   t->flush_running = true;
@@ -773,7 +917,10 @@ void EngineImpl::RecordBackgroundError(const Status& s) {
 // Compaction
 
 void EngineImpl::MaybeScheduleCompaction(Tablet* t) {
-  if (t->dropping || t->compaction_running || executor_ == nullptr || closed_ || !bg_error_.ok()) return;
+  if (t->dropping || t->paused || t->compaction_running || executor_ == nullptr || closed_ ||
+      !bg_error_.ok()) {
+    return;
+  }
   bool work = false;
   for (LocalityGroup g : {LocalityGroup::kDefault, LocalityGroup::kInMemory}) {
     std::vector<uint64_t> sizes;
@@ -863,11 +1010,16 @@ Status EngineImpl::CompactTablet(TabletId id) {
   {
     absl::MutexLock l(&mu_);
     RETURN_IF_ERROR(CheckOpen());
+    if (!tablets_.contains(id)) return absl::NotFoundError(StrCat("tablet ", id, " not found"));
+    // Looked up each time: the tablet may be dropped meanwhile.
+    auto ready = [this, id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      auto it = tablets_.find(id);
+      return it == tablets_.end() || (!it->second->compaction_running && !it->second->paused);
+    };
+    mu_.Await(absl::Condition(&ready));
     auto it = tablets_.find(id);
     if (it == tablets_.end()) return absl::NotFoundError(StrCat("tablet ", id, " not found"));
-    Tablet* t = it->second.get();
-    mu_.Await(absl::Condition(+[](Tablet* t) { return !t->compaction_running; }, t));
-    t->compaction_running = true;
+    it->second->compaction_running = true;
   }
   Status s;
   for (LocalityGroup g : {LocalityGroup::kDefault, LocalityGroup::kInMemory}) {
@@ -909,6 +1061,7 @@ Status EngineImpl::Flush(std::optional<TabletId> id) {
   }
   for (TabletId tid : ids) {
     Writer w;
+    w.kind = Writer::Kind::kSwitchMemtable;
     w.id = tid;
     absl::MutexLock l(&mu_);
     Status s = JoinQueueAndLead(&w);
@@ -1002,9 +1155,57 @@ StatusOr<std::optional<Row>> EngineImpl::ReadRow(TabletId id, std::string_view r
 
 StatusOr<std::unique_ptr<RowIterator>> EngineImpl::Scan(TabletId id, const RowRange& range,
                                                         const ReadSpec& spec,
-                                                        uint64_t limit) const {
+                                                        const ScanOptions& options) const {
   ASSIGN_OR_RETURN(TabletSnapshot snap, Snapshot(id));
-  return NewSnapshotScan(std::move(snap), range, spec, limit);
+  return NewSnapshotScan(std::move(snap), range, spec, options);
+}
+
+StatusOr<uint64_t> EngineImpl::ApproximateTabletBytes(TabletId id) const {
+  absl::MutexLock l(&mu_);
+  RETURN_IF_ERROR(CheckOpen());
+  auto it = tablets_.find(id);
+  if (it == tablets_.end()) return absl::NotFoundError(StrCat("tablet ", id, " not found"));
+  const Tablet& t = *it->second;
+  uint64_t bytes = t.mem->ApproximateMemoryUsage();
+  for (const auto& i : t.imm) bytes += i.mem->ApproximateMemoryUsage();
+  for (const auto& f : t.files->files) bytes += f->meta().size;
+  return bytes;
+}
+
+StatusOr<std::vector<std::string>> EngineImpl::SampleRowKeys(TabletId id,
+                                                             uint64_t every_bytes) const {
+  if (every_bytes == 0) return absl::InvalidArgumentError("SampleRowKeys needs every_bytes > 0");
+  ASSIGN_OR_RETURN(TabletSnapshot snap, Snapshot(id));
+  // (row, bytes of data ending at that row) pieces from every source, then one walk in row
+  // order. The cached file samples stay alive in `file_samples`.
+  std::vector<std::shared_ptr<const std::vector<RowSample>>> file_samples;
+  std::vector<RowSample> memtable_samples;
+  for (const auto& f : snap.files->files) {
+    ASSIGN_OR_RETURN(auto samples, f->RowSamples());
+    file_samples.push_back(std::move(samples));
+  }
+  for (const auto& mem : snap.memtables) {
+    std::unique_ptr<storage::Iterator> it = mem->NewIterator();
+    RETURN_IF_ERROR(SampleIterator(it.get(), options_.block_size, &memtable_samples));
+  }
+  std::vector<std::pair<std::string_view, uint64_t>> pieces;
+  for (const auto& samples : file_samples) {
+    for (const RowSample& b : *samples) pieces.emplace_back(b.row, b.bytes);
+  }
+  for (const RowSample& b : memtable_samples) pieces.emplace_back(b.row, b.bytes);
+  std::sort(pieces.begin(), pieces.end());
+  std::vector<std::string> rows;
+  uint64_t pending = 0;
+  for (const auto& [row, bytes] : pieces) {
+    pending += bytes;
+    if (pending < every_bytes || row <= std::string_view(snap.descriptor->start_row) ||
+        (!rows.empty() && row <= std::string_view(rows.back()))) {
+      continue;
+    }
+    rows.emplace_back(row);
+    pending = 0;
+  }
+  return rows;
 }
 
 Status EngineImpl::WarmRow(TabletId id, std::string_view row) {

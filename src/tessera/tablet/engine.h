@@ -8,8 +8,13 @@
 // mutation of one row is atomic: readers see all of it or none of it.
 //
 // Read path: memtables and SSTables merged newest-first, files skipped by row range and bloom
-// filter, tombstones and the families' GC rules applied (model::CellVisibility), then the
-// ReadSpec's selection. Every read sees a consistent snapshot.
+// filter, tombstones, dropped families and the families' GC rules applied
+// (model::CellVisibility), then the ReadSpec's selection. Every read sees a consistent snapshot.
+// Scans run forward or in reverse (decreasing row order), never buffering more than one row.
+//
+// Admin operations that must be ordered exactly against writes (UpdateSchema, TruncateTablet)
+// take their turn in the group-commit queue: while one runs no write group is in flight, so the
+// sequence number it records splits the writes cleanly into before and after.
 //
 // Background: a memtable that passes memtable_bytes becomes immutable and is flushed to an
 // SSTable; size-tiered compaction merges runs of similar-sized files; CompactTablet() merges all
@@ -125,8 +130,19 @@ struct RowRange {
   std::string end;
 };
 
-// Rows of a scan, in row order, from one consistent snapshot taken when the scan started.
-// Not thread-safe; keeps the files and memtables it reads alive until destroyed.
+struct ScanOptions {
+  // At most this many rows (0 = no limit).
+  uint64_t limit = 0;
+  // Rows in decreasing row order (Bigtable's ReadRows with reversed = true), starting from the
+  // last row of the range. Cells inside each row keep their usual order. A reversed scan costs
+  // a few seeks per row more than a forward one (it finds each row's start, then reads the row
+  // forward), and its work is proportional to the rows it visits, never to the whole range.
+  bool reversed = false;
+};
+
+// Rows of a scan, in row order (decreasing for a reversed scan), from one consistent snapshot
+// taken when the scan started. Not thread-safe; keeps the files and memtables it reads alive
+// until destroyed.
 class RowIterator {
  public:
   virtual ~RowIterator() = default;
@@ -160,10 +176,23 @@ class Engine {
   virtual ~Engine() = default;
 
   // Tablets. CreateTablet fails with AlreadyExists for a known id; the others with NotFound
-  // for an unknown one. DropTablet deletes the tablet's data.
+  // for an unknown one. DropTablet deletes the tablet's data. CreateTablet ignores (clears)
+  // descriptor.schema.dropped_families: a new tablet holds no data a drop could concern.
   virtual Status CreateTablet(TabletId id, const TabletDescriptor& descriptor) = 0;
   virtual Status DropTablet(TabletId id) = 0;
+  // Replaces the tablet's schema. The engine owns schema.dropped_families: the caller's value is
+  // ignored; the old schema's entries are kept, and each family of the old schema missing from
+  // `schema` is recorded with the engine's last sequence number at the change. Entries of a
+  // dropped family up to that sequence are never visible again (and are removed by flushes and
+  // compactions), even once a family of that name is created again: the new family starts
+  // empty. Writes queued behind the change are validated against the new schema.
   virtual Status UpdateSchema(TabletId id, const model::TableSchema& schema) = 0;
+  // Deletes all of the tablet's data (memtables and files), keeping the tablet and its
+  // descriptor. Atomic and durable: after a crash either all the data from before the call is
+  // gone or the call did not happen. Writes acknowledged before the call are deleted, writes
+  // that start after it returns are kept; writes that overlap it go either way, each whole.
+  // Errors: NotFound, Unavailable (I/O), a sticky background error.
+  virtual Status TruncateTablet(TabletId id) = 0;
   virtual StatusOr<TabletDescriptor> GetTablet(TabletId id) const = 0;
   virtual std::vector<TabletId> ListTablets() const = 0;
 
@@ -175,11 +204,27 @@ class Engine {
   // One row; nullopt when the row has no visible cell matching `spec`.
   virtual StatusOr<std::optional<Row>> ReadRow(TabletId id, std::string_view row,
                                                const ReadSpec& spec) const = 0;
-  // Rows of `range` (clipped to the tablet) in order; at most `limit` rows (0 = no limit).
-  // Rows with no cell matching `spec` are skipped.
+  // Rows of `range` (clipped to the tablet) in order, or in reverse order when
+  // options.reversed; at most options.limit rows. Rows with no cell matching `spec` are skipped.
   virtual StatusOr<std::unique_ptr<RowIterator>> Scan(TabletId id, const RowRange& range,
                                                       const ReadSpec& spec,
-                                                      uint64_t limit) const = 0;
+                                                      const ScanOptions& options) const = 0;
+  // A forward scan of at most `limit` rows (0 = no limit).
+  StatusOr<std::unique_ptr<RowIterator>> Scan(TabletId id, const RowRange& range,
+                                              const ReadSpec& spec, uint64_t limit) const {
+    return Scan(id, range, spec, ScanOptions{.limit = limit, .reversed = false});
+  }
+  // Approximate bytes of the tablet's data: its SSTables' sizes plus its memtables' memory.
+  virtual StatusOr<uint64_t> ApproximateTabletBytes(TabletId id) const = 0;
+  // Row keys inside the tablet, strictly increasing, about `every_bytes` of data apart (the
+  // data up to and including each returned row, since the previous one, is about every_bytes):
+  // split points for Bigtable's SampleRowKeys. Cheap: SSTables are sampled at block granularity
+  // from their index blocks (read once per file, then cached), memtables by walking their keys.
+  // Never includes the tablet's start row. Empty when the tablet holds less than every_bytes.
+  // Errors: NotFound, InvalidArgument (every_bytes == 0), DataLoss (a damaged index block).
+  virtual StatusOr<std::vector<std::string>> SampleRowKeys(TabletId id,
+                                                           uint64_t every_bytes) const = 0;
+
   // Loads the blocks that hold `row` into the block cache (Bigtable's PingAndWarm, the inbox
   // search "warm-up" of the Cassandra paper).
   virtual Status WarmRow(TabletId id, std::string_view row) = 0;

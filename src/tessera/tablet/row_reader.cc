@@ -44,12 +44,20 @@ std::unique_ptr<Iterator> NewSnapshotIterator(const TabletSnapshot& snapshot,
   return storage::NewMergingIterator(storage::InternalKeyComparator(), std::move(children));
 }
 
-model::CellVisibility MakeVisibility(const TabletSnapshot& snapshot) {
+model::CellVisibility::Options VisibilityOptions(const TabletSnapshot& snapshot) {
+  // The snapshot holds the descriptor, which outlives every reader of the snapshot.
   const model::TableSchema* schema = &snapshot.descriptor->schema;
-  return model::CellVisibility(model::CellVisibility::Options{
+  model::CellVisibility::Options options{
       .gc_rule_for = [schema](std::string_view family) { return schema->FindGcRule(family); },
       .now_micros = snapshot.now_micros,
-      .apply_gc = true});
+      .apply_gc = true,
+      .dropped_before = {}};
+  if (!schema->dropped_families.empty()) {
+    options.dropped_before = [schema](std::string_view family) {
+      return schema->DroppedBefore(family);
+    };
+  }
+  return options;
 }
 
 // The ReadSpec's selection over visible cells, which arrive in key order.
@@ -104,7 +112,7 @@ class SpecFilter {
 class CellCollector {
  public:
   CellCollector(const TabletSnapshot& snapshot, const ReadSpec& spec)
-      : sequence_(snapshot.sequence), visibility_(MakeVisibility(snapshot)), filter_(spec) {}
+      : sequence_(snapshot.sequence), visibility_(VisibilityOptions(snapshot)), filter_(spec) {}
 
   // Returns DataLoss for a malformed key. Appends the cell to `row` when visible and chosen.
   Status Add(std::string_view ikey, std::string_view value, Row* row) {
@@ -130,6 +138,13 @@ class CellCollector {
   }
 
   void StartRow() { filter_.StartRow(); }
+
+  // Forgets everything about the entries added so far: the next entry may come from anywhere
+  // (it must still be the first entry of a row, see CellVisibility).
+  void Restart() {
+    visibility_.Reset();
+    filter_.StartRow();
+  }
 
  private:
   const SequenceNumber sequence_;
@@ -256,6 +271,91 @@ class ScanIterator final : public RowIterator {
   Status status_;
 };
 
+// Rows in decreasing order. Invariant between calls: iter_ is at the last entry before the
+// start of the row returned last (or of the range's end), or !Valid().
+class ReverseScanIterator final : public RowIterator {
+ public:
+  ReverseScanIterator(TabletSnapshot snapshot, KeyInterval range, const ReadSpec& spec,
+                      uint64_t limit)
+      : snapshot_(std::move(snapshot)),
+        range_(std::move(range)),
+        spec_(spec),
+        limit_(limit),
+        collector_(snapshot_, spec_) {
+    storage::TableReadOptions ro;
+    iter_ = NewSnapshotIterator(snapshot_, range_, nullptr, ro);
+    if (range_.hi.empty()) {
+      iter_->SeekToLast();
+    } else {
+      StepBefore(range_.hi);
+    }
+    Advance();
+  }
+
+  bool Valid() const override { return valid_; }
+  const Row& row() const override { return row_; }
+  void Next() override { Advance(); }
+  Status status() const override { return status_; }
+
+ private:
+  static std::string SeekKey(std::string_view user_key) {
+    return storage::MakeInternalKey(user_key, storage::kMaxSequenceNumber,
+                                    storage::kValueTypeForSeek);
+  }
+
+  // Positions iter_ at the last entry whose user key is < `user_key`.
+  void StepBefore(std::string_view user_key) {
+    iter_->Seek(SeekKey(user_key));
+    if (iter_->Valid()) {
+      iter_->Prev();
+    } else if (iter_->status().ok()) {
+      iter_->SeekToLast();  // every entry is before it
+    }
+  }
+
+  // Collects the previous row that has a chosen cell.
+  void Advance() {
+    valid_ = false;
+    if (!status_.ok() || (limit_ > 0 && returned_ >= limit_)) return;
+    while (iter_->Valid()) {
+      std::string_view ukey = storage::ExtractUserKey(iter_->key());
+      // Range bounds are row prefixes, so a key at or above `lo` belongs to a row inside it.
+      if (ukey < std::string_view(range_.lo)) break;
+      const std::string_view prefix = model::RowPrefix(ukey);
+      current_prefix_.assign(prefix.data(), prefix.size());
+      row_.key.clear();
+      row_.cells.clear();
+      collector_.Restart();
+      iter_->Seek(SeekKey(current_prefix_));
+      for (; iter_->Valid(); iter_->Next()) {
+        if (model::RowPrefix(storage::ExtractUserKey(iter_->key())) != current_prefix_) break;
+        status_ = collector_.Add(iter_->key(), iter_->value(), &row_);
+        if (!status_.ok()) return;
+      }
+      if (!iter_->status().ok()) break;
+      StepBefore(current_prefix_);
+      if (!row_.cells.empty()) {
+        valid_ = true;
+        ++returned_;
+        return;
+      }
+    }
+    if (!iter_->status().ok()) status_ = iter_->status();
+  }
+
+  TabletSnapshot snapshot_;
+  const KeyInterval range_;
+  const ReadSpec spec_;
+  const uint64_t limit_;
+  CellCollector collector_;
+  std::unique_ptr<Iterator> iter_;
+  std::string current_prefix_;
+  Row row_;
+  bool valid_ = false;
+  uint64_t returned_ = 0;
+  Status status_;
+};
+
 }  // namespace
 
 StatusOr<std::optional<Row>> ReadRowFromSnapshot(const TabletSnapshot& snapshot,
@@ -282,7 +382,7 @@ StatusOr<std::optional<Row>> ReadRowFromSnapshot(const TabletSnapshot& snapshot,
 }
 
 std::unique_ptr<RowIterator> NewSnapshotScan(TabletSnapshot snapshot, const RowRange& range,
-                                             const ReadSpec& spec, uint64_t limit) {
+                                             const ReadSpec& spec, const ScanOptions& options) {
   const TabletDescriptor& d = *snapshot.descriptor;
   std::string start = std::max(range.start, d.start_row);
   std::string end = range.end;
@@ -293,7 +393,11 @@ std::unique_ptr<RowIterator> NewSnapshotScan(TabletSnapshot snapshot, const RowR
   if (!keys.hi.empty() && keys.lo >= keys.hi) {
     keys.hi = keys.lo;  // empty range
   }
-  return std::make_unique<ScanIterator>(std::move(snapshot), std::move(keys), spec, limit);
+  if (options.reversed) {
+    return std::make_unique<ReverseScanIterator>(std::move(snapshot), std::move(keys), spec,
+                                                 options.limit);
+  }
+  return std::make_unique<ScanIterator>(std::move(snapshot), std::move(keys), spec, options.limit);
 }
 
 Status WarmRowInSnapshot(const TabletSnapshot& snapshot, std::string_view row) {

@@ -5,6 +5,11 @@
 // A one-row read with chosen families or columns seeks straight to each chosen family or column
 // instead of walking the whole row, so one column of a very wide row costs a block or two (the
 // column index role of Cassandra §5.6 is played by the block index over full cell keys).
+//
+// A reversed scan walks rows from the end of the range: from an entry of row R (found by
+// stepping back from the previous row's start) it seeks to R's first entry, reads R forward
+// through the same visibility and selection as a forward scan, then seeks back to R's start and
+// steps back once to reach the row before. It holds one row at a time.
 #pragma once
 
 #include <memory>
@@ -24,7 +29,7 @@ StatusOr<std::optional<Row>> ReadRowFromSnapshot(const TabletSnapshot& snapshot,
                                                  storage::ReadStats* stats = nullptr);
 
 std::unique_ptr<RowIterator> NewSnapshotScan(TabletSnapshot snapshot, const RowRange& range,
-                                             const ReadSpec& spec, uint64_t limit);
+                                             const ReadSpec& spec, const ScanOptions& options);
 
 // Loads into the block cache every block of the snapshot's files that may hold `row`.
 Status WarmRowInSnapshot(const TabletSnapshot& snapshot, std::string_view row);

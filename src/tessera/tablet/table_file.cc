@@ -14,6 +14,19 @@ TableFile::~TableFile() {
   }
 }
 
+StatusOr<std::shared_ptr<const std::vector<RowSample>>> TableFile::RowSamples() const {
+  {
+    absl::MutexLock l(&samples_mu_);
+    if (samples_ != nullptr) return samples_;
+  }
+  // Read without the lock; two first callers may both read, and one result is kept.
+  ASSIGN_OR_RETURN(std::vector<RowSample> samples, SampleTableIndex(fs_, path_, meta_.size));
+  auto shared = std::make_shared<const std::vector<RowSample>>(std::move(samples));
+  absl::MutexLock l(&samples_mu_);
+  if (samples_ == nullptr) samples_ = std::move(shared);
+  return samples_;
+}
+
 std::string TableFileName(const std::string& dir, uint64_t number) {
   return JoinPath(dir, NumberedFileName("", number, kTableFileSuffix));
 }

@@ -4,17 +4,22 @@
 // it, the engine marks it obsolete; the file is removed from disk when the last holder lets go,
 // so a scan that started before the compaction keeps reading the old file safely.
 //
-// Thread-safety: immutable after construction except for the obsolete flag (atomic).
+// Thread-safety: immutable after construction except for the obsolete flag (atomic) and the
+// row samples, computed on first use under a mutex of their own.
 #pragma once
 
 #include <atomic>
 #include <memory>
 #include <optional>
-#include <string_view>
 #include <string>
+#include <string_view>
+#include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "tessera/storage/table.h"
 #include "tessera/storage/version_edit.h"
+#include "tessera/tablet/row_samples.h"
 #include "tessera/util/file_system.h"
 
 namespace tessera::tablet {
@@ -39,12 +44,18 @@ class TableFile {
   // The file is deleted from disk when the last reference goes away.
   void MarkObsolete() { obsolete_.store(true, std::memory_order_release); }
 
+  // One sample per data block (row_samples.h: SampleTableIndex), read from the file on the
+  // first call and cached; a failed read is not cached.
+  StatusOr<std::shared_ptr<const std::vector<RowSample>>> RowSamples() const;
+
  private:
   const storage::FileMeta meta_;
   const std::string path_;
   const std::unique_ptr<storage::Table> table_;
   FileSystem* const fs_;
   std::atomic<bool> obsolete_{false};
+  mutable absl::Mutex samples_mu_;
+  mutable std::shared_ptr<const std::vector<RowSample>> samples_ ABSL_GUARDED_BY(samples_mu_);
 };
 
 // The files of one tablet at one moment, newest first (by max sequence). Immutable; replaced
