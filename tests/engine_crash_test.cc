@@ -8,6 +8,9 @@
 //     flight), and at least everything it had before its last successful Flush;
 //   - Open never fails (no DataLoss), reads never fail, and the recovered engine keeps working
 //     through a second write + close + reopen cycle.
+// kBatch workloads also truncate tablets and drop and re-create a family: each is all or
+// nothing (the one in flight at the crash may or may not have happened, whole), and neither
+// truncated data nor a dropped family's cells ever come back.
 // The crash points are chosen from the number of mutating operations of a dry run.
 //
 // Replay a failure with TESSERA_SEED=<the printed seed>.
@@ -44,10 +47,24 @@ using tablet::TabletId;
 constexpr TabletId kTablets[] = {1, 2};
 constexpr char kSplitRow[] = "m";
 
+// The family that admin workloads drop from tablet 1 and create again.
+constexpr char kDroppedFamily[] = "g";
+
 struct Op {
-  enum Kind { kWrite, kFlush, kFlushAll, kCompact } kind = kWrite;
+  enum Kind {
+    kWrite,
+    kFlush,
+    kFlushAll,
+    kCompact,
+    kTruncate,      // TruncateTablet(tablet)
+    kDropFamily,    // UpdateSchema(1) without kDroppedFamily
+    kCreateFamily,  // UpdateSchema(1) with it again
+  } kind = kWrite;
   TabletId tablet = 0;
   std::optional<RowMutation> mutation;
+
+  // Ops whose success the verification must know: they change what the tablet holds.
+  bool ChangesData() const { return kind == kWrite || kind >= kTruncate; }
 };
 
 TabletDescriptor Descriptor(TabletId id) {
@@ -61,14 +78,41 @@ TabletDescriptor Descriptor(TabletId id) {
 
 TabletId TabletOfRow(std::string_view row) { return row < kSplitRow ? 1 : 2; }
 
-// A deterministic workload: mostly writes of unique values, some deletes, flushes, compactions.
-std::vector<Op> MakeWorkload(uint64_t seed, int n) {
+// Tablet 1's schema with or without kDroppedFamily.
+model::TableSchema SchemaOfTablet1(bool with_dropped_family) {
+  model::TableSchema schema = Descriptor(1).schema;
+  if (!with_dropped_family) schema.families.erase(kDroppedFamily);
+  return schema;
+}
+
+// A deterministic workload: mostly writes of unique values, some deletes, flushes, compactions;
+// with `admin_ops`, also truncations and a family dropped and created again.
+std::vector<Op> MakeWorkload(uint64_t seed, int n, bool admin_ops = false) {
   Random rnd(seed);
   std::vector<Op> ops;
+  bool dropped = false;  // kDroppedFamily is dropped from tablet 1
   for (int i = 0; i < n; ++i) {
     const uint64_t r = rnd.Uniform(100);
     Op op;
-    if (r < 4) {
+    // Besides random ones, every admin workload truncates both tablets and drops the family.
+    const bool forced = i == n / 4 || i == n / 2 || i == 3 * n / 4;
+    if (admin_ops && (forced || rnd.OneIn(30))) {
+      if (i == n / 4 || i == 3 * n / 4) {
+        op.kind = Op::kTruncate;
+        op.tablet = i == n / 4 ? 1 : 2;
+      } else if (dropped) {
+        op.kind = Op::kCreateFamily;
+        op.tablet = 1;
+        dropped = false;
+      } else if (rnd.OneIn(2)) {
+        op.kind = Op::kDropFamily;
+        op.tablet = 1;
+        dropped = true;
+      } else {
+        op.kind = Op::kTruncate;
+        op.tablet = kTablets[rnd.Uniform(2)];
+      }
+    } else if (r < 4) {
       op.kind = Op::kFlush;
       op.tablet = kTablets[rnd.Uniform(2)];
     } else if (r < 6) {
@@ -79,7 +123,8 @@ std::vector<Op> MakeWorkload(uint64_t seed, int n) {
     } else {
       // Rows a..z so both tablets get writes; a small key space so deletes hit something.
       const std::string row(1, static_cast<char>('a' + rnd.Uniform(26)));
-      const std::string family = rnd.OneIn(3) ? "g" : "f";
+      std::string family = rnd.OneIn(3) ? "g" : "f";
+      if (dropped && TabletOfRow(row) == 1) family = "f";
       const std::string qualifier = fmt::format("q{}", rnd.Uniform(4));
       RowMutation m(row);
       if (r < 12) {
@@ -107,9 +152,10 @@ std::vector<Op> MakeWorkload(uint64_t seed, int n) {
 }
 
 struct RunResult {
-  // Writes (indexes into the workload) acknowledged with OK, in order.
+  // Writes, truncations and schema changes (indexes into the workload; Op::ChangesData)
+  // acknowledged with OK, in order.
   std::vector<size_t> acked;
-  // The write that failed first (the workload stopped there), if any.
+  // The one of them that failed first (the workload stopped there), if any.
   std::optional<size_t> in_flight;
   // Per tablet: acked.size() at the last successful Flush covering the tablet.
   std::map<TabletId, size_t> flushed_acked;
@@ -162,8 +208,19 @@ class CrashTest : public ::testing::Test {
     result.tablets_created = created;
     for (size_t i = 0; created && i < ops.size(); ++i) {
       const Op& op = ops[i];
-      if (op.kind == Op::kWrite) {
-        Status s = engine->Apply(op.tablet, *op.mutation);
+      if (op.ChangesData()) {
+        Status s;
+        switch (op.kind) {
+          case Op::kTruncate:
+            s = engine->TruncateTablet(op.tablet);
+            break;
+          case Op::kDropFamily:
+          case Op::kCreateFamily:
+            s = engine->UpdateSchema(op.tablet, SchemaOfTablet1(op.kind == Op::kCreateFamily));
+            break;
+          default:
+            s = engine->Apply(op.tablet, *op.mutation);
+        }
         if (!s.ok()) {
           result.in_flight = i;
           break;
@@ -187,16 +244,63 @@ class CrashTest : public ::testing::Test {
     return result;
   }
 
-  // The model holding `indexes` (writes of the workload) of tablet `id`, in order.
+  // The model after `indexes` (ops of the workload that change data) of tablet `id`, in order.
   std::unique_ptr<ReferenceModel> ModelOf(const std::vector<Op>& ops,
                                           const std::vector<size_t>& indexes, TabletId id) {
     auto model = std::make_unique<ReferenceModel>(&clock_);
     model->SetFamily("f", GcRule::None());
     model->SetFamily("g", GcRule::None());
     for (size_t i : indexes) {
-      if (ops[i].tablet == id) model->Apply(*ops[i].mutation);
+      const Op& op = ops[i];
+      if (op.tablet != id) continue;
+      switch (op.kind) {
+        case Op::kTruncate:
+          model->Clear();
+          break;
+        case Op::kDropFamily:
+          model->DropFamily(kDroppedFamily);
+          break;
+        case Op::kCreateFamily:
+          model->SetFamily(kDroppedFamily, GcRule::None());
+          break;
+        default:
+          model->Apply(*op.mutation);
+      }
     }
     return model;
+  }
+
+  // Whether tablet 1 has kDroppedFamily after `indexes`.
+  static bool HasDroppedFamily(const std::vector<Op>& ops, const std::vector<size_t>& indexes) {
+    bool has = true;
+    for (size_t i : indexes) {
+      if (ops[i].kind == Op::kDropFamily) has = false;
+      if (ops[i].kind == Op::kCreateFamily) has = true;
+    }
+    return has;
+  }
+
+  // The recovered schema is the one after the acknowledged schema changes, or also the one in
+  // flight; a dropped family stays marked as dropped.
+  void CheckSchema(const std::vector<Op>& ops, const RunResult& result, TabletId id,
+                   const model::TableSchema& schema) {
+    if (id != 1) {
+      EXPECT_TRUE(schema == Descriptor(id).schema) << schema.DebugString();
+      return;
+    }
+    const bool has = schema.families.contains(kDroppedFamily);
+    bool may_have[2] = {false, false};
+    may_have[HasDroppedFamily(ops, result.acked)] = true;
+    if (result.in_flight.has_value()) {
+      std::vector<size_t> with = result.acked;
+      with.push_back(*result.in_flight);
+      may_have[HasDroppedFamily(ops, with)] = true;
+    }
+    EXPECT_TRUE(may_have[has]) << "tablet 1 schema: " << schema.DebugString();
+    EXPECT_TRUE(schema.families.contains("f"));
+    if (!has) {
+      EXPECT_TRUE(schema.dropped_families.contains(kDroppedFamily));
+    }
   }
 
   // Reopens after the crash and checks the recovered state. `crash_point` is for messages.
@@ -221,7 +325,7 @@ class CrashTest : public ::testing::Test {
       ASSERT_TRUE(id == kTablets[0] || id == kTablets[1]) << "unknown tablet " << id;
       StatusOr<TabletDescriptor> d = engine->GetTablet(id);
       ASSERT_TRUE(d.ok()) << d.status();
-      EXPECT_TRUE(d->schema == Descriptor(id).schema) << d->schema.DebugString();
+      ASSERT_NO_FATAL_FAILURE(CheckSchema(ops, result, id, d->schema));
       StatusOr<std::vector<Row>> rows = ScanAll(*engine, id, RowRange{});
       ASSERT_TRUE(rows.ok()) << "Scan tablet " << id << " after crash: " << rows.status();
       if (options.sync_mode == SyncMode::kBatch) {
@@ -245,6 +349,7 @@ class CrashTest : public ::testing::Test {
       ASSERT_TRUE(rows.ok()) << rows.status();
       before.push_back(*rows);
     }
+    // Tablet 1 has family f always; tablet 2 never loses g.
     RowMutation extra1("b");
     extra1.SetCell("f", "post-crash", 1, "p1");
     RowMutation extra2("x");
@@ -300,6 +405,7 @@ class CrashTest : public ::testing::Test {
   void CheckPeriodic(const std::vector<Op>& ops, const RunResult& result, TabletId id,
                      const std::vector<Row>& rows) {
     std::vector<size_t> candidates;  // this tablet's writes, in order
+    for (size_t i : result.acked) ASSERT_EQ(ops[i].kind, Op::kWrite) << "admin ops need kBatch";
     size_t must_have = 0;            // of them, the ones before its last successful flush
     const size_t flushed = result.flushed_acked.contains(id) ? result.flushed_acked.at(id) : 0;
     for (size_t k = 0; k < result.acked.size(); ++k) {
@@ -323,10 +429,10 @@ class CrashTest : public ::testing::Test {
            << " flushed): " << ReferenceModel::DebugString(rows);
   }
 
-  void RunCrashPoints(SyncMode mode, int workload_ops, int max_points) {
+  void RunCrashPoints(SyncMode mode, int workload_ops, int max_points, bool admin_ops = false) {
     const uint64_t seed = TestSeed();
     SCOPED_TRACE(fmt::format("seed={} (replay with TESSERA_SEED={})", seed, seed));
-    const std::vector<Op> ops = MakeWorkload(seed, workload_ops);
+    const std::vector<Op> ops = MakeWorkload(seed, workload_ops, admin_ops);
     const EngineOptions options = Options(mode);
 
     // Dry run: how many mutating operations the whole workload takes.
@@ -370,6 +476,18 @@ class CrashTest : public ::testing::Test {
 
 TEST_F(CrashTest, BatchSyncKeepsEveryAcknowledgedWrite) {
   RunCrashPoints(SyncMode::kBatch, /*workload_ops=*/400, /*max_points=*/300);
+}
+
+// Truncations and a family dropped and created again, among writes, flushes and compactions.
+// A short workload cut at every one of its crash points.
+TEST_F(CrashTest, TruncateAndFamilyDropAreAllOrNothing) {
+  RunCrashPoints(SyncMode::kBatch, /*workload_ops=*/90, /*max_points=*/100000,
+                 /*admin_ops=*/true);
+}
+
+// The same among the longer workload, at spread crash points.
+TEST_F(CrashTest, BatchSyncWithTruncatesAndFamilyDrops) {
+  RunCrashPoints(SyncMode::kBatch, /*workload_ops=*/400, /*max_points=*/200, /*admin_ops=*/true);
 }
 
 TEST_F(CrashTest, PeriodicSyncLosesOnlyASuffix) {

@@ -2,8 +2,9 @@
 // ReferenceModel (one per tablet), and every read of the engine is checked against the model.
 // Operations: cell writes on a small key space (rows, columns and timestamps collide), deletes of
 // every kind, time-range deletes, clock advances (max-age GC), flushes, major compactions,
-// schema (GC rule) changes, close + reopen. Small memtables and blocks so that flushes,
-// size-tiered compactions and multi-block files happen often.
+// schema (GC rule) changes, family drops and re-creations, tablet truncations, close + reopen.
+// Reads: point reads, and scans forward and reversed. Small memtables and blocks so that
+// flushes, size-tiered compactions and multi-block files happen often.
 //
 // Replay a failure with TESSERA_SEED=<the printed seed>.
 #include <algorithm>
@@ -153,6 +154,9 @@ class ModelRun {
     ::testing::Test::RecordProperty("reopens", reopens_);
     ::testing::Test::RecordProperty("max_eligible_cells", max_eligible_);
     ::testing::Test::RecordProperty("checks", checks_);
+    ::testing::Test::RecordProperty("family_drops", drops_);
+    ::testing::Test::RecordProperty("truncates", truncates_);
+    ::testing::Test::RecordProperty("reversed_scans", reversed_scans_);
     ASSERT_TRUE(engine_->Close().ok());
     engine_.reset();
   }
@@ -205,6 +209,11 @@ class ModelRun {
   }
 
   const std::string& RandomRow() { return rows_[rnd_.Uniform(rows_.size())]; }
+  // A family that the schema of the tablet holding `row` has now.
+  std::string RandomFamilyOf(std::string_view row) {
+    const std::vector<std::string> families = TabletOf(row).model->Families();
+    return families[rnd_.Uniform(families.size())];
+  }
   const std::string& RandomFamily() {
     static const std::vector<std::string> names = [] {
       std::vector<std::string> n;
@@ -333,26 +342,30 @@ class ModelRun {
   void Step() {
     const uint64_t r = rnd_.Uniform(1000);
     if (r < 480) {  // one to three cells of one row
-      RowMutation m(RandomRow());
+      const std::string& row = RandomRow();
+      RowMutation m(row);
       const int n = 1 + rnd_.Uniform(3);
       for (int i = 0; i < n; ++i) {
-        m.SetCell(RandomFamily(), RandomQualifier(), RandomTimestamp(), RandomValue());
+        m.SetCell(RandomFamilyOf(row), RandomQualifier(), RandomTimestamp(), RandomValue());
       }
       Apply(m);
     } else if (r < 540) {
-      RowMutation m(RandomRow());
-      m.DeleteFromColumn(RandomFamily(), RandomQualifier(), RandomTimeRange());
+      const std::string& row = RandomRow();
+      RowMutation m(row);
+      m.DeleteFromColumn(RandomFamilyOf(row), RandomQualifier(), RandomTimeRange());
       Apply(m);
     } else if (r < 565) {
-      RowMutation m(RandomRow());
-      m.DeleteFromFamily(RandomFamily());
+      const std::string& row = RandomRow();
+      RowMutation m(row);
+      m.DeleteFromFamily(RandomFamilyOf(row));
       Apply(m);
     } else if (r < 580) {
       RowMutation m(RandomRow());
       m.DeleteFromRow();
       Apply(m);
     } else if (r < 620) {  // a batch mixing deletes and writes: order matters
-      RowMutation m(RandomRow());
+      const std::string& row = RandomRow();
+      RowMutation m(row);
       const int n = 2 + rnd_.Uniform(4);
       for (int i = 0; i < n; ++i) {
         switch (rnd_.Uniform(5)) {
@@ -360,13 +373,13 @@ class ModelRun {
             m.DeleteFromRow();
             break;
           case 1:
-            m.DeleteFromFamily(RandomFamily());
+            m.DeleteFromFamily(RandomFamilyOf(row));
             break;
           case 2:
-            m.DeleteFromColumn(RandomFamily(), RandomQualifier(), RandomTimeRange());
+            m.DeleteFromColumn(RandomFamilyOf(row), RandomQualifier(), RandomTimeRange());
             break;
           default:
-            m.SetCell(RandomFamily(), RandomQualifier(), RandomTimestamp(), RandomValue());
+            m.SetCell(RandomFamilyOf(row), RandomQualifier(), RandomTimestamp(), RandomValue());
         }
       }
       Apply(m);
@@ -391,6 +404,10 @@ class ModelRun {
     } else if (r < 720) {
       Status s = engine_->WaitForBackgroundWork();
       ASSERT_TRUE(s.ok()) << "WaitForBackgroundWork: " << s;
+    } else if (r < 723) {
+      ASSERT_NO_FATAL_FAILURE(DropFamily());
+    } else if (r < 724) {
+      ASSERT_NO_FATAL_FAILURE(Truncate());
     } else if (r < 880) {
       ASSERT_NO_FATAL_FAILURE(CheckRandomRow());
     } else {
@@ -398,17 +415,58 @@ class ModelRun {
     }
   }
 
+  // Changes a family's GC rule, or creates a family (often one dropped before).
   void UpdateSchema() {
     TabletState& t = tablets_[rnd_.Uniform(tablets_.size())];
-    const std::string family = RandomFamily();
+    std::string family = RandomFamily();
+    for (int i = 0; i < 3 && t.model->HasFamily(family); ++i) family = RandomFamily();
     const GcRule rule = RandomRule(&rnd_);
     model::TableSchema schema = t.descriptor.schema;
     schema.families[family].gc_rule = rule;
     Trace("UpdateSchema tablet {}: {} -> {}", t.id, family, rule.ToString());
     Status s = engine_->UpdateSchema(t.id, schema);
     ASSERT_TRUE(s.ok()) << "UpdateSchema: " << s;
-    t.descriptor.schema = schema;
+    ASSERT_NO_FATAL_FAILURE(RefreshDescriptor(&t));
+    EXPECT_TRUE(t.descriptor.schema.families == schema.families);
     t.model->SetFamily(family, rule);
+  }
+
+  // Drops one of a tablet's families; its cells must never come back, not even once a family of
+  // that name is created again.
+  void DropFamily() {
+    TabletState& t = tablets_[rnd_.Uniform(tablets_.size())];
+    const std::vector<std::string> families = t.model->Families();
+    if (families.size() < 2) return;
+    const std::string family = families[rnd_.Uniform(families.size())];
+    model::TableSchema schema = t.descriptor.schema;
+    schema.families.erase(family);
+    // The engine owns the drop marks and ignores the caller's: a mark this high, if it were
+    // taken, would hide every later write to a re-created family.
+    if (rnd_.OneIn(2)) schema.dropped_families[family] = uint64_t{1} << 50;
+    Trace("DropFamily tablet {}: {}", t.id, family);
+    Status s = engine_->UpdateSchema(t.id, schema);
+    ASSERT_TRUE(s.ok()) << "UpdateSchema (drop): " << s;
+    ASSERT_NO_FATAL_FAILURE(RefreshDescriptor(&t));
+    EXPECT_FALSE(t.descriptor.schema.families.contains(family));
+    EXPECT_TRUE(t.descriptor.schema.dropped_families.contains(family));
+    EXPECT_LT(t.descriptor.schema.DroppedBefore(family), uint64_t{1} << 50);
+    t.model->DropFamily(family);
+    ++drops_;
+  }
+
+  void Truncate() {
+    TabletState& t = tablets_[rnd_.Uniform(tablets_.size())];
+    Trace("TruncateTablet {}", t.id);
+    Status s = engine_->TruncateTablet(t.id);
+    ASSERT_TRUE(s.ok()) << "TruncateTablet: " << s;
+    t.model->Clear();
+    ++truncates_;
+  }
+
+  void RefreshDescriptor(TabletState* t) {
+    StatusOr<TabletDescriptor> d = engine_->GetTablet(t->id);
+    ASSERT_TRUE(d.ok()) << d.status();
+    t->descriptor = *d;
   }
 
   void AccumulateStats() {
@@ -464,9 +522,12 @@ class ModelRun {
     if (!range.end.empty() && range.end < range.start) std::swap(range.start, range.end);
     const ReadSpec spec = RandomSpec();
     const uint64_t limit = rnd_.OneIn(2) ? 0 : 1 + rnd_.Uniform(5);
-    StatusOr<std::vector<Row>> got = ScanAll(*engine_, t.id, range, spec, limit);
+    const bool reversed = rnd_.OneIn(3);
+    reversed_scans_ += reversed ? 1 : 0;
+    StatusOr<std::vector<Row>> got = ScanAll(
+        *engine_, t.id, range, spec, tablet::ScanOptions{.limit = limit, .reversed = reversed});
     ASSERT_TRUE(got.ok()) << "Scan: " << got.status();
-    ASSERT_TRUE(t.model->CheckScan(range, spec, limit, *got));
+    ASSERT_TRUE(t.model->CheckScan(range, spec, limit, *got, reversed));
   }
 
   void CheckEverything() {
@@ -474,6 +535,11 @@ class ModelRun {
       StatusOr<std::vector<Row>> got = ScanAll(*engine_, t.id, RowRange{});
       ASSERT_TRUE(got.ok()) << "Scan: " << got.status();
       ASSERT_TRUE(t.model->CheckScan(RowRange{}, ReadSpec{}, 0, *got)) << "tablet " << t.id;
+      StatusOr<std::vector<Row>> back =
+          ScanAll(*engine_, t.id, RowRange{}, ReadSpec{}, tablet::ScanOptions{.reversed = true});
+      ASSERT_TRUE(back.ok()) << "reversed Scan: " << back.status();
+      ASSERT_TRUE(t.model->CheckScan(RowRange{}, ReadSpec{}, 0, *back, /*reversed=*/true))
+          << "tablet " << t.id;
       for (const std::string& row : t.model->RowKeys()) {
         StatusOr<std::optional<Row>> one = engine_->ReadRow(t.id, row, ReadSpec{});
         ASSERT_TRUE(one.ok()) << "ReadRow: " << one.status();
@@ -499,6 +565,9 @@ class ModelRun {
   int64_t compactions_ = 0;
   int64_t checks_ = 0;
   int64_t max_eligible_ = 0;
+  int64_t drops_ = 0;
+  int64_t truncates_ = 0;
+  int64_t reversed_scans_ = 0;
 };
 
 class EngineModelTest : public ::testing::TestWithParam<Config> {};

@@ -58,6 +58,15 @@ void ReferenceModel::SetFamily(const std::string& family, const model::GcRule& r
   UpdateAllEligibility();
 }
 
+void ReferenceModel::DropFamily(const std::string& family) {
+  Observe();
+  families_.erase(family);
+  for (auto it = rows_.begin(); it != rows_.end();) {
+    it->second.erase(family);
+    it = it->second.empty() ? rows_.erase(it) : std::next(it);
+  }
+}
+
 bool ReferenceModel::HasFamily(std::string_view family) const {
   return families_.contains(std::string(family));
 }
@@ -185,14 +194,27 @@ std::optional<Row> ReferenceModel::ReadRow(std::string_view row, const ReadSpec&
   return ReadRowData(it->first, it->second, spec);
 }
 
-std::vector<Row> ReferenceModel::Scan(const RowRange& range, const ReadSpec& spec, uint64_t limit) {
+std::vector<Row> ReferenceModel::Scan(const RowRange& range, const ReadSpec& spec, uint64_t limit,
+                                      bool reversed) {
   Observe();
   std::vector<Row> out;
-  for (auto it = rows_.lower_bound(range.start); it != rows_.end(); ++it) {
-    if (!InRange(range, it->first)) break;
-    if (limit > 0 && out.size() >= limit) break;
-    std::optional<Row> row = ReadRowData(it->first, it->second, spec);
+  auto visit = [&](const std::string& key, const RowData& data) {
+    if (!InRange(range, key)) return true;
+    if (limit > 0 && out.size() >= limit) return false;
+    std::optional<Row> row = ReadRowData(key, data, spec);
     if (row.has_value()) out.push_back(std::move(*row));
+    return true;
+  };
+  if (reversed) {
+    for (auto it = rows_.rbegin(); it != rows_.rend(); ++it) {
+      if (it->first < range.start) break;
+      if (!visit(it->first, it->second)) break;
+    }
+  } else {
+    for (auto it = rows_.lower_bound(range.start); it != rows_.end(); ++it) {
+      if (!InRange(range, it->first)) break;
+      if (!visit(it->first, it->second)) break;
+    }
   }
   return out;
 }
@@ -323,21 +345,22 @@ std::string ReferenceModel::CheckRowData(std::string_view key, const RowData* ro
 }
 
 ::testing::AssertionResult ReferenceModel::CheckScan(const RowRange& range, const ReadSpec& spec,
-                                                     uint64_t limit,
-                                                     const std::vector<Row>& actual) {
+                                                     uint64_t limit, const std::vector<Row>& actual,
+                                                     bool reversed) {
   Observe();
   // Reports the keys of both answers and, for the row at fault, both versions of it.
   auto fail = [&](const std::string& error, std::string_view row = {}, bool has_row = false) {
-    std::vector<Row> expected = Scan(range, spec, limit);
+    std::vector<Row> expected = Scan(range, spec, limit, reversed);
     auto keys = [](const std::vector<Row>& rows) {
       std::string out;
       for (const Row& r : rows) out += StrCat(out.empty() ? "" : " ", Printable(r.key));
       return out;
     };
     ::testing::AssertionResult result = ::testing::AssertionFailure();
-    result << "Scan([" << Printable(range.start) << ", " << Printable(range.end) << "), "
-           << DebugString(spec) << ", limit " << limit << "): " << error
-           << "\n  engine rows: " << keys(actual) << "\n  model rows:  " << keys(expected);
+    result << (reversed ? "Reversed scan([" : "Scan([") << Printable(range.start) << ", "
+           << Printable(range.end) << "), " << DebugString(spec) << ", limit " << limit
+           << "): " << error << "\n  engine rows: " << keys(actual)
+           << "\n  model rows:  " << keys(expected);
     if (has_row) {
       auto find = [&](const std::vector<Row>& rows) -> std::string {
         for (const Row& r : rows) {
@@ -356,7 +379,8 @@ std::string ReferenceModel::CheckRowData(std::string_view key, const RowData* ro
     if (!InRange(range, actual[i].key)) {
       return fail(StrCat("row ", Printable(actual[i].key), " is outside the range"));
     }
-    if (i > 0 && actual[i].key <= actual[i - 1].key) {
+    if (i > 0 &&
+        (reversed ? actual[i].key >= actual[i - 1].key : actual[i].key <= actual[i - 1].key)) {
       return fail(StrCat("row ", Printable(actual[i].key), " out of order"));
     }
     auto it = rows_.find(actual[i].key);
@@ -368,15 +392,18 @@ std::string ReferenceModel::CheckRowData(std::string_view key, const RowData* ro
       return fail(StrCat("row ", Printable(actual[i].key), ": ", error), actual[i].key, true);
     }
   }
-  // Rows that must be there: all of the range when the limit was not reached, else those before
-  // the last returned row.
+  // Rows that must be there: all of the range when the limit was not reached, else those the
+  // scan passed before its last returned row.
   const bool limited = limit > 0 && actual.size() == limit;
-  size_t next = 0;
+  std::set<std::string_view> returned;
+  for (const Row& r : actual) returned.insert(r.key);
   for (auto it = rows_.lower_bound(range.start); it != rows_.end(); ++it) {
     if (!InRange(range, it->first)) break;
-    if (limited && it->first >= actual.back().key) break;
-    while (next < actual.size() && actual[next].key < it->first) ++next;
-    if (next < actual.size() && actual[next].key == it->first) continue;
+    if (limited && (reversed ? it->first <= actual.back().key : it->first >= actual.back().key)) {
+      if (reversed) continue;
+      break;
+    }
+    if (returned.contains(it->first)) continue;
     bool must = false;
     bool may = false;
     CheckRowData(it->first, &it->second, spec, nullptr, &must, &may);

@@ -61,26 +61,32 @@ class ReferenceModel {
   // Declares a family with its GC rule, or replaces the rule of a known family (UpdateSchema).
   // Cells already eligible stay eligible.
   void SetFamily(const std::string& family, const model::GcRule& rule);
+  // Drops a family and every cell of it (UpdateSchema without the family). Declaring the family
+  // again later (SetFamily) starts it empty.
+  void DropFamily(const std::string& family);
   bool HasFamily(std::string_view family) const;
   std::vector<std::string> Families() const;
 
   // Applies every mutation of `mutation` in order. REQUIRES: well-formed; families declared.
   void Apply(const model::RowMutation& mutation);
-  // Forgets every row (a dropped and recreated tablet).
+  // Forgets every row (a dropped and recreated tablet, TruncateTablet).
   void Clear() { rows_.clear(); }
 
   // The exact read-time answer.
   std::optional<tablet::Row> ReadRow(std::string_view row, const tablet::ReadSpec& spec);
   // Rows of [range.start, range.end) (end "" = unbounded) with a selected cell; at most `limit`
-  // rows (0 = all).
+  // rows (0 = all); in decreasing row order when `reversed`.
   std::vector<tablet::Row> Scan(const tablet::RowRange& range, const tablet::ReadSpec& spec,
-                                uint64_t limit);
+                                uint64_t limit, bool reversed = false);
 
   // Whether an engine answer is one the engine could give (see "Lazy GC" above).
   ::testing::AssertionResult CheckRow(std::string_view row, const tablet::ReadSpec& spec,
                                       const std::optional<tablet::Row>& actual);
+  // `reversed`: `actual` came from a reversed scan (rows in decreasing order, and with a limit
+  // the rows kept are the last ones of the range).
   ::testing::AssertionResult CheckScan(const tablet::RowRange& range, const tablet::ReadSpec& spec,
-                                       uint64_t limit, const std::vector<tablet::Row>& actual);
+                                       uint64_t limit, const std::vector<tablet::Row>& actual,
+                                       bool reversed = false);
 
   // Row keys holding at least one cell (deleted cells excluded, GC not applied).
   std::vector<std::string> RowKeys() const;

@@ -159,6 +159,35 @@ TEST_F(ReferenceModelTest, ScanCheck) {
   EXPECT_TRUE(model_.CheckScan({"", ""}, other, 0, {}));
 }
 
+TEST_F(ReferenceModelTest, ReversedScanCheck) {
+  for (const char* key : {"a", "b", "c", "d"}) {
+    model_.Apply(RowMutation(key).SetCell("cf", "q", 1, key));
+  }
+  auto row = [](const char* key) { return Row{key, {{"cf", "q", 1, key}}}; };
+  const bool kReversed = true;
+  EXPECT_TRUE(model_.CheckScan({"b", "d"}, {}, 0, {row("c"), row("b")}, kReversed));
+  EXPECT_FALSE(model_.CheckScan({"b", "d"}, {}, 0, {row("b"), row("c")}, kReversed));
+  EXPECT_FALSE(model_.CheckScan({"b", "d"}, {}, 0, {row("c")}, kReversed));
+  // With a limit the last rows of the range are kept.
+  EXPECT_TRUE(model_.CheckScan({"", ""}, {}, 2, {row("d"), row("c")}, kReversed));
+  EXPECT_FALSE(model_.CheckScan({"", ""}, {}, 2, {row("d"), row("b")}, kReversed));
+  EXPECT_FALSE(model_.CheckScan({"", ""}, {}, 2, {row("a"), row("b")}, kReversed));
+  std::vector<Row> back = model_.Scan({"", "d"}, {}, 2, kReversed);
+  EXPECT_EQ(std::vector<Row>({row("c"), row("b")}), back);
+}
+
+TEST_F(ReferenceModelTest, DroppedFamilyLosesItsCells) {
+  model_.Apply(RowMutation("r").SetCell("cf", "q", 1, "x").SetCell("mv", "q", 1, "y"));
+  model_.Apply(RowMutation("only-mv").SetCell("mv", "q", 1, "z"));
+  model_.DropFamily("mv");
+  EXPECT_FALSE(model_.HasFamily("mv"));
+  EXPECT_EQ(std::vector<std::string>({"r"}), model_.RowKeys());
+  EXPECT_EQ(1u, model_.CellCount());
+  // Created again: empty.
+  model_.SetFamily("mv", GcRule::None());
+  EXPECT_EQ(std::vector<Cell>({{"cf", "q", 1, "x"}}), model_.ReadRow("r", {})->cells);
+}
+
 TEST(ModelCollectsTest, Rules) {
   const int64_t now = 100 * kSecond;
   EXPECT_FALSE(ModelCollects(GcRule::None(), 100, 0, now));
