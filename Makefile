@@ -1,6 +1,7 @@
 # Tessera — the two set-up commands are `make run` and `make test` (see README.md).
 #
-#   make run     install what is missing, build, start Tessera (for now: the engine benchmark)
+#   make run     install what is missing, build, start one Tessera node on 127.0.0.1:8086
+#                (data in ./data; SERVE_ARGS adds flags, e.g. SERVE_ARGS='--sync periodic')
 #   make test    install what is missing, build, run every test (unit, crash, corruption, fuzz)
 #   make bench   engine benchmark against RocksDB and LevelDB, with ratios and peak memory
 #   make fuzz    run every fuzzer for FUZZ_SECONDS each (default 20)
@@ -12,6 +13,7 @@ JOBS         ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
 CTEST_ARGS   ?=
 BENCH_ARGS   ?=
+SERVE_ARGS   ?=
 
 .PHONY: all deps configure build run test unit-test fuzz fuzz-build bench clean
 
@@ -29,7 +31,7 @@ build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
 run: build
-	$(BUILD_DIR)/bench/tessera_engine_bench --num=200000
+	$(BUILD_DIR)/src/tessera/cli/tessera serve --data-dir ./data $(SERVE_ARGS)
 
 unit-test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)

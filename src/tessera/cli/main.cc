@@ -1,0 +1,54 @@
+// tessera: one binary, several subcommands (commands.h).
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+
+#include "tessera/cli/commands.h"
+
+namespace {
+
+struct Command {
+  const char* name;
+  int (*run)(int, char**);
+  const char* summary;
+};
+
+constexpr Command kCommands[] = {
+#ifdef TESSERA_HAVE_SERVE
+    {"serve", tessera::cli::RunServe, "run a node: the Bigtable v2 API over local storage"},
+#endif
+#ifdef TESSERA_HAVE_SHELL
+    {"shell", tessera::cli::RunShell, "read and write data: interactive, -e '...' or a file"},
+#endif
+#ifdef TESSERA_HAVE_BENCH
+    {"bench", tessera::cli::RunBench, "YCSB-style load against any Bigtable-API endpoint"},
+#endif
+#ifdef TESSERA_HAVE_SIM
+    {"sim", tessera::cli::RunSim, "simulate gossip and failure detection on N nodes"},
+#endif
+};
+
+void Usage(FILE* out) {
+  std::fprintf(out, "usage: tessera <command> [flags]   (tessera <command> --help)\n\ncommands:\n");
+  for (const Command& c : kCommands) std::fprintf(out, "  %-7s %s\n", c.name, c.summary);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    Usage(stderr);
+    return 2;
+  }
+  const std::string_view name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") {
+    Usage(stdout);
+    return 0;
+  }
+  for (const Command& c : kCommands) {
+    if (name == c.name) return c.run(argc - 1, argv + 1);
+  }
+  std::fprintf(stderr, "tessera: unknown command \"%s\"\n\n", argv[1]);
+  Usage(stderr);
+  return 2;
+}

@@ -1,0 +1,38 @@
+// Conversions between the table-admin protos (google.bigtable.admin.v2) and Tessera's schema
+// (model::TableSchema, model::GcRule). Validation that belongs to the wire format (a GcRule with
+// no rule set inside a union, a negative max_age, an oversized rule) happens here, with
+// InvalidArgument messages naming the family.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <string_view>
+
+#include "google/bigtable/admin/v2/table.pb.h"
+#include "tessera/model/gc_rule.h"
+#include "tessera/model/schema.h"
+#include "tessera/server/table_catalog.h"
+#include "tessera/util/status.h"
+
+namespace tessera::server {
+
+namespace admin = ::google::bigtable::admin::v2;
+
+// Bigtable's limit on a serialized GcRule.
+inline constexpr size_t kMaxGcRuleBytes = 500;
+
+// `family` names the family in error messages. An unset rule (or a union/intersection member
+// with no rule) is "keep everything".
+StatusOr<model::GcRule> GcRuleFromProto(const admin::GcRule& proto, std::string_view family);
+admin::GcRule GcRuleToProto(const model::GcRule& rule);
+
+// A new family from a create modification or from CreateTable's table.column_families.
+// value_type (aggregate families) is not supported: Unimplemented naming the family.
+StatusOr<model::FamilySchema> FamilyFromProto(const admin::ColumnFamily& proto,
+                                              std::string_view family);
+admin::ColumnFamily FamilyToProto(const model::FamilySchema& family);
+
+// The Table message of `info` as `view` shows it (VIEW_UNSPECIFIED = SCHEMA_VIEW).
+admin::Table TableToProto(const TableInfo& info, admin::Table::View view);
+
+}  // namespace tessera::server

@@ -1,0 +1,374 @@
+#include "tessera/server/admin_service.h"
+
+#include <string>
+#include <vector>
+
+#include "tessera/model/row_mutation.h"
+#include "tessera/server/admin_convert.h"
+#include "tessera/server/grpc_status.h"
+#include "tessera/util/logging.h"
+
+namespace tessera::server {
+
+namespace {
+
+namespace admin = ::google::bigtable::admin::v2;
+
+constexpr std::string_view kTokenPrefix = "tessera-consistency-";
+constexpr int kDefaultPageSize = 1000;
+
+// Finishes a unary call with the status of `result` (StatusOr<T> is moved into *response).
+template <typename T>
+grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context, StatusOr<T> result,
+                                T* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (result.ok()) *response = *std::move(result);
+  reactor->Finish(ToGrpcStatus(result.status()));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context, const Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+// The smallest key greater than every key starting with `prefix`; "" if there is none.
+std::string PrefixSuccessor(std::string prefix) {
+  while (!prefix.empty() && static_cast<unsigned char>(prefix.back()) == 0xff) prefix.pop_back();
+  if (!prefix.empty()) prefix.back() = static_cast<char>(prefix.back() + 1);
+  return prefix;
+}
+
+Status ApplyModification(const admin::ModifyColumnFamiliesRequest::Modification& m, size_t index,
+                         model::TableSchema* schema) {
+  const std::string& id = m.id();
+  auto context = [&](const Status& s) {
+    return Status(s.code(), tessera::StrCat("modification #", index, " (family \"", id,
+                                            "\"): ", s.message()));
+  };
+  switch (m.mod_case()) {
+    case admin::ModifyColumnFamiliesRequest::Modification::kCreate: {
+      if (schema->Find(id) != nullptr) {
+        return absl::AlreadyExistsError(tessera::StrCat("modification #", index,
+                                                        ": column family \"", id,
+                                                        "\" already exists"));
+      }
+      StatusOr<model::FamilySchema> family = FamilyFromProto(m.create(), id);
+      if (!family.ok()) return context(family.status());
+      schema->families[id] = *std::move(family);
+      return Status();
+    }
+    case admin::ModifyColumnFamiliesRequest::Modification::kUpdate: {
+      auto it = schema->families.find(id);
+      if (it == schema->families.end()) {
+        return absl::NotFoundError(tessera::StrCat("modification #", index,
+                                                   ": column family \"", id, "\" not found"));
+      }
+      std::vector<std::string> paths(m.update_mask().paths().begin(),
+                                     m.update_mask().paths().end());
+      if (paths.empty()) paths.push_back("gc_rule");
+      for (const std::string& path : paths) {
+        if (path == "gc_rule") {
+          StatusOr<model::GcRule> rule = GcRuleFromProto(m.update().gc_rule(), id);
+          if (!rule.ok()) return context(rule.status());
+          it->second.gc_rule = *std::move(rule);
+        } else if (path == "value_type") {
+          return context(absl::UnimplementedError(
+              "value_type (aggregate families) is not supported by Tessera"));
+        } else if (path == "tessera_options") {
+          const auto& o = m.update().tessera_options();
+          if (o.super_columns() != it->second.super_columns ||
+              o.time_sorted() != it->second.time_sorted) {
+            return context(absl::FailedPreconditionError(
+                "a family's kind (super columns, time sorted) is fixed when it is created"));
+          }
+        } else {
+          return context(absl::InvalidArgumentError(
+              tessera::StrCat("update_mask path \"", path,
+                              "\" is not one of gc_rule, value_type, tessera_options")));
+        }
+      }
+      return Status();
+    }
+    case admin::ModifyColumnFamiliesRequest::Modification::kDrop: {
+      if (!m.drop()) {
+        return context(absl::InvalidArgumentError("drop must be true"));
+      }
+      if (schema->families.erase(id) == 0) {
+        return absl::NotFoundError(tessera::StrCat("modification #", index,
+                                                   ": column family \"", id, "\" not found"));
+      }
+      if (schema->deletion_protection) {
+        return absl::FailedPreconditionError(
+            tessera::StrCat("table \"", schema->name,
+                            "\" is protected from deletion: cannot drop column family \"", id,
+                            "\""));
+      }
+      return Status();
+    }
+    case admin::ModifyColumnFamiliesRequest::Modification::MOD_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      tessera::StrCat("modification #", index, " (family \"", id,
+                      "\") sets none of create, update, drop"));
+}
+
+}  // namespace
+
+// --- the logic -----------------------------------------------------------------------------
+
+StatusOr<admin::Table> AdminService::DoCreateTable(const admin::CreateTableRequest& request) {
+  RETURN_IF_ERROR(ValidateInstanceName(request.parent()));
+  RETURN_IF_ERROR(model::ValidateTableName(request.table_id()));
+  model::TableSchema schema;
+  schema.name = request.table_id();
+  switch (request.table().granularity()) {
+    case admin::Table::TIMESTAMP_GRANULARITY_UNSPECIFIED:
+    case admin::Table::MILLIS:
+      schema.granularity = model::TimestampGranularity::kMillis;
+      break;
+    case admin::Table::MICROS:
+      schema.granularity = model::TimestampGranularity::kMicros;
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          tessera::StrCat("unknown timestamp granularity ", request.table().granularity()));
+  }
+  schema.deletion_protection = request.table().deletion_protection();
+  for (const auto& [id, family] : request.table().column_families()) {
+    ASSIGN_OR_RETURN(schema.families[id], FamilyFromProto(family, id));
+  }
+  std::vector<std::string> splits;
+  for (const auto& split : request.initial_splits()) splits.push_back(split.key());
+  ASSIGN_OR_RETURN(std::shared_ptr<const TableInfo> info,
+                   catalog_->CreateTable(request.parent(), std::move(schema), std::move(splits)));
+  TLOG_INFO("admin: created table {} ({} tablets)", info->full_name, info->tablets.size());
+  return TableToProto(*info, admin::Table::SCHEMA_VIEW);
+}
+
+StatusOr<admin::ListTablesResponse> AdminService::DoListTables(
+    const admin::ListTablesRequest& request) {
+  RETURN_IF_ERROR(ValidateInstanceName(request.parent()));
+  if (request.page_size() < 0) {
+    return absl::InvalidArgumentError(
+        tessera::StrCat("page_size must not be negative, got ", request.page_size()));
+  }
+  const int page_size = request.page_size() == 0 ? kDefaultPageSize : request.page_size();
+  // The page token is the id of the last table of the previous page.
+  const std::string& after = request.page_token();
+  if (!after.empty() && !model::ValidateTableName(after).ok()) {
+    return absl::InvalidArgumentError(
+        tessera::StrCat("page_token \"", after, "\" was not issued by this server"));
+  }
+  const admin::Table::View view = request.view() == admin::Table::VIEW_UNSPECIFIED
+                                      ? admin::Table::NAME_ONLY
+                                      : request.view();
+  admin::ListTablesResponse response;
+  for (const auto& info : catalog_->ListTables(request.parent())) {
+    if (!after.empty() && info->name.table_id <= after) continue;
+    if (response.tables_size() == page_size) {
+      response.set_next_page_token(response.tables(page_size - 1).name().substr(
+          request.parent().size() + std::string_view("/tables/").size()));
+      break;
+    }
+    *response.add_tables() = TableToProto(*info, view);
+  }
+  return response;
+}
+
+StatusOr<admin::Table> AdminService::DoGetTable(const admin::GetTableRequest& request) {
+  RETURN_IF_ERROR(TableName::Parse(request.name()).status());
+  ASSIGN_OR_RETURN(std::shared_ptr<const TableInfo> info, catalog_->GetTable(request.name()));
+  const admin::Table::View view = request.view() == admin::Table::VIEW_UNSPECIFIED
+                                      ? admin::Table::SCHEMA_VIEW
+                                      : request.view();
+  return TableToProto(*info, view);
+}
+
+StatusOr<::google::longrunning::Operation> AdminService::DoUpdateTable(
+    const admin::UpdateTableRequest& request) {
+  const std::string& name = request.table().name();
+  RETURN_IF_ERROR(TableName::Parse(name).status());
+  if (request.update_mask().paths().empty()) {
+    return absl::InvalidArgumentError("update_mask must name the fields to change");
+  }
+  for (const std::string& path : request.update_mask().paths()) {
+    if (path != "deletion_protection") {
+      return absl::UnimplementedError(tessera::StrCat(
+          "UpdateTable: changing \"", path, "\" is not supported (only deletion_protection)"));
+    }
+  }
+  const bool protect = request.table().deletion_protection();
+  ASSIGN_OR_RETURN(std::shared_ptr<const TableInfo> info,
+                   catalog_->UpdateSchema(name, [protect](model::TableSchema* schema) {
+                     schema->deletion_protection = protect;
+                     return Status();
+                   }));
+  ::google::longrunning::Operation op;
+  op.set_name(tessera::StrCat("operations/", name, "/update/", info->schema.version));
+  op.set_done(true);
+  op.mutable_response()->PackFrom(TableToProto(*info, admin::Table::SCHEMA_VIEW));
+  return op;
+}
+
+Status AdminService::DoDeleteTable(const admin::DeleteTableRequest& request) {
+  RETURN_IF_ERROR(TableName::Parse(request.name()).status());
+  RETURN_IF_ERROR(catalog_->DeleteTable(request.name()));
+  TLOG_INFO("admin: deleted table {}", request.name());
+  return Status();
+}
+
+StatusOr<admin::Table> AdminService::DoModifyColumnFamilies(
+    const admin::ModifyColumnFamiliesRequest& request) {
+  RETURN_IF_ERROR(TableName::Parse(request.name()).status());
+  if (request.modifications().empty()) {
+    return absl::InvalidArgumentError("no modifications given");
+  }
+  ASSIGN_OR_RETURN(
+      std::shared_ptr<const TableInfo> info,
+      catalog_->UpdateSchema(request.name(), [&request](model::TableSchema* schema) {
+        for (int i = 0; i < request.modifications_size(); ++i) {
+          RETURN_IF_ERROR(ApplyModification(request.modifications(i), i, schema));
+        }
+        return Status();
+      }));
+  return TableToProto(*info, admin::Table::SCHEMA_VIEW);
+}
+
+Status AdminService::DeleteRowsWithPrefix(const TableInfo& table, const std::string& prefix) {
+  const std::string end = PrefixSuccessor(prefix);
+  tablet::Engine* engine = catalog_->engine();
+  tablet::ReadSpec spec;
+  spec.max_versions = 1;
+  uint64_t deleted = 0;
+  for (size_t i : table.TabletsOverlapping(prefix, end)) {
+    const TabletRef& t = table.tablets[i];
+    ASSIGN_OR_RETURN(std::unique_ptr<tablet::RowIterator> it,
+                     engine->Scan(t.id, tablet::RowRange{prefix, end}, spec, 0));
+    for (; it->Valid(); it->Next()) {
+      model::RowMutation m(it->row().key);
+      m.DeleteFromRow();
+      RowLocks::Guard guard = row_locks_->LockForWrite(table.full_name, it->row().key);
+      RETURN_IF_ERROR(engine->Apply(t.id, m));
+      ++deleted;
+    }
+    RETURN_IF_ERROR(it->status());
+  }
+  TLOG_INFO("admin: DropRowRange {} prefix of {} bytes: {} rows deleted", table.full_name,
+            prefix.size(), deleted);
+  return Status();
+}
+
+Status AdminService::DoDropRowRange(const admin::DropRowRangeRequest& request) {
+  RETURN_IF_ERROR(TableName::Parse(request.name()).status());
+  ASSIGN_OR_RETURN(std::shared_ptr<const TableInfo> info, catalog_->GetTable(request.name()));
+  switch (request.target_case()) {
+    case admin::DropRowRangeRequest::kRowKeyPrefix:
+      if (request.row_key_prefix().empty()) {
+        return absl::InvalidArgumentError(
+            "row_key_prefix must not be empty (use delete_all_data_from_table to drop every row)");
+      }
+      return DeleteRowsWithPrefix(*info, request.row_key_prefix());
+    case admin::DropRowRangeRequest::kDeleteAllDataFromTable:
+      if (!request.delete_all_data_from_table()) {
+        return absl::InvalidArgumentError("delete_all_data_from_table must be true when set");
+      }
+      return catalog_->TruncateTable(request.name());
+    case admin::DropRowRangeRequest::TARGET_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      "DropRowRange needs row_key_prefix or delete_all_data_from_table");
+}
+
+StatusOr<admin::GenerateConsistencyTokenResponse> AdminService::DoGenerateConsistencyToken(
+    const admin::GenerateConsistencyTokenRequest& request) {
+  RETURN_IF_ERROR(TableName::Parse(request.name()).status());
+  RETURN_IF_ERROR(catalog_->GetTable(request.name()).status());
+  // One node: every acknowledged write is already visible to every reader, so a token only
+  // has to name the point in the write history it was issued at.
+  admin::GenerateConsistencyTokenResponse response;
+  response.set_consistency_token(
+      tessera::StrCat(kTokenPrefix, catalog_->engine()->GetStats().last_sequence));
+  return response;
+}
+
+StatusOr<admin::CheckConsistencyResponse> AdminService::DoCheckConsistency(
+    const admin::CheckConsistencyRequest& request) {
+  RETURN_IF_ERROR(TableName::Parse(request.name()).status());
+  RETURN_IF_ERROR(catalog_->GetTable(request.name()).status());
+  const std::string& token = request.consistency_token();
+  const std::string_view digits = std::string_view(token).substr(
+      std::min(token.size(), kTokenPrefix.size()));
+  const bool well_formed = token.size() > kTokenPrefix.size() &&
+                           std::string_view(token).substr(0, kTokenPrefix.size()) ==
+                               kTokenPrefix &&
+                           digits.find_first_not_of("0123456789") == std::string_view::npos;
+  if (!well_formed) {
+    return absl::InvalidArgumentError(
+        tessera::StrCat("consistency token \"", token, "\" was not issued by this server"));
+  }
+  admin::CheckConsistencyResponse response;
+  response.set_consistent(true);
+  return response;
+}
+
+// --- gRPC handlers ------------------------------------------------------------------------------
+
+grpc::ServerUnaryReactor* AdminService::CreateTable(grpc::CallbackServerContext* context,
+                                                    const admin::CreateTableRequest* request,
+                                                    admin::Table* response) {
+  return Reply(context, DoCreateTable(*request), response);
+}
+
+grpc::ServerUnaryReactor* AdminService::ListTables(grpc::CallbackServerContext* context,
+                                                   const admin::ListTablesRequest* request,
+                                                   admin::ListTablesResponse* response) {
+  return Reply(context, DoListTables(*request), response);
+}
+
+grpc::ServerUnaryReactor* AdminService::GetTable(grpc::CallbackServerContext* context,
+                                                 const admin::GetTableRequest* request,
+                                                 admin::Table* response) {
+  return Reply(context, DoGetTable(*request), response);
+}
+
+grpc::ServerUnaryReactor* AdminService::UpdateTable(grpc::CallbackServerContext* context,
+                                                    const admin::UpdateTableRequest* request,
+                                                    ::google::longrunning::Operation* response) {
+  return Reply(context, DoUpdateTable(*request), response);
+}
+
+grpc::ServerUnaryReactor* AdminService::DeleteTable(grpc::CallbackServerContext* context,
+                                                    const admin::DeleteTableRequest* request,
+                                                    ::google::protobuf::Empty*) {
+  return Reply(context, DoDeleteTable(*request));
+}
+
+grpc::ServerUnaryReactor* AdminService::ModifyColumnFamilies(
+    grpc::CallbackServerContext* context, const admin::ModifyColumnFamiliesRequest* request,
+    admin::Table* response) {
+  return Reply(context, DoModifyColumnFamilies(*request), response);
+}
+
+grpc::ServerUnaryReactor* AdminService::DropRowRange(grpc::CallbackServerContext* context,
+                                                     const admin::DropRowRangeRequest* request,
+                                                     ::google::protobuf::Empty*) {
+  return Reply(context, DoDropRowRange(*request));
+}
+
+grpc::ServerUnaryReactor* AdminService::GenerateConsistencyToken(
+    grpc::CallbackServerContext* context, const admin::GenerateConsistencyTokenRequest* request,
+    admin::GenerateConsistencyTokenResponse* response) {
+  return Reply(context, DoGenerateConsistencyToken(*request), response);
+}
+
+grpc::ServerUnaryReactor* AdminService::CheckConsistency(
+    grpc::CallbackServerContext* context, const admin::CheckConsistencyRequest* request,
+    admin::CheckConsistencyResponse* response) {
+  return Reply(context, DoCheckConsistency(*request), response);
+}
+
+}  // namespace tessera::server

@@ -1,0 +1,350 @@
+#include "tessera/server/admin_service.h"
+
+#include <memory>
+
+#include "gtest/gtest.h"
+#include "tessera/util/clock.h"
+#include "tessera/util/mem_file_system.h"
+
+namespace tessera::server {
+namespace {
+
+namespace admin = ::google::bigtable::admin::v2;
+
+constexpr char kParent[] = "projects/p/instances/i";
+constexpr char kTable[] = "projects/p/instances/i/tables/t";
+
+class AdminServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    tablet::EngineOptions options;
+    options.dir = "/db";
+    options.background_threads = 1;
+    auto engine = tablet::Engine::Open(options, tablet::EngineEnv{&fs_, &clock_});
+    ASSERT_TRUE(engine.ok()) << engine.status();
+    engine_ = *std::move(engine);
+    auto catalog = TableCatalog::Open(engine_.get());
+    ASSERT_TRUE(catalog.ok()) << catalog.status();
+    catalog_ = *std::move(catalog);
+    service_ = std::make_unique<AdminService>(catalog_.get(), &locks_);
+  }
+  void TearDown() override {
+    service_.reset();
+    catalog_.reset();
+    (void)engine_->Close();
+  }
+
+  admin::CreateTableRequest CreateRequest(const std::string& id) {
+    admin::CreateTableRequest r;
+    r.set_parent(kParent);
+    r.set_table_id(id);
+    return r;
+  }
+
+  // Creates table t with family cf (max 2 versions) and family meta, split at "m".
+  void CreateDefault() {
+    admin::CreateTableRequest r = CreateRequest("t");
+    (*r.mutable_table()->mutable_column_families())["cf"].mutable_gc_rule()->set_max_num_versions(
+        2);
+    (*r.mutable_table()->mutable_column_families())["meta"];
+    r.add_initial_splits()->set_key("m");
+    auto t = service_->DoCreateTable(r);
+    ASSERT_TRUE(t.ok()) << t.status();
+  }
+
+  void Put(const std::string& row, const std::string& family, const std::string& value) {
+    auto info = catalog_->GetTable(kTable);
+    ASSERT_TRUE(info.ok());
+    model::RowMutation m(row);
+    m.SetCell(family, "q", 1000, value);
+    ASSERT_TRUE(engine_->Apply((*info)->TabletFor(row).id, m).ok());
+  }
+
+  std::vector<std::string> Rows() {
+    std::vector<std::string> out;
+    auto info = catalog_->GetTable(kTable);
+    EXPECT_TRUE(info.ok());
+    for (const TabletRef& t : (*info)->tablets) {
+      auto it = engine_->Scan(t.id, tablet::RowRange{}, tablet::ReadSpec{}, 0);
+      EXPECT_TRUE(it.ok());
+      for (; (*it)->Valid(); (*it)->Next()) out.push_back((*it)->row().key);
+    }
+    return out;
+  }
+
+  MemFileSystem fs_;
+  ManualClock clock_;
+  RowLocks locks_{16};
+  std::unique_ptr<tablet::Engine> engine_;
+  std::unique_ptr<TableCatalog> catalog_;
+  std::unique_ptr<AdminService> service_;
+};
+
+TEST_F(AdminServiceTest, CreateTableReturnsTheSchema) {
+  admin::CreateTableRequest r = CreateRequest("t");
+  auto& families = *r.mutable_table()->mutable_column_families();
+  auto* u = families["cf"].mutable_gc_rule()->mutable_union_();
+  u->add_rules()->mutable_max_age()->set_seconds(86400);
+  u->add_rules()->set_max_num_versions(3);
+  families["inbox"].mutable_tessera_options()->set_super_columns(true);
+  families["inbox"].mutable_tessera_options()->set_time_sorted(true);
+  r.add_initial_splits()->set_key("m");
+  r.add_initial_splits()->set_key("t");
+  auto t = service_->DoCreateTable(r);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->name(), kTable);
+  EXPECT_EQ(t->granularity(), admin::Table::MILLIS);
+  ASSERT_EQ(t->column_families().size(), 2u);
+  const admin::GcRule& gc = t->column_families().at("cf").gc_rule();
+  ASSERT_EQ(gc.union_().rules_size(), 2);
+  EXPECT_EQ(gc.union_().rules(0).max_age().seconds(), 86400);
+  EXPECT_EQ(gc.union_().rules(1).max_num_versions(), 3);
+  EXPECT_TRUE(t->column_families().at("inbox").tessera_options().super_columns());
+  EXPECT_TRUE(t->column_families().at("inbox").tessera_options().time_sorted());
+  EXPECT_EQ((*catalog_->GetTable(kTable))->tablets.size(), 3u);
+
+  EXPECT_EQ(service_->DoCreateTable(r).status().code(), absl::StatusCode::kAlreadyExists);
+}
+
+TEST_F(AdminServiceTest, CreateTableRejectsBadInput) {
+  admin::CreateTableRequest bad_parent = CreateRequest("t");
+  bad_parent.set_parent("projects/p");
+  EXPECT_EQ(service_->DoCreateTable(bad_parent).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(service_->DoCreateTable(CreateRequest("bad/id")).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  admin::CreateTableRequest zero = CreateRequest("t");
+  (*zero.mutable_table()->mutable_column_families())["cf"].mutable_gc_rule()->set_max_num_versions(
+      0);
+  Status s = service_->DoCreateTable(zero).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("cf"), std::string::npos) << s;
+  admin::CreateTableRequest negative_age = CreateRequest("t");
+  (*negative_age.mutable_table()->mutable_column_families())["cf"]
+      .mutable_gc_rule()
+      ->mutable_max_age()
+      ->set_seconds(-1);
+  EXPECT_EQ(service_->DoCreateTable(negative_age).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  admin::CreateTableRequest aggregate = CreateRequest("t");
+  (*aggregate.mutable_table()->mutable_column_families())["sum"]
+      .mutable_value_type()
+      ->mutable_int64_type();
+  EXPECT_EQ(service_->DoCreateTable(aggregate).status().code(), absl::StatusCode::kUnimplemented);
+  admin::CreateTableRequest bad_family = CreateRequest("t");
+  (*bad_family.mutable_table()->mutable_column_families())["a:b"];
+  EXPECT_EQ(service_->DoCreateTable(bad_family).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  admin::CreateTableRequest empty_split = CreateRequest("t");
+  empty_split.add_initial_splits();
+  EXPECT_EQ(service_->DoCreateTable(empty_split).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(engine_->ListTablets().empty());
+}
+
+TEST_F(AdminServiceTest, ListAndGetTables) {
+  for (const char* id : {"c", "a", "b"}) {
+    admin::CreateTableRequest r = CreateRequest(id);
+    (*r.mutable_table()->mutable_column_families())["cf"];
+    ASSERT_TRUE(service_->DoCreateTable(r).ok());
+  }
+  admin::ListTablesRequest list;
+  list.set_parent(kParent);
+  auto all = service_->DoListTables(list);
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->tables_size(), 3);
+  EXPECT_EQ(all->tables(0).name(), "projects/p/instances/i/tables/a");
+  EXPECT_TRUE(all->tables(0).column_families().empty());  // NAME_ONLY by default
+  EXPECT_TRUE(all->next_page_token().empty());
+
+  list.set_view(admin::Table::SCHEMA_VIEW);
+  list.set_page_size(2);
+  auto page1 = service_->DoListTables(list);
+  ASSERT_TRUE(page1.ok());
+  ASSERT_EQ(page1->tables_size(), 2);
+  EXPECT_EQ(page1->tables(1).column_families().size(), 1u);
+  ASSERT_EQ(page1->next_page_token(), "b");
+  list.set_page_token(page1->next_page_token());
+  auto page2 = service_->DoListTables(list);
+  ASSERT_TRUE(page2.ok());
+  ASSERT_EQ(page2->tables_size(), 1);
+  EXPECT_EQ(page2->tables(0).name(), "projects/p/instances/i/tables/c");
+  EXPECT_TRUE(page2->next_page_token().empty());
+  list.set_page_token("not/a/token");
+  EXPECT_EQ(service_->DoListTables(list).status().code(), absl::StatusCode::kInvalidArgument);
+
+  admin::GetTableRequest get;
+  get.set_name("projects/p/instances/i/tables/b");
+  auto b = service_->DoGetTable(get);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->column_families().size(), 1u);  // SCHEMA_VIEW by default
+  get.set_view(admin::Table::NAME_ONLY);
+  EXPECT_TRUE(service_->DoGetTable(get)->column_families().empty());
+  get.set_name("projects/p/instances/i/tables/zz");
+  Status missing = service_->DoGetTable(get).status();
+  EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(missing.message(), "table \"projects/p/instances/i/tables/zz\" not found");
+}
+
+TEST_F(AdminServiceTest, ModifyColumnFamiliesIsAtomic) {
+  CreateDefault();
+  admin::ModifyColumnFamiliesRequest r;
+  r.set_name(kTable);
+  auto* create = r.add_modifications();
+  create->set_id("new");
+  create->mutable_create();
+  auto* update = r.add_modifications();
+  update->set_id("cf");
+  update->mutable_update()->mutable_gc_rule()->set_max_num_versions(5);
+  update->mutable_update_mask()->add_paths("gc_rule");
+  auto* drop = r.add_modifications();
+  drop->set_id("meta");
+  drop->set_drop(true);
+  auto t = service_->DoModifyColumnFamilies(r);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->column_families().size(), 2u);
+  EXPECT_EQ(t->column_families().at("cf").gc_rule().max_num_versions(), 5);
+  EXPECT_EQ(t->column_families().count("meta"), 0u);
+
+  // A failing modification leaves the whole request without effect.
+  admin::ModifyColumnFamiliesRequest partial;
+  partial.set_name(kTable);
+  partial.add_modifications()->set_id("another");
+  partial.mutable_modifications(0)->mutable_create();
+  partial.add_modifications()->set_id("nope");
+  partial.mutable_modifications(1)->set_drop(true);
+  Status s = service_->DoModifyColumnFamilies(partial).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(s.message().find("nope"), std::string::npos) << s;
+  EXPECT_EQ((*catalog_->GetTable(kTable))->schema.Find("another"), nullptr);
+
+  admin::ModifyColumnFamiliesRequest exists;
+  exists.set_name(kTable);
+  exists.add_modifications()->set_id("cf");
+  exists.mutable_modifications(0)->mutable_create();
+  EXPECT_EQ(service_->DoModifyColumnFamilies(exists).status().code(),
+            absl::StatusCode::kAlreadyExists);
+  admin::ModifyColumnFamiliesRequest empty;
+  empty.set_name(kTable);
+  empty.add_modifications()->set_id("cf");
+  EXPECT_EQ(service_->DoModifyColumnFamilies(empty).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  admin::ModifyColumnFamiliesRequest bad_path;
+  bad_path.set_name(kTable);
+  bad_path.add_modifications()->set_id("cf");
+  bad_path.mutable_modifications(0)->mutable_update();
+  bad_path.mutable_modifications(0)->mutable_update_mask()->add_paths("bogus");
+  EXPECT_EQ(service_->DoModifyColumnFamilies(bad_path).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  admin::ModifyColumnFamiliesRequest kind_change;
+  kind_change.set_name(kTable);
+  kind_change.add_modifications()->set_id("cf");
+  kind_change.mutable_modifications(0)->mutable_update()->mutable_tessera_options()->set_time_sorted(
+      true);
+  kind_change.mutable_modifications(0)->mutable_update_mask()->add_paths("tessera_options");
+  EXPECT_EQ(service_->DoModifyColumnFamilies(kind_change).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(AdminServiceTest, DroppedFamilyDataIsGoneEvenWhenRecreated) {
+  CreateDefault();
+  Put("a", "meta", "old");
+  Put("a", "cf", "keep");
+  admin::ModifyColumnFamiliesRequest drop;
+  drop.set_name(kTable);
+  drop.add_modifications()->set_id("meta");
+  drop.mutable_modifications(0)->set_drop(true);
+  ASSERT_TRUE(service_->DoModifyColumnFamilies(drop).ok());
+  admin::ModifyColumnFamiliesRequest create;
+  create.set_name(kTable);
+  create.add_modifications()->set_id("meta");
+  create.mutable_modifications(0)->mutable_create();
+  ASSERT_TRUE(service_->DoModifyColumnFamilies(create).ok());
+  auto info = catalog_->GetTable(kTable);
+  auto row = engine_->ReadRow((*info)->TabletFor("a").id, "a", tablet::ReadSpec{});
+  ASSERT_TRUE(row.ok()) << row.status();
+  ASSERT_TRUE(row->has_value());
+  ASSERT_EQ((*row)->cells.size(), 1u);
+  EXPECT_EQ((*row)->cells[0].family, "cf");
+}
+
+TEST_F(AdminServiceTest, DeletionProtection) {
+  CreateDefault();
+  admin::UpdateTableRequest protect;
+  protect.mutable_table()->set_name(kTable);
+  protect.mutable_table()->set_deletion_protection(true);
+  protect.mutable_update_mask()->add_paths("deletion_protection");
+  auto op = service_->DoUpdateTable(protect);
+  ASSERT_TRUE(op.ok()) << op.status();
+  EXPECT_TRUE(op->done());
+  admin::Table in_op;
+  ASSERT_TRUE(op->response().UnpackTo(&in_op));
+  EXPECT_TRUE(in_op.deletion_protection());
+
+  admin::DeleteTableRequest del;
+  del.set_name(kTable);
+  Status refused = service_->DoDeleteTable(del);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.message().find("protected"), std::string::npos);
+  admin::ModifyColumnFamiliesRequest drop;
+  drop.set_name(kTable);
+  drop.add_modifications()->set_id("cf");
+  drop.mutable_modifications(0)->set_drop(true);
+  EXPECT_EQ(service_->DoModifyColumnFamilies(drop).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+
+  admin::UpdateTableRequest no_mask = protect;
+  no_mask.clear_update_mask();
+  EXPECT_EQ(service_->DoUpdateTable(no_mask).status().code(), absl::StatusCode::kInvalidArgument);
+  protect.mutable_table()->set_deletion_protection(false);
+  ASSERT_TRUE(service_->DoUpdateTable(protect).ok());
+  EXPECT_TRUE(service_->DoDeleteTable(del).ok());
+  EXPECT_EQ(service_->DoDeleteTable(del).code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(AdminServiceTest, DropRowRange) {
+  CreateDefault();
+  for (const char* row : {"a1", "a2", "b1", "m", "user1", "user2", "users"}) Put(row, "cf", "v");
+  admin::DropRowRangeRequest r;
+  r.set_name(kTable);
+  r.set_row_key_prefix("user");
+  ASSERT_TRUE(service_->DoDropRowRange(r).ok());
+  EXPECT_EQ(Rows(), (std::vector<std::string>{"a1", "a2", "b1", "m"}));
+  r.set_row_key_prefix("");
+  EXPECT_EQ(service_->DoDropRowRange(r).code(), absl::StatusCode::kInvalidArgument);
+  r.clear_target();
+  EXPECT_EQ(service_->DoDropRowRange(r).code(), absl::StatusCode::kInvalidArgument);
+  r.set_delete_all_data_from_table(true);
+  ASSERT_TRUE(service_->DoDropRowRange(r).ok());
+  EXPECT_TRUE(Rows().empty());
+  Put("after", "cf", "v");
+  EXPECT_EQ(Rows(), (std::vector<std::string>{"after"}));
+  r.set_name("projects/p/instances/i/tables/none");
+  EXPECT_EQ(service_->DoDropRowRange(r).code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(AdminServiceTest, ConsistencyTokens) {
+  CreateDefault();
+  admin::GenerateConsistencyTokenRequest gen;
+  gen.set_name(kTable);
+  auto token = service_->DoGenerateConsistencyToken(gen);
+  ASSERT_TRUE(token.ok()) << token.status();
+  admin::CheckConsistencyRequest check;
+  check.set_name(kTable);
+  check.set_consistency_token(token->consistency_token());
+  auto consistent = service_->DoCheckConsistency(check);
+  ASSERT_TRUE(consistent.ok()) << consistent.status();
+  EXPECT_TRUE(consistent->consistent());
+  for (const char* bad : {"", "TokenFor-x", "tessera-consistency-", "tessera-consistency-1x"}) {
+    check.set_consistency_token(bad);
+    EXPECT_EQ(service_->DoCheckConsistency(check).status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << bad;
+  }
+  gen.set_name("projects/p/instances/i/tables/none");
+  EXPECT_EQ(service_->DoGenerateConsistencyToken(gen).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace tessera::server

@@ -1,0 +1,66 @@
+// Server: one Tessera node's process wiring — the engine over a data folder, the table catalog,
+// the Bigtable data and table-admin services on one gRPC port (insecure h2c, as the official
+// emulator: clients reach it through BIGTABLE_EMULATOR_HOST), and the worker threads that run
+// engine I/O off gRPC's threads.
+//
+// Lifecycle: Start() opens the engine (recovering the commit log) and listens; Shutdown() stops
+// accepting calls, lets running calls finish (up to a deadline, then cancels them), stops the
+// workers and closes the engine, which syncs the commit log. Every acknowledged write is in the
+// commit log before its call returns (kBatch) or within the periodic sync interval (kPeriodic).
+//
+// gRPC settings: receive limit raised to 256 MiB (Bigtable allows 100 MiB values); client
+// keepalive pings every 30 s (the official clients' setting) are accepted without strikes.
+//
+// Thread-safety: Start/Shutdown/Wait from one controlling thread; the services are
+// thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "tessera/server/data_service.h"
+#include "tessera/tablet/engine.h"
+#include "tessera/util/status.h"
+
+namespace tessera::server {
+
+struct ServerOptions {
+  // HOST:PORT to listen on; port 0 picks a free port (see Server::port()).
+  std::string listen = "127.0.0.1:8086";
+  tablet::EngineOptions engine;  // engine.dir is the data folder
+  DataServiceOptions data;
+  // Threads running engine reads and writes for the data service.
+  int worker_threads = 16;
+  // Largest request or response message, in bytes.
+  int max_message_bytes = 256 << 20;
+  // On Shutdown, calls still running after this long are cancelled.
+  int64_t shutdown_grace_ms = 5000;
+};
+
+class Server {
+ public:
+  static StatusOr<std::unique_ptr<Server>> Start(const ServerOptions& options);
+  ~Server();  // Shutdown() if still running
+
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // The port actually bound.
+  int port() const { return port_; }
+  const std::string& address() const { return address_; }
+  tablet::Engine* engine() const;
+
+  // Stops serving and closes the engine; returns the engine's Close() status. Idempotent.
+  Status Shutdown();
+
+ private:
+  struct State;
+  explicit Server(std::unique_ptr<State> state);
+
+  std::unique_ptr<State> state_;
+  int port_ = 0;
+  std::string address_;
+};
+
+}  // namespace tessera::server

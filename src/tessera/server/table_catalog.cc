@@ -1,0 +1,281 @@
+#include "tessera/server/table_catalog.h"
+
+#include <algorithm>
+#include <mutex>
+
+#include "tessera/util/logging.h"
+
+namespace tessera::server {
+
+namespace {
+
+constexpr std::string_view kProjects = "projects/";
+constexpr std::string_view kInstances = "/instances/";
+constexpr std::string_view kTables = "/tables/";
+
+bool IsPlainSegment(std::string_view s) {
+  return !s.empty() && s.find('/') == std::string_view::npos;
+}
+
+// True if `tablets` (sorted by start row) tile ["", "") without gaps or overlaps.
+bool Tiles(const std::vector<TabletRef>& tablets) {
+  if (tablets.empty() || !tablets.front().start_row.empty()) return false;
+  for (size_t i = 0; i + 1 < tablets.size(); ++i) {
+    if (tablets[i].end_row.empty() || tablets[i].end_row != tablets[i + 1].start_row) return false;
+  }
+  return tablets.back().end_row.empty();
+}
+
+}  // namespace
+
+Status ValidateInstanceName(std::string_view name) {
+  std::string_view rest = name;
+  if (rest.substr(0, kProjects.size()) != kProjects) {
+    return absl::InvalidArgumentError(
+        tessera::StrCat("instance name \"", name, "\" must look like projects/P/instances/I"));
+  }
+  rest.remove_prefix(kProjects.size());
+  const size_t slash = rest.find(kInstances);
+  if (slash == std::string_view::npos || !IsPlainSegment(rest.substr(0, slash)) ||
+      !IsPlainSegment(rest.substr(slash + kInstances.size()))) {
+    return absl::InvalidArgumentError(
+        tessera::StrCat("instance name \"", name, "\" must look like projects/P/instances/I"));
+  }
+  return Status();
+}
+
+StatusOr<TableName> TableName::Parse(std::string_view full_name) {
+  const size_t pos = full_name.rfind(kTables);
+  if (pos == std::string_view::npos) {
+    return absl::InvalidArgumentError(tessera::StrCat(
+        "table name \"", full_name, "\" must look like projects/P/instances/I/tables/T"));
+  }
+  TableName name;
+  name.instance = std::string(full_name.substr(0, pos));
+  name.table_id = std::string(full_name.substr(pos + kTables.size()));
+  if (!ValidateInstanceName(name.instance).ok()) {
+    return absl::InvalidArgumentError(tessera::StrCat(
+        "table name \"", full_name, "\" must look like projects/P/instances/I/tables/T"));
+  }
+  RETURN_IF_ERROR(model::ValidateTableName(name.table_id));
+  return name;
+}
+
+const TabletRef& TableInfo::TabletFor(std::string_view row) const {
+  // The last tablet whose start_row <= row.
+  auto it = std::upper_bound(tablets.begin(), tablets.end(), row,
+                             [](std::string_view r, const TabletRef& t) { return r < t.start_row; });
+  return *(it - 1);
+}
+
+std::vector<size_t> TableInfo::TabletsOverlapping(std::string_view start,
+                                                  std::string_view end) const {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < tablets.size(); ++i) {
+    const TabletRef& t = tablets[i];
+    const bool ends_before_start = !t.end_row.empty() && t.end_row <= start;
+    const bool starts_after_end = !end.empty() && t.start_row >= end;
+    if (!ends_before_start && !starts_after_end) out.push_back(i);
+  }
+  return out;
+}
+
+StatusOr<std::unique_ptr<TableCatalog>> TableCatalog::Open(tablet::Engine* engine) {
+  std::unique_ptr<TableCatalog> catalog(new TableCatalog(engine));
+  RETURN_IF_ERROR(catalog->Load());
+  return catalog;
+}
+
+Status TableCatalog::Load() {
+  struct Found {
+    std::vector<TabletRef> tablets;
+    std::vector<model::TableSchema> schemas;
+  };
+  std::map<std::string, Found> found;
+  for (tablet::TabletId id : engine_->ListTablets()) {
+    next_tablet_id_ = std::max(next_tablet_id_, id + 1);
+    StatusOr<tablet::TabletDescriptor> d = engine_->GetTablet(id);
+    if (absl::IsNotFound(d.status())) continue;
+    RETURN_IF_ERROR(d.status());
+    Found& f = found[d->table];
+    f.tablets.push_back(TabletRef{id, d->start_row, d->end_row});
+    f.schemas.push_back(std::move(d->schema));
+  }
+  for (auto& [full_name, f] : found) {
+    // Sort tablets (and their schemas) by start row.
+    std::vector<size_t> order(f.tablets.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return f.tablets[a].start_row < f.tablets[b].start_row;
+    });
+    std::vector<TabletRef> tablets;
+    for (size_t i : order) tablets.push_back(f.tablets[i]);
+
+    StatusOr<TableName> name = TableName::Parse(full_name);
+    if (!name.ok() || !Tiles(tablets)) {
+      // An interrupted CreateTable or DeleteTable: finish deleting.
+      TLOG_WARN("catalog: removing the {} tablet(s) of incomplete table {}", tablets.size(),
+                full_name);
+      for (const TabletRef& t : tablets) {
+        Status s = engine_->DropTablet(t.id);
+        if (!s.ok() && !absl::IsNotFound(s)) return s;
+      }
+      continue;
+    }
+    // The newest schema wins; write it where an interrupted update did not reach.
+    size_t newest = 0;
+    for (size_t i = 1; i < f.schemas.size(); ++i) {
+      if (f.schemas[i].version > f.schemas[newest].version) newest = i;
+    }
+    for (size_t i = 0; i < f.schemas.size(); ++i) {
+      if (f.schemas[i].version != f.schemas[newest].version) {
+        TLOG_WARN("catalog: table {}: tablet {} has schema version {}, repairing to {}",
+                  full_name, f.tablets[i].id, f.schemas[i].version, f.schemas[newest].version);
+        RETURN_IF_ERROR(engine_->UpdateSchema(f.tablets[i].id, f.schemas[newest]));
+      }
+    }
+    auto info = std::make_shared<TableInfo>();
+    info->name = *std::move(name);
+    info->full_name = full_name;
+    info->schema = f.schemas[newest];
+    info->schema.dropped_families.clear();  // the engine's business, per tablet
+    info->tablets = std::move(tablets);
+    tables_.emplace(full_name, std::move(info));
+  }
+  return Status();
+}
+
+std::shared_ptr<const TableInfo> TableCatalog::Find(std::string_view full_name) const {
+  std::shared_lock lock(mu_);
+  auto it = tables_.find(full_name);
+  return it == tables_.end() ? nullptr : it->second;
+}
+
+void TableCatalog::Publish(std::shared_ptr<const TableInfo> info) {
+  std::unique_lock lock(mu_);
+  const std::string key = info->full_name;
+  tables_[key] = std::move(info);
+}
+
+void TableCatalog::Unpublish(std::string_view full_name) {
+  std::unique_lock lock(mu_);
+  auto it = tables_.find(full_name);
+  if (it != tables_.end()) tables_.erase(it);
+}
+
+StatusOr<std::shared_ptr<const TableInfo>> TableCatalog::CreateTable(
+    std::string_view instance, model::TableSchema schema, std::vector<std::string> split_keys) {
+  RETURN_IF_ERROR(ValidateInstanceName(instance));
+  RETURN_IF_ERROR(schema.Validate());
+  for (size_t i = 0; i < split_keys.size(); ++i) {
+    if (split_keys[i].empty()) {
+      return absl::InvalidArgumentError(
+          tessera::StrCat("initial split #", i, " has an empty row key"));
+    }
+  }
+  std::sort(split_keys.begin(), split_keys.end());
+  split_keys.erase(std::unique(split_keys.begin(), split_keys.end()), split_keys.end());
+
+  absl::MutexLock change(&change_mu_);
+  auto info = std::make_shared<TableInfo>();
+  info->name = TableName{std::string(instance), schema.name};
+  info->full_name = info->name.Full();
+  if (Find(info->full_name) != nullptr) {
+    return absl::AlreadyExistsError(
+        tessera::StrCat("table \"", info->full_name, "\" already exists"));
+  }
+  schema.version = 1;
+  schema.dropped_families.clear();
+  info->schema = schema;
+  std::string start;
+  for (size_t i = 0; i <= split_keys.size(); ++i) {
+    TabletRef ref;
+    {
+      std::unique_lock lock(mu_);
+      ref.id = next_tablet_id_++;
+    }
+    ref.start_row = start;
+    ref.end_row = i < split_keys.size() ? split_keys[i] : std::string();
+    start = ref.end_row;
+    tablet::TabletDescriptor d{info->full_name, ref.start_row, ref.end_row, schema};
+    Status s = engine_->CreateTablet(ref.id, d);
+    if (!s.ok()) {
+      // Leave no partial table behind (Open() would remove it too).
+      for (const TabletRef& t : info->tablets) (void)engine_->DropTablet(t.id);
+      return s;
+    }
+    info->tablets.push_back(std::move(ref));
+  }
+  Publish(info);
+  return std::shared_ptr<const TableInfo>(info);
+}
+
+StatusOr<std::shared_ptr<const TableInfo>> TableCatalog::GetTable(
+    std::string_view full_name) const {
+  std::shared_ptr<const TableInfo> info = Find(full_name);
+  if (info == nullptr) {
+    return absl::NotFoundError(tessera::StrCat("table \"", full_name, "\" not found"));
+  }
+  return info;
+}
+
+std::vector<std::shared_ptr<const TableInfo>> TableCatalog::ListTables(
+    std::string_view instance) const {
+  std::vector<std::shared_ptr<const TableInfo>> out;
+  std::shared_lock lock(mu_);
+  for (const auto& [name, info] : tables_) {
+    if (info->name.instance == instance) out.push_back(info);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a->name.table_id < b->name.table_id; });
+  return out;
+}
+
+Status TableCatalog::DeleteTable(std::string_view full_name) {
+  absl::MutexLock change(&change_mu_);
+  ASSIGN_OR_RETURN(std::shared_ptr<const TableInfo> info, GetTable(full_name));
+  if (info->schema.deletion_protection) {
+    return absl::FailedPreconditionError(
+        tessera::StrCat("table \"", full_name, "\" is protected from deletion"));
+  }
+  // Unpublish first: new requests see NOT_FOUND; a crash midway leaves a partial tiling that
+  // Open() finishes deleting.
+  Unpublish(full_name);
+  for (const TabletRef& t : info->tablets) {
+    Status s = engine_->DropTablet(t.id);
+    if (!s.ok() && !absl::IsNotFound(s)) return s;
+  }
+  return Status();
+}
+
+StatusOr<std::shared_ptr<const TableInfo>> TableCatalog::UpdateSchema(
+    std::string_view full_name, const std::function<Status(model::TableSchema*)>& change) {
+  absl::MutexLock lock(&change_mu_);
+  ASSIGN_OR_RETURN(std::shared_ptr<const TableInfo> old, GetTable(full_name));
+  model::TableSchema schema = old->schema;
+  RETURN_IF_ERROR(change(&schema));
+  if (schema.name != old->schema.name) {
+    return absl::InvalidArgumentError("a table's name cannot change");
+  }
+  RETURN_IF_ERROR(schema.Validate());
+  schema.version = old->schema.version + 1;
+  schema.dropped_families.clear();
+  for (const TabletRef& t : old->tablets) {
+    RETURN_IF_ERROR(engine_->UpdateSchema(t.id, schema));
+  }
+  auto info = std::make_shared<TableInfo>(*old);
+  info->schema = std::move(schema);
+  Publish(info);
+  return std::shared_ptr<const TableInfo>(info);
+}
+
+Status TableCatalog::TruncateTable(std::string_view full_name) {
+  absl::MutexLock lock(&change_mu_);
+  ASSIGN_OR_RETURN(std::shared_ptr<const TableInfo> info, GetTable(full_name));
+  for (const TabletRef& t : info->tablets) {
+    RETURN_IF_ERROR(engine_->TruncateTablet(t.id));
+  }
+  return Status();
+}
+
+}  // namespace tessera::server
