@@ -27,6 +27,7 @@
 #
 # Environment (defaults in brackets):
 #   BUILD_DIR [build]            configured build directory; the `tessera` target is built
+#   TESSERA_NO_BUILD []          non-empty: use the binary as it is, do not build
 #   TESSERA [$BUILD_DIR/src/tessera/cli/tessera]
 #   TESSERA_CBTEMULATOR [the Google Cloud CLI's cbtemulator]
 #   BENCH_SERVERS [tessera,emulator]
@@ -39,6 +40,9 @@
 #   BENCH_SERVER_OUT [$BUILD_DIR/server_bench.jsonl]
 #   BENCH_KEEP [0]               1: keep the temporary directory (server logs, data)
 set -euo pipefail
+# The whole script is one block, so bash reads all of it before running any: editing the file
+# while a run is in progress cannot change what that run does.
+{
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
@@ -357,3 +361,5 @@ if ((FAILED)); then
   say "some runs failed or counted errors (see above)"
   exit 1
 fi
+exit 0
+}
