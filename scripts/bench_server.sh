@@ -16,7 +16,8 @@
 #
 # Output: one JSON object per line on stdout (also written to $BENCH_SERVER_OUT):
 #   {"kind":"run", "server", "workload", "ops", "seconds", "throughput", "errors",
-#    "server_cpu_s", "server_cpu_us_per_op", "rss_mb", "peak_rss_mb", "latency_us": {TYPE:
+#    "server_cpu_s", "server_cpu_us_per_op", "client_cpu_us_per_op" (the load generator's),
+#    "rss_mb", "peak_rss_mb", "latency_us": {TYPE:
 #    {"p50","p99","p999"}}, "bench": <tessera bench's own JSON line>}
 #   {"kind":"ratio", "workload", "throughput_tessera_over_emulator",
 #    "cpu_per_op_tessera_over_emulator"}          (throughput: above 1 is faster; CPU: below 1
@@ -190,6 +191,16 @@ cpu_ticks() {
   echo $((f[11] + f[12]))  # utime is field 14, stime field 15
 }
 
+# CPU ticks used by this script's finished children (cutime + cstime): around a `tessera bench`
+# run, its CPU time (plus a few ms of the helpers run meanwhile).
+children_ticks() {
+  local stat
+  stat="$(cat "/proc/$$/stat")"
+  stat="${stat##*) }"
+  read -r -a f <<<"$stat"
+  echo $((f[13] + f[14]))  # cutime is field 16, cstime field 17
+}
+
 # "<VmRSS kB> <VmHWM kB>" of the process.
 memory_kb() {
   awk '/^VmRSS:/ {rss = $2} /^VmHWM:/ {hwm = $2} END {print rss, hwm}' "/proc/$1/status"
@@ -203,7 +214,8 @@ FAILED=0
 run_workload() {
   local server="$1" workload="$2"
   shift 2
-  local pid="${PIDS[$server]}" before after rc=0 line mem
+  local pid="${PIDS[$server]}" before after client_before client_after rc=0 line mem
+  client_before="$(children_ticks)"
   before="$(cpu_ticks "$pid")"
   line="$("$TESSERA" bench --endpoint "$ENDPOINT" --json --workload "$workload" \
     --threads "$THREADS" "$@" "${EXTRA_ARGS[@]}" 2>>"$WORK/bench.err")" || rc=$?
@@ -214,6 +226,7 @@ run_workload() {
     return 1
   fi
   after="$(cpu_ticks "$pid")"
+  client_after="$(children_ticks)"
   mem="$(memory_kb "$pid")"
   if ((rc != 0)); then
     say "tessera bench exited $rc on $server, workload $workload (errors are in its JSON line)"
@@ -221,8 +234,9 @@ run_workload() {
     FAILED=1
   fi
   [[ -n $line ]] || line="null"
-  printf '{"server":"%s","workload":"%s","rc":%d,"cpu_ticks":%d,"clk_tck":%d,"rss_kb":%d,"hwm_kb":%d,"bench":%s}\n' \
-    "$server" "$workload" "$rc" $((after - before)) "$CLK_TCK" ${mem% *} ${mem#* } "$line" >>"$RAW"
+  printf '{"server":"%s","workload":"%s","rc":%d,"cpu_ticks":%d,"client_ticks":%d,"clk_tck":%d,"rss_kb":%d,"hwm_kb":%d,"bench":%s}\n' \
+    "$server" "$workload" "$rc" $((after - before)) $((client_after - client_before)) \
+    "$CLK_TCK" ${mem% *} ${mem#* } "$line" >>"$RAW"
 }
 
 COMMON=(--records "$RECORDS" --fields "$FIELDS" --value-size "$VALUE_SIZE")
@@ -280,12 +294,14 @@ for (server, workload), r in runs.items():
     b = r["bench"] or {}
     ops = b.get("ops", 0)
     cpu_s = r["cpu_ticks"] / r["clk_tck"]
+    client_s = r["client_ticks"] / r["clk_tck"]
     rec = {
         "kind": "run", "server": server, "workload": workload,
         "ops": ops, "seconds": b.get("seconds"), "throughput": b.get("throughput"),
         "errors": b.get("errors"), "exit": r["rc"],
         "server_cpu_s": cpu_s,
         "server_cpu_us_per_op": cpu_s * 1e6 / ops if ops else None,
+        "client_cpu_us_per_op": client_s * 1e6 / ops if ops else None,
         "rss_mb": r["rss_kb"] / 1024, "peak_rss_mb": r["hwm_kb"] / 1024,
         "latency_us": {t: {"p50": s["p50_us"], "p99": s["p99_us"], "p999": s["p999_us"]}
                        for t, s in b.get("ops_by_type", {}).items()},
@@ -328,8 +344,8 @@ def fmt(v, spec):
     return format(v, spec) if v is not None else "-"
 
 print()
-print(f"{'workload':<9}{'server':<10}{'ops/s':>10}{'srv cpu us/op':>15}{'p50 us':>9}"
-      f"{'p99 us':>9}{'errors':>8}")
+print(f"{'workload':<9}{'server':<10}{'ops/s':>10}{'srv cpu us/op':>15}{'client us/op':>14}"
+      f"{'p50 us':>9}{'p99 us':>9}{'errors':>8}")
 for w in workloads:
     for server in ("tessera", "emulator"):
         r = flat.get((server, w))
@@ -339,6 +355,7 @@ for w in workloads:
         main = next((lat[k] for k in ("READ", "SCAN", "BATCH-INSERT") if k in lat), None)
         print(f"{w:<9}{server:<10}{fmt(r['throughput'], '10.0f')}"
               f"{fmt(r['server_cpu_us_per_op'], '15.1f')}"
+              f"{fmt(r['client_cpu_us_per_op'], '14.1f')}"
               f"{fmt(main and main['p50'], '9.0f')}{fmt(main and main['p99'], '9.0f')}"
               f"{fmt(r['errors'], '8d')}")
 if ratios:

@@ -21,5 +21,19 @@ if(TARGET tessera_client_testing)
   if(TARGET ycsb_bigtable_db_test)
     target_compile_definitions(ycsb_bigtable_db_test PRIVATE
       TESSERA_BINARY_PATH="${PROJECT_BINARY_DIR}/src/tessera/cli/tessera")
+    # The test runs `tessera serve` from this build.
+    add_dependencies(ycsb_bigtable_db_test tessera)
+  endif()
+
+  # scripts/bench_server.sh end to end (tiny sizes; ~30 s: it starts four servers).
+  tessera_add_test(bench_server_script_test
+    SOURCES bench_server_script_test.cc
+    DEPS tessera_client_testing nlohmann_json::nlohmann_json
+    LABELS slow)
+  if(TARGET bench_server_script_test)
+    add_dependencies(bench_server_script_test tessera)
+    target_compile_definitions(bench_server_script_test PRIVATE
+      TESSERA_BINARY_PATH="${PROJECT_BINARY_DIR}/src/tessera/cli/tessera"
+      TESSERA_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   endif()
 endif()
