@@ -192,6 +192,8 @@ check_ok "read cells-per-column=1" \
 check_ok "read prefix= columns= cells-per-column= together" \
   "$(rows "$(row r1; cell cf1:a 3000 v3)" "$(row r2; cell cf1:a 1000 w)")" \
   read t1 prefix=r columns=cf1:a cells-per-column=1
+check_ok "read reversed=true start= end= count=" "$(rows "$r_r2" "$r_r1")" \
+  read t1 reversed=true start=m1 end=s1 count=2
 check_ok "read regex=" "$(rows "$r_r1" "$r_r2" "$r_s1")" read t1 'regex=[rs][0-9]'
 check_ok "read keys-only=true" \
   "$(row r1; printf '  %-40s @ %s\n    ""\n' cf1:a "$(ts 3000)" cf1:a "$(ts 2000)" cf2:b "$(ts 5000)")" \

@@ -1,8 +1,10 @@
 // Differential test: one seeded random sequence of Bigtable operations is sent to `tessera
 // serve` and to the official emulator (cbtemulator), and every answer is compared: MutateRow,
-// MutateRows (per-entry statuses), ReadRows with random row sets, limits and filters (rows and
-// cells), CheckAndMutateRow (predicate_matched), ReadModifyWriteRow (the new cells), a few
-// invalid requests (status codes), and the whole table every 100 operations and at the end.
+// MutateRows (per-entry statuses), ReadRows with random row sets, limits, reversed scans and
+// filters (rows and cells; now and then a value over 1 MiB), CheckAndMutateRow
+// (predicate_matched), ReadModifyWriteRow (the new cells), DropRowRange by prefix, dropping
+// and re-creating a family, a few invalid requests (status codes), and the whole table every
+// 100 operations and at the end.
 //
 //   differential_test --tessera=<tessera binary> --emulator=<cbtemulator> [gtest flags]
 //   TESSERA_SEED=<n>   replay a seed (printed at the start and on failure)
@@ -23,8 +25,9 @@
 //      UNKNOWN; the API's answer is INVALID_ARGUMENT or FAILED_PRECONDITION (§5.5) -> both must
 //      fail, tessera with one of those two codes.
 //   4. Unknown families (UNKNOWN / per-entry INTERNAL in the emulator, NOT_FOUND per the API,
-//      §5.3, §5.7), sink and value_bitmask (ignored by the emulator, §5.4, §6.8), reversed
-//      scans (need a header, §4) and row_sample (random) are not generated.
+//      §5.3, §5.7), sink and value_bitmask (ignored by the emulator, §5.4, §6.8) and
+//      row_sample (random) are not generated. Reversed scans are, with the `bigtable-features`
+//      header the emulator requires for them (§4) sent to both servers.
 //   5. ReadModifyWriteRow: the emulator keeps the effect of the rules before a failing one
 //      (the call is atomic, §5.5) -> a request predicted to fail is cut to its failing rule.
 //   6. Filter arguments (a bad regex) are checked only when a row reaches the filter: an
@@ -54,6 +57,7 @@
 
 #include "google/bigtable/admin/v2/bigtable_table_admin.grpc.pb.h"
 #include "google/bigtable/v2/bigtable.grpc.pb.h"
+#include "google/protobuf/empty.pb.h"
 #include "server_process.h"
 
 namespace tessera::integration {
@@ -90,6 +94,15 @@ std::string BigEndian(int64_t v) {
 const std::vector<std::string> kValues = {
     "", "v", "va", "vb", "x", "hello", "hi", std::string("\0\x01", 2), BigEndian(1),
     BigEndian(-5), BigEndian(1000)};
+// Now and then a value larger than a ReadRows chunk, so tessera splits it over chunks.
+const std::string kBigValue = "big:" + std::string(1'300'000, 'q');
+
+// A message as text for logs, cut to a readable length (values can be a megabyte).
+std::string Text(const google::protobuf::Message& message) {
+  std::string text = message.ShortDebugString();
+  if (text.size() > 3000) text = StrCat(text.substr(0, 3000), "...(", text.size(), " chars)");
+  return text;
+}
 
 // ---- the two servers ----
 
@@ -120,6 +133,10 @@ using NormalCell = std::tuple<std::string, std::string, int64_t, std::string,
 std::string Printable(const std::string& bytes) {
   std::string out;
   for (unsigned char c : bytes) {
+    if (out.size() > 200) {
+      out += StrCat("...(", bytes.size(), " bytes)");
+      break;
+    }
     if (c >= 0x20 && c < 0x7f && c != '\\') {
       out.push_back(static_cast<char>(c));
     } else {
@@ -242,7 +259,7 @@ class Generator {
       set->set_family_name(Family());
       set->set_column_qualifier(Qualifier());
       set->set_timestamp_micros(Timestamp());
-      set->set_value(Value());
+      set->set_value(OneIn(150) ? kBigValue : Value());
     } else if (kind < 17) {
       auto* del = m.mutable_delete_from_column();
       del->set_family_name(Family());
@@ -460,7 +477,10 @@ class DifferentialTest : public ::testing::Test {
     dir_ = std::make_unique<TempDir>("tessera-differential");
     auto tessera = SelfCheck()
                        ? ServerProcess::StartEmulator(g_tessera_binary, dir_->path())
-                       : ServerProcess::StartTessera(g_tessera_binary, dir_->path() + "/data", {});
+                       // Durability is the kill -9 test's business; periodic sync keeps
+                       // this run fast.
+                       : ServerProcess::StartTessera(g_tessera_binary, dir_->path() + "/data",
+                                                     {"--sync", "periodic"});
     ASSERT_TRUE(tessera.ok()) << tessera.status();
     auto emulator = ServerProcess::StartEmulator(g_emulator_binary, dir_->path());
     ASSERT_TRUE(emulator.ok()) << emulator.status();
@@ -476,8 +496,22 @@ class DifferentialTest : public ::testing::Test {
   }
 
   void TearDown() override {
+    // Close our connections first: with an idle gRPC C++ client connected, the server's
+    // shutdown waits its whole grace period (5 s) for the client to hang up.
+    for (Backend& b : backends_) {
+      b.data.reset();
+      b.admin.reset();
+      b.channel.reset();
+    }
     if (backends_[0].process != nullptr && !SelfCheck()) {
+      const auto stop_start = std::chrono::steady_clock::now();
       auto exit = backends_[0].process->Stop();
+      const auto stop_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::steady_clock::now() - stop_start)
+                               .count();
+      if (verbose_) {
+        std::printf("tessera serve stopped in %lld ms\n", static_cast<long long>(stop_ms));
+      }
       EXPECT_TRUE(exit.ok() && *exit == 0)
           << "tessera serve did not exit cleanly on SIGTERM: "
           << (exit.ok() ? StrCat("status ", *exit) : exit.status().ToString()) << "\n"
@@ -526,7 +560,7 @@ class DifferentialTest : public ::testing::Test {
     SetTable(&request);
     request.set_row_key(gen.RowKey());
     gen.Mutations(request.mutable_mutations(), 1, 5);
-    Note(StrCat("MutateRow ", request.ShortDebugString()));
+    Note(StrCat("MutateRow ", Text(request)));
     absl::StatusCode codes[2];
     for (int i = 0; i < 2; ++i) {
       btv2::MutateRowResponse response;
@@ -535,7 +569,7 @@ class DifferentialTest : public ::testing::Test {
     }
     if (codes[0] != absl::StatusCode::kOk || codes[1] != absl::StatusCode::kOk) {
       Diverged(StrCat("MutateRow (valid) answered tessera ", CodeName(codes[0]), ", emulator ",
-                      CodeName(codes[1]), "\nrequest: ", request.ShortDebugString()));
+                      CodeName(codes[1]), "\nrequest: ", Text(request)));
     }
   }
 
@@ -543,25 +577,35 @@ class DifferentialTest : public ::testing::Test {
     btv2::MutateRowsRequest request;
     SetTable(&request);
     std::vector<std::string> keys = kRowKeys;
-    std::shuffle(keys.begin(), keys.end(), std::mt19937(static_cast<uint32_t>(gen.Uniform(1u << 30))));
+    std::mt19937 shuffle_rng(static_cast<uint32_t>(gen.Uniform(1u << 30)));
+    std::shuffle(keys.begin(), keys.end(), shuffle_rng);
     size_t n = 1 + gen.Uniform(5);
     for (size_t i = 0; i < n; ++i) {
       auto* entry = request.add_entries();
       entry->set_row_key(keys[i]);  // distinct rows: entries of one row apply in any order
       gen.Mutations(entry->mutable_mutations(), 1, 4);
     }
-    Note(StrCat("MutateRows ", request.ShortDebugString()));
+    Note(StrCat("MutateRows ", Text(request)));
     for (Backend& b : backends_) {
       auto context = Context();
       auto reader = b.data->MutateRows(context.get(), request);
       btv2::MutateRowsResponse response;
       std::vector<int> codes(n, -1);
+      bool status_missing = false;
       while (reader->Read(&response)) {
         for (const auto& e : response.entries()) {
           if (e.index() >= 0 && static_cast<size_t>(e.index()) < n) {
             codes[e.index()] = e.status().code();
           }
+          // An entry must carry its status even when OK: the Go client (cbt import) and the
+          // Node client dereference it and crash on a missing one.
+          if (!e.has_status()) status_missing = true;
         }
+      }
+      if (status_missing) {
+        Diverged(StrCat("MutateRows on ", b.name, ": a response entry has no status field "
+                        "(cbt import panics and the Node client throws on that)"));
+        return;
       }
       grpc::Status s = reader->Finish();
       if (!s.ok()) {
@@ -572,7 +616,7 @@ class DifferentialTest : public ::testing::Test {
         if (codes[i] != 0) {
           Diverged(StrCat("MutateRows (valid) entry ", i, " on ", b.name,
                           codes[i] < 0 ? " got no status" : StrCat(" got code ", codes[i]),
-                          "\nrequest: ", request.ShortDebugString()));
+                          "\nrequest: ", Text(request)));
           return;
         }
       }
@@ -583,34 +627,40 @@ class DifferentialTest : public ::testing::Test {
   void CompareRead(const btv2::ReadRowsRequest& request, const std::string& what) {
     std::vector<client::Row> rows[2];
     Status status[2];
+    // Both get the header the emulator needs for reversed scans (§4); tessera must accept it.
+    const std::vector<std::pair<std::string, std::string>> features = {
+        {kFeaturesHeader, kReverseScansFeature}};
     for (int i = 0; i < 2; ++i) {
-      status[i] = ReadAllRows(backends_[i].data.get(), request, &rows[i]);
+      status[i] = ReadAllRows(backends_[i].data.get(), request, &rows[i],
+                              std::chrono::seconds(30), features);
     }
     if (status[0].code() != status[1].code()) {
       Diverged(StrCat(what, ": tessera answered ", status[0].ToString(), ", emulator ",
-                      status[1].ToString(), "\nrequest: ", request.ShortDebugString()));
+                      status[1].ToString(), "\nrequest: ", Text(request)));
       return;
     }
     if (!status[0].ok()) {
       if (status[0].code() != absl::StatusCode::kInvalidArgument) {
         Diverged(StrCat(what, ": both failed unexpectedly: tessera ", status[0].ToString(),
                         ", emulator ", status[1].ToString(),
-                        "\nrequest: ", request.ShortDebugString()));
+                        "\nrequest: ", Text(request)));
       }
       return;
     }
     for (const client::Row& row : rows[0]) {
       if (auto problem = RowOrderProblem(row)) {
         Diverged(StrCat(what, ": tessera's cell order is wrong: ", *problem,
-                        "\nrequest: ", request.ShortDebugString()));
+                        "\nrequest: ", Text(request)));
         return;
       }
     }
+    // Row order is part of the answer: the merger checked it is strictly increasing
+    // (decreasing when reversed), and Normalize keeps it.
     std::vector<NormalRow> n0 = Normalize(rows[0]), n1 = Normalize(rows[1]);
     rows_compared_ += n0.size();
     if (!n0.empty()) ++nonempty_reads_;
     if (n0 != n1) {
-      Diverged(StrCat(what, ": rows differ\nrequest: ", request.ShortDebugString(),
+      Diverged(StrCat(what, ": rows differ\nrequest: ", Text(request),
                       "\ntessera:\n", Describe(n0), "emulator:\n", Describe(n1)));
     }
   }
@@ -620,8 +670,9 @@ class DifferentialTest : public ::testing::Test {
     SetTable(&request);
     *request.mutable_rows() = gen.RowSet();
     if (gen.OneIn(3)) request.set_rows_limit(static_cast<int64_t>(1 + gen.Uniform(5)));
+    if (gen.OneIn(6)) request.set_reversed(true);
     if (auto f = gen.ReadFilter()) *request.mutable_filter() = *f;
-    Note(StrCat("ReadRows ", request.ShortDebugString()));
+    Note(StrCat("ReadRows ", Text(request)));
     CompareRead(request, "ReadRows");
   }
 
@@ -640,7 +691,7 @@ class DifferentialTest : public ::testing::Test {
     gen.Mutations(request.mutable_true_mutations(), 0, 3);
     gen.Mutations(request.mutable_false_mutations(), request.true_mutations_size() == 0 ? 1 : 0,
                   3);
-    Note(StrCat("CheckAndMutateRow ", request.ShortDebugString()));
+    Note(StrCat("CheckAndMutateRow ", Text(request)));
     btv2::CheckAndMutateRowResponse responses[2];
     absl::StatusCode codes[2];
     for (int i = 0; i < 2; ++i) {
@@ -652,14 +703,14 @@ class DifferentialTest : public ::testing::Test {
     if (codes[0] != absl::StatusCode::kOk || codes[1] != absl::StatusCode::kOk) {
       Diverged(StrCat("CheckAndMutateRow (valid) answered tessera ", CodeName(codes[0]),
                       ", emulator ", CodeName(codes[1]), "\nrequest: ",
-                      request.ShortDebugString()));
+                      Text(request)));
       return;
     }
     if (responses[0].predicate_matched() != responses[1].predicate_matched()) {
       Diverged(StrCat("CheckAndMutateRow predicate_matched: tessera ",
                       responses[0].predicate_matched(), ", emulator ",
                       responses[1].predicate_matched(), "\nrequest: ",
-                      request.ShortDebugString()));
+                      Text(request)));
     }
   }
 
@@ -685,7 +736,7 @@ class DifferentialTest : public ::testing::Test {
     // rule alone when that rule fails on the stored value (the emulator then fails before
     // changing anything), else to the rules before it (which succeed).
     bool expect_failure = CutFailingRules(&request);
-    Note(StrCat("ReadModifyWriteRow ", request.ShortDebugString()));
+    Note(StrCat("ReadModifyWriteRow ", Text(request)));
     btv2::ReadModifyWriteRowResponse responses[2];
     Status status[2];
     const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
@@ -699,7 +750,7 @@ class DifferentialTest : public ::testing::Test {
     if (expect_failure != !status[1].ok()) {
       Diverged(StrCat("ReadModifyWriteRow: the emulator answered ", status[1].ToString(),
                       " but the test predicted ", expect_failure ? "a failure" : "success",
-                      "\nrequest: ", request.ShortDebugString()));
+                      "\nrequest: ", Text(request)));
       return;
     }
     if (!status[0].ok() || !status[1].ok()) {
@@ -708,7 +759,7 @@ class DifferentialTest : public ::testing::Test {
                              status[0].code() == absl::StatusCode::kFailedPrecondition;
       if (status[0].ok() || status[1].ok() || (!tessera_ok_code && !SelfCheck())) {
         Diverged(StrCat("ReadModifyWriteRow: tessera ", status[0].ToString(), ", emulator ",
-                        status[1].ToString(), "\nrequest: ", request.ShortDebugString()));
+                        status[1].ToString(), "\nrequest: ", Text(request)));
       }
       return;
     }
@@ -737,9 +788,9 @@ class DifferentialTest : public ::testing::Test {
       std::sort(cells[i].begin(), cells[i].end());
     }
     if (cells[0] != cells[1] || responses[0].row().key() != responses[1].row().key()) {
-      Diverged(StrCat("ReadModifyWriteRow answers differ\nrequest: ", request.ShortDebugString(),
-                      "\ntessera: ", responses[0].ShortDebugString(),
-                      "\nemulator: ", responses[1].ShortDebugString()));
+      Diverged(StrCat("ReadModifyWriteRow answers differ\nrequest: ", Text(request),
+                      "\ntessera: ", Text(responses[0]),
+                      "\nemulator: ", Text(responses[1])));
       return;
     }
     // Rewrite the modified columns to a fixed timestamp on both servers (see the top).
@@ -814,6 +865,52 @@ class DifferentialTest : public ::testing::Test {
     return false;
   }
 
+  // Table admin that changes data: DropRowRange by a (non-empty) prefix, or dropping family f3
+  // (which deletes its cells) and creating it again empty.
+  void Admin(Generator& gen) {
+    const bool drop_rows = gen.OneIn(2);
+    const std::string prefix = gen.Pick<std::string>({"b", "c", "e", "z", "bb", "q"});
+    std::vector<btadmin::ModifyColumnFamiliesRequest> family_steps;
+    if (drop_rows) {
+      Note(StrCat("DropRowRange prefix ", Printable(prefix)));
+    } else {
+      Note("ModifyColumnFamilies drop f3, then create f3");
+      btadmin::ModifyColumnFamiliesRequest drop;
+      drop.set_name(TableName(kTable));
+      auto* d = drop.add_modifications();
+      d->set_id("f3");
+      d->set_drop(true);
+      btadmin::ModifyColumnFamiliesRequest create;
+      create.set_name(TableName(kTable));
+      auto* c = create.add_modifications();
+      c->set_id("f3");
+      c->mutable_create()->mutable_gc_rule();
+      family_steps = {drop, create};
+    }
+    for (Backend& b : backends_) {
+      grpc::Status s;
+      if (drop_rows) {
+        btadmin::DropRowRangeRequest request;
+        request.set_name(TableName(kTable));
+        request.set_row_key_prefix(prefix);
+        google::protobuf::Empty empty;
+        auto context = Context();
+        s = b.admin->DropRowRange(context.get(), request, &empty);
+      } else {
+        for (const auto& step : family_steps) {
+          btadmin::Table table;
+          auto context = Context();
+          s = b.admin->ModifyColumnFamilies(context.get(), step, &table);
+          if (!s.ok()) break;
+        }
+      }
+      if (!s.ok()) {
+        Diverged(StrCat(history_.back(), " failed on ", b.name, ": ", s.error_message()));
+        return;
+      }
+    }
+  }
+
   // Requests the API rejects; both must answer INVALID_ARGUMENT.
   void Invalid(Generator& gen) {
     // EMULATOR EXCEPTION 6: the emulator checks a filter's arguments only when a row reaches
@@ -827,7 +924,7 @@ class DifferentialTest : public ::testing::Test {
     set->set_column_qualifier("a");
     set->set_timestamp_micros(0);
     set->set_value("sentinel");
-    Note(StrCat("MutateRow ", sentinel.ShortDebugString()));
+    Note(StrCat("MutateRow ", Text(sentinel)));
     for (Backend& b : backends_) {
       btv2::MutateRowResponse response;
       auto context = Context();
@@ -856,14 +953,14 @@ class DifferentialTest : public ::testing::Test {
         request.mutable_filter()->set_cells_per_row_limit_filter(-1);
         break;
     }
-    Note(StrCat("ReadRows (invalid) ", request.ShortDebugString()));
+    Note(StrCat("ReadRows (invalid) ", Text(request)));
     std::vector<client::Row> rows;
     for (Backend& b : backends_) {
       rows.clear();
       Status s = ReadAllRows(b.data.get(), request, &rows);
       if (s.code() != absl::StatusCode::kInvalidArgument) {
         Diverged(StrCat("invalid ReadRows on ", b.name, " answered ", s.ToString(),
-                        " (INVALID_ARGUMENT expected)\nrequest: ", request.ShortDebugString()));
+                        " (INVALID_ARGUMENT expected)\nrequest: ", Text(request)));
         return;
       }
     }
@@ -886,7 +983,7 @@ TEST_F(DifferentialTest, RandomOperationsAgree) {
   CreateTable();
   ASSERT_FALSE(HasFailure());
   Generator gen(seed_);
-  int counts[6] = {0, 0, 0, 0, 0, 0};
+  int counts[7] = {0, 0, 0, 0, 0, 0, 0};
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(4);
   for (op_ = 0; op_ < ops_ && !diverged_; ++op_) {
     ASSERT_LT(std::chrono::steady_clock::now(), deadline)
@@ -904,9 +1001,12 @@ TEST_F(DifferentialTest, RandomOperationsAgree) {
     } else if (kind < 87) {
       CheckAndMutate(gen);
       ++counts[3];
-    } else if (kind < 96) {
+    } else if (kind < 95) {
       ReadModifyWrite(gen);
       ++counts[4];
+    } else if (kind < 96) {
+      Admin(gen);
+      ++counts[6];
     } else {
       Invalid(gen);
       ++counts[5];
@@ -916,9 +1016,10 @@ TEST_F(DifferentialTest, RandomOperationsAgree) {
   if (!diverged_) CompareWholeTable("at the end");
   std::printf(
       "differential_test: %d operations (MutateRow %d, MutateRows %d, ReadRows %d, "
-      "CheckAndMutateRow %d, ReadModifyWriteRow %d, invalid %d), %d whole-table compares, "
-      "%d reads with rows, %zu rows compared%s\n",
-      op_, counts[0], counts[1], counts[2], counts[3], counts[4], counts[5], full_compares_,
+      "CheckAndMutateRow %d, ReadModifyWriteRow %d, admin %d, invalid %d), %d whole-table "
+      "compares, %d reads with rows, %zu rows compared%s\n",
+      op_, counts[0], counts[1], counts[2], counts[3], counts[4], counts[6], counts[5],
+      full_compares_,
       nonempty_reads_, rows_compared_, diverged_ ? ", DIVERGED" : ", all equal");
 }
 

@@ -1,7 +1,7 @@
-// kill -9 under write load: `tessera serve --sync batch` takes MutateRow and MutateRows from
-// several client threads (each on its own connection), each write a new row of two cells; the
-// test records every ACKNOWLEDGED write, kills the server with SIGKILL mid-load, restarts it on
-// the same data folder and checks that
+// kill -9 under write load: `tessera serve --sync batch --memtable-mb 1` takes MutateRow and
+// MutateRows from several client threads (each on its own connection), each write a new row of
+// two cells; the test records every ACKNOWLEDGED write, kills the server with SIGKILL mid-load,
+// restarts it on the same data folder and checks that
 //   * every acknowledged row is there, with both cells and the right values;
 //   * every row there was written by the test, whole (a row mutation is atomic: both cells
 //     or neither, also for writes in flight at the kill);
@@ -10,7 +10,7 @@
 //
 //   kill9_test --tessera=<tessera binary> [gtest flags]
 //   TESSERA_SEED=<n>            replay the kill times (printed at the start)
-//   TESSERA_KILL9_CYCLES=<n>    cycles (default 3)
+//   TESSERA_KILL9_CYCLES=<n>    cycles (default 5)
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -44,7 +44,11 @@ constexpr int kBulkThreads = 1;   // MutateRows writers (8 rows per call)
 constexpr int kBulkRows = 8;
 
 std::string ValueA(const std::string& key) { return StrCat("a:", key); }
-std::string ValueB(const std::string& key) { return StrCat("b:", key, ":", key.size()); }
+// Padded so that a cycle's writes fill the 1 MiB memtable (--memtable-mb 1): the kills also
+// hit flushes and compactions.
+std::string ValueB(const std::string& key) {
+  return StrCat("b:", key, ":", std::string(300, static_cast<char>('a' + key.size() % 26)));
+}
 
 void AddRowMutations(const std::string& key,
                      google::protobuf::RepeatedPtrField<btv2::Mutation>* mutations) {
@@ -75,7 +79,7 @@ class Kill9Test : public ::testing::Test {
                                 : static_cast<uint64_t>(
                                       std::chrono::system_clock::now().time_since_epoch().count());
     const char* cycles_env = std::getenv("TESSERA_KILL9_CYCLES");
-    cycles_ = cycles_env != nullptr ? std::clamp(std::atoi(cycles_env), 1, 50) : 3;
+    cycles_ = cycles_env != nullptr ? std::clamp(std::atoi(cycles_env), 1, 50) : 5;
     std::printf("kill9_test: seed %llu (replay with TESSERA_SEED=%llu), %d cycles\n",
                 static_cast<unsigned long long>(seed_), static_cast<unsigned long long>(seed_),
                 cycles_);
@@ -85,7 +89,8 @@ class Kill9Test : public ::testing::Test {
   }
 
   void Start() {
-    auto server = ServerProcess::StartTessera(g_tessera_binary, data_dir_, {"--sync", "batch"});
+    auto server = ServerProcess::StartTessera(g_tessera_binary, data_dir_,
+                                              {"--sync", "batch", "--memtable-mb", "1"});
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
   }
@@ -221,7 +226,7 @@ class Kill9Test : public ::testing::Test {
   }
 
   uint64_t seed_ = 0;
-  int cycles_ = 3;
+  int cycles_ = 5;
   std::unique_ptr<TempDir> dir_;
   std::string data_dir_;
   std::unique_ptr<ServerProcess> server_;

@@ -213,9 +213,11 @@ std::string TableName(const std::string& table_id) {
 
 Status ReadAllRows(google::bigtable::v2::Bigtable::Stub* stub,
                    const google::bigtable::v2::ReadRowsRequest& request,
-                   std::vector<client::Row>* rows, milliseconds timeout) {
+                   std::vector<client::Row>* rows, milliseconds timeout,
+                   const std::vector<std::pair<std::string, std::string>>& metadata) {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + timeout);
+  for (const auto& [key, value] : metadata) context.AddMetadata(key, value);
   auto reader = stub->ReadRows(&context, request);
   client::RowMerger merger(request.reversed());
   google::bigtable::v2::ReadRowsResponse response;

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "google/bigtable/admin/v2/bigtable_table_admin.grpc.pb.h"
@@ -81,11 +82,17 @@ class TempDir {
 };
 
 // Reads a whole ReadRows stream through a RowMerger. The returned status is the RPC's status,
-// or Internal naming the broken chunk rule.
+// or Internal naming the broken chunk rule. `metadata`: extra request headers.
 Status ReadAllRows(google::bigtable::v2::Bigtable::Stub* stub,
                    const google::bigtable::v2::ReadRowsRequest& request,
                    std::vector<client::Row>* rows,
-                   std::chrono::milliseconds timeout = std::chrono::seconds(30));
+                   std::chrono::milliseconds timeout = std::chrono::seconds(30),
+                   const std::vector<std::pair<std::string, std::string>>& metadata = {});
+
+// The `bigtable-features` header value advertising reverse scans (base64url of
+// FeatureFlags{reverse_scans: true}); the emulator serves reversed ReadRows only with it.
+inline constexpr char kFeaturesHeader[] = "bigtable-features";
+inline constexpr char kReverseScansFeature[] = "CAE=";
 
 // grpc::Status -> absl::Status with the same code and message.
 Status FromGrpc(const grpc::Status& status);
