@@ -1,0 +1,114 @@
+// DataService: the Cloud Bigtable v2 data API (google.bigtable.v2.Bigtable) over the catalog's
+// tables and the engine's tablets. docs/server.md ("The data path") describes the behaviour
+// in full; in short:
+//
+//   ReadRows            RowSet (keys and ranges, deduplicated and ordered), rows_limit, reversed,
+//                       the whole RowFilter language (row_filter.h), request stats; streamed one
+//                       response at a time with flow control, large values split into chunks
+//   SampleRowKeys       tablet boundaries and the engine's samples, cumulative offsets, "" last
+//   MutateRow(s)        validated as production does (mutation_builder.h); a status per entry
+//   CheckAndMutateRow   predicate and mutation atomic on the row (row_locks.h)
+//   ReadModifyWriteRow  append / 64-bit big-endian increment, atomic on the row
+//   PingAndWarm         validates the instance name
+// Every other RPC of the service answers UNIMPLEMENTED (the generated base class does that).
+//
+// Errors carry the codes a Bigtable client expects: NOT_FOUND for a missing table or family
+// (never a retryable code for a permanent error), INVALID_ARGUMENT for malformed requests,
+// UNIMPLEMENTED for authorized and materialized views; engine errors keep their code
+// (UNAVAILABLE only for real I/O trouble, RESOURCE_EXHAUSTED, DATA_LOSS).
+//
+// Threads: the RPC handlers return at once; the work (engine reads and writes, which may wait
+// for disk) runs on the injected Executor, so gRPC's own threads never block on I/O. With a
+// null executor the work runs inline on gRPC's callback threads (simpler, for tests and tools).
+//
+// Thread-safety: gRPC calls the handlers from many threads at once; the service is safe for
+// that. Its own state is constant after construction apart from RowLocks (internally
+// synchronized).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "google/bigtable/v2/bigtable.grpc.pb.h"
+#include "tessera/server/row_locks.h"
+#include "tessera/server/table_catalog.h"
+#include "tessera/util/clock.h"
+#include "tessera/util/executor.h"
+
+namespace tessera::server {
+
+struct DataServiceOptions {
+  // --- behaviour ---
+  // ReadRows splits a cell value into pieces of at most this many bytes (CellChunk.value), so
+  // clients with gRPC's default 4 MiB receive limit read values of any size. > 0.
+  size_t read_chunk_bytes = 1 << 20;
+  // SampleRowKeys reports a key about every this many bytes of a tablet (besides the tablet
+  // boundaries). > 0.
+  uint64_t sample_every_bytes = 64ull << 20;
+
+  // --- performance ---
+  // A ReadRowsResponse is sent once it holds about this many bytes of chunks...
+  size_t read_response_bytes = 1 << 20;
+  // ...or this many rows, whichever comes first. > 0.
+  size_t read_response_rows = 1000;
+  // A ReadRows step reads at most this many rows (or opens this many scans and point reads)
+  // before it yields its thread, so a scan whose filter drops most rows, or a RowSet of many
+  // absent keys, does not hold a thread for long. > 0.
+  size_t read_rows_per_step = 4096;
+  // MutateRows spreads one request's entries over up to this many executor tasks, so that
+  // their commit-log writes group-commit together. 1 = one task. Ignored without an executor.
+  int mutate_rows_parallelism = 8;
+  // Stripes of the row locks (row_locks.h).
+  size_t row_lock_stripes = RowLocks::kDefaultStripes;
+};
+
+class DataService final : public google::bigtable::v2::Bigtable::CallbackService {
+ public:
+  // `catalog` and `clock` must outlive the service. `executor` (may be null: work inline) must
+  // outlive every RPC the service runs, i.e. stay alive until the gRPC server has shut down.
+  DataService(TableCatalog* catalog, Clock* clock, Executor* executor,
+              DataServiceOptions options = DataServiceOptions());
+  ~DataService() override;
+
+  DataService(const DataService&) = delete;
+  DataService& operator=(const DataService&) = delete;
+
+  grpc::ServerWriteReactor<google::bigtable::v2::ReadRowsResponse>* ReadRows(
+      grpc::CallbackServerContext* context,
+      const google::bigtable::v2::ReadRowsRequest* request) override;
+  grpc::ServerWriteReactor<google::bigtable::v2::SampleRowKeysResponse>* SampleRowKeys(
+      grpc::CallbackServerContext* context,
+      const google::bigtable::v2::SampleRowKeysRequest* request) override;
+  grpc::ServerUnaryReactor* MutateRow(grpc::CallbackServerContext* context,
+                                      const google::bigtable::v2::MutateRowRequest* request,
+                                      google::bigtable::v2::MutateRowResponse* response) override;
+  grpc::ServerWriteReactor<google::bigtable::v2::MutateRowsResponse>* MutateRows(
+      grpc::CallbackServerContext* context,
+      const google::bigtable::v2::MutateRowsRequest* request) override;
+  grpc::ServerUnaryReactor* CheckAndMutateRow(
+      grpc::CallbackServerContext* context,
+      const google::bigtable::v2::CheckAndMutateRowRequest* request,
+      google::bigtable::v2::CheckAndMutateRowResponse* response) override;
+  grpc::ServerUnaryReactor* PingAndWarm(
+      grpc::CallbackServerContext* context,
+      const google::bigtable::v2::PingAndWarmRequest* request,
+      google::bigtable::v2::PingAndWarmResponse* response) override;
+  grpc::ServerUnaryReactor* ReadModifyWriteRow(
+      grpc::CallbackServerContext* context,
+      const google::bigtable::v2::ReadModifyWriteRowRequest* request,
+      google::bigtable::v2::ReadModifyWriteRowResponse* response) override;
+
+  // The row locks every write of the data service takes (row_locks.h). Other writers of rows
+  // (the admin service's DropRowRange) take them too, to be ordered with CheckAndMutateRow and
+  // ReadModifyWriteRow. Lives as long as the service.
+  RowLocks* row_locks() const;
+
+  // The implementation, shared with the reactors (data_service.cc).
+  class Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tessera::server
