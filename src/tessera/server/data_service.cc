@@ -655,9 +655,12 @@ class MutateRowsReactor final : public grpc::ServerWriteReactor<v2::MutateRowsRe
     for (size_t i = 0; i < statuses_.size(); ++i) {
       v2::MutateRowsResponse::Entry* e = response_.add_entries();
       e->set_index(static_cast<int64_t>(i));
+      // Every entry carries a status, OK ones too (an empty message, present on the wire):
+      // some clients read entry.status.code without checking that the status is there.
+      google::rpc::Status* status = e->mutable_status();
       if (!statuses_[i].ok()) {
-        e->mutable_status()->set_code(static_cast<int32_t>(statuses_[i].code()));
-        e->mutable_status()->set_message(std::string(statuses_[i].message()));
+        status->set_code(static_cast<int32_t>(statuses_[i].code()));
+        status->set_message(std::string(statuses_[i].message()));
       }
     }
     StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);

@@ -338,6 +338,7 @@ TEST_P(DataServiceTest, MutateRowsStatusPerEntry) {
     } else if (e.index() == 11 || e.index() == 12) {
       EXPECT_EQ(e.status().code(), grpc::StatusCode::INVALID_ARGUMENT);
     } else {
+      EXPECT_TRUE(e.has_status());
       EXPECT_EQ(e.status().code(), 0) << e.status().message();
     }
   }
