@@ -39,7 +39,7 @@ unit-test: build
 # The fuzz preset (CMakePresets.json) builds into build-fuzz/.
 fuzz-build: deps
 	cmake --preset fuzz
-	cmake --build $(FUZZ_DIR) -j $(JOBS)
+	cmake --build $(FUZZ_DIR) -j $(JOBS) --target fuzzers
 
 fuzz: fuzz-build
 	@bash scripts/run_fuzzers.sh $(FUZZ_DIR) $(FUZZ_SECONDS)

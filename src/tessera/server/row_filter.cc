@@ -893,6 +893,57 @@ RowFilter::RowFilter(RowFilter&&) noexcept = default;
 RowFilter& RowFilter::operator=(RowFilter&&) noexcept = default;
 RowFilter::~RowFilter() = default;
 
+namespace {
+
+// Upper bounds on how many cells one input cell can become: `main` on the filter's output,
+// `sunk` emitted by sinks inside it. Interleaves add their branches', chains multiply their
+// stages' (what reaches a sink in stage i is the product of the stages before it), a condition
+// emits one branch. Saturates just above `cap`, so deep nesting cannot overflow.
+struct Copies {
+  uint64_t main = 1;
+  uint64_t sunk = 0;
+};
+
+Copies CopyBound(const Node& n, uint64_t cap) {
+  auto sat = [cap](uint64_t v) { return std::min(v, cap + 1); };
+  switch (n.kind) {
+    case Kind::kChain: {
+      Copies out{1, 0};
+      for (const auto& c : n.children) {
+        const Copies stage = CopyBound(*c, cap);
+        out.sunk = sat(out.sunk + sat(out.main * stage.sunk));
+        out.main = sat(out.main * stage.main);
+      }
+      return out;
+    }
+    case Kind::kInterleave: {
+      Copies out{0, 0};
+      for (const auto& c : n.children) {
+        const Copies branch = CopyBound(*c, cap);
+        out.main = sat(out.main + branch.main);
+        out.sunk = sat(out.sunk + branch.sunk);
+      }
+      return out;
+    }
+    case Kind::kCondition: {
+      Copies out{0, 0};
+      for (const Node* branch : {n.true_branch.get(), n.false_branch.get()}) {
+        if (branch == nullptr) continue;
+        const Copies b = CopyBound(*branch, cap);
+        out.main = std::max(out.main, b.main);
+        out.sunk = std::max(out.sunk, b.sunk);
+      }
+      return out;
+    }
+    case Kind::kSink:
+      return Copies{1, 1};
+    default:
+      return Copies{1, 0};
+  }
+}
+
+}  // namespace
+
 StatusOr<RowFilter> RowFilter::Compile(const v2::RowFilter& proto, const FilterOptions& options) {
   // Depth first: everything after this (ByteSizeLong included) recurses over the message.
   RETURN_IF_ERROR(CheckDepth(proto, 0, options.max_depth));
@@ -905,6 +956,15 @@ StatusOr<RowFilter> RowFilter::Compile(const v2::RowFilter& proto, const FilterO
   const int regexes = CountRegexes(proto);
   Compiler compiler(options, options.max_regex_memory_bytes / std::max(regexes, 1));
   ASSIGN_OR_RETURN(auto root, compiler.Compile(proto, /*in_condition=*/false, ""));
+  // Nested interleaves copy cells exponentially: 20 levels of two branches would turn one cell
+  // into a million. Refuse filters whose output could exceed max_copies_per_cell per input.
+  const Copies bound = CopyBound(*root, options.max_copies_per_cell);
+  const uint64_t copies = bound.main + bound.sunk;
+  if (copies > options.max_copies_per_cell) {
+    return absl::InvalidArgumentError(
+        StrCat("RowFilter may output a cell more than ", options.max_copies_per_cell,
+               " times (nested interleaves); restructure it"));
+  }
   return RowFilter(std::move(root), options.sample_seed);
 }
 

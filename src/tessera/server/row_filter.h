@@ -94,6 +94,9 @@ struct FilterOptions {
   // A pattern whose program does not fit its share is refused, which bounds compile time,
   // match time and memory however many regexes the filter holds.
   int64_t max_regex_memory_bytes = int64_t{4} << 20;
+  // Largest accepted bound on how many output cells one input cell can become (interleave
+  // branches add up, chained interleaves multiply); bounds a row's filtered size.
+  uint64_t max_copies_per_cell = 256;
 };
 
 // What the server may push into the storage read, because restricting the read this way

@@ -940,3 +940,52 @@ TEST(RowFilterTest, RandomizedPushdownNeverChangesTheOutput) {
 
 }  // namespace
 }  // namespace tessera::server
+
+namespace tessera::server {
+namespace {
+
+// Nested interleaves multiply copies of a cell; a filter that could blow one row up past the
+// bound is refused at compile time instead of exhausting memory per row.
+TEST(RowFilterCopyBoundTest, RefusesExponentialInterleaves) {
+  auto nested = [](int levels) {
+    google::bigtable::v2::RowFilter f;
+    f.set_pass_all_filter(true);
+    for (int i = 0; i < levels; ++i) {
+      google::bigtable::v2::RowFilter outer;
+      *outer.mutable_interleave()->add_filters() = f;
+      *outer.mutable_interleave()->add_filters() = f;
+      f = std::move(outer);
+    }
+    return f;
+  };
+  FilterOptions options;
+  EXPECT_TRUE(RowFilter::Compile(nested(8), options).ok());  // 256 copies: at the bound
+  auto refused = RowFilter::Compile(nested(9), options);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("more than 256 times"), std::string::npos)
+      << refused.status();
+  // Deep chains of plain filters copy nothing.
+  google::bigtable::v2::RowFilter chain;
+  chain.set_pass_all_filter(true);
+  for (int i = 0; i < 19; ++i) {
+    google::bigtable::v2::RowFilter outer;
+    *outer.mutable_chain()->add_filters() = chain;
+    outer.mutable_chain()->add_filters()->set_cells_per_column_limit_filter(3);
+    chain = std::move(outer);
+  }
+  EXPECT_TRUE(RowFilter::Compile(chain, options).ok());
+  // Sinks count: an interleave of 200 sinks plus 100 pass-alls is 300 copies.
+  google::bigtable::v2::RowFilter sinks;
+  for (int i = 0; i < 300; ++i) {
+    if (i < 200) {
+      sinks.mutable_interleave()->add_filters()->set_sink(true);
+    } else {
+      sinks.mutable_interleave()->add_filters()->set_pass_all_filter(true);
+    }
+  }
+  EXPECT_EQ(RowFilter::Compile(sinks, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace tessera::server
