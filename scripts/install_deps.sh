@@ -12,7 +12,7 @@ PACKAGES=(
   libzstd-dev liblz4-dev libxxhash-dev
   librocksdb-dev libleveldb-dev
   libcli11-dev nlohmann-json3-dev libtoml11-dev
-  libedit-dev etcd-server etcd-client
+  libedit-dev libjemalloc-dev etcd-server etcd-client
 )
 
 missing=()

@@ -47,6 +47,10 @@ int RunServe(int argc, char** argv) {
 
   server::ServerOptions options;
   options.engine.dir = "./data";
+  // Most reads are served from the block cache or memtables: answering them on gRPC's thread
+  // saves two thread hand-offs per read (measured: about a quarter of the server's CPU per
+  // point read). Writes wait for group commit and stay on the worker threads.
+  options.data.inline_reads = true;
   std::string sync = "batch";
   int64_t periodic_sync_ms = options.engine.periodic_sync_interval_ms;
   size_t memtable_mb = options.engine.memtable_bytes / kMiB;
@@ -99,6 +103,12 @@ int RunServe(int argc, char** argv) {
   app.add_option("--worker-threads", options.worker_threads,
                  "threads running engine reads and writes for requests")
       ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  app.add_flag("--inline-reads,!--no-inline-reads", options.data.inline_reads,
+               "serve ReadRows on gRPC's threads instead of the worker threads")
+      ->capture_default_str();
+  app.add_flag("--inline-writes,!--no-inline-writes", options.data.inline_writes,
+               "apply MutateRow on gRPC's threads instead of the worker threads")
       ->capture_default_str();
   app.add_option("--port-file", port_file, "write the bound port to this file once serving");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")

@@ -712,7 +712,7 @@ class ReadRowsReactor final : public grpc::ServerWriteReactor<v2::ReadRowsRespon
   // Runs steps until one writes or finishes. Without an executor the loop runs inline, so a
   // long filtered scan does not recurse.
   void Schedule() {
-    if (impl_->has_executor()) {
+    if (impl_->has_executor() && !impl_->options().inline_reads) {
       impl_->Run([this] {
         if (Step() == StepResult::kYield) Schedule();
       });
@@ -961,7 +961,12 @@ grpc::ServerUnaryReactor* DataService::MutateRow(grpc::CallbackServerContext* co
                                                  v2::MutateRowResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   Impl* impl = impl_.get();
-  impl->Run([impl, request, reactor] { reactor->Finish(ToGrpcStatus(impl->MutateRow(*request))); });
+  if (impl->options().inline_writes) {
+    reactor->Finish(ToGrpcStatus(impl->MutateRow(*request)));
+  } else {
+    impl->Run(
+        [impl, request, reactor] { reactor->Finish(ToGrpcStatus(impl->MutateRow(*request))); });
+  }
   return reactor;
 }
 

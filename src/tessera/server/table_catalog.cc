@@ -101,7 +101,9 @@ Status TableCatalog::Load() {
     f.tablets.push_back(TabletRef{id, d->start_row, d->end_row});
     f.schemas.push_back(std::move(d->schema));
   }
-  for (auto& [full_name, f] : found) {
+  for (auto& entry : found) {
+    const std::string& full_name = entry.first;
+    Found& f = entry.second;  // a plain reference: clang 14 cannot capture structured bindings
     // Sort tablets (and their schemas) by start row.
     std::vector<size_t> order(f.tablets.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
