@@ -185,6 +185,38 @@ TEST_F(ReverseScanTest, RangesLimitsAndSelectionsMirrorTheForwardScan) {
   EXPECT_EQ(std::vector<Cell>({{"c", "n", 3, "newer"}}), c_only[0].cells);
 }
 
+// More than four sources (the merging iterator switches from a linear scan to a heap): each of
+// eight files and the memtable overwrites or deletes some rows of the others.
+TEST_F(ReverseScanTest, ManySources) {
+  ASSERT_NO_FATAL_FAILURE(Open());
+  for (int file = 0; file < 8; ++file) {
+    for (int i = file; i < 120; i += 3 + file % 4) {
+      RowMutation m(fmt::format("k{:03d}", i));
+      if ((i + file) % 9 == 0) {
+        m.DeleteFromRow();
+      } else {
+        m.SetCell(file % 2 == 0 ? "a" : "c", "q", file, fmt::format("f{}", file));
+      }
+      ASSERT_NO_FATAL_FAILURE(Apply(m));
+    }
+    ASSERT_TRUE(engine_->Flush(kTablet).ok());
+  }
+  for (int i = 0; i < 120; i += 11) {
+    ASSERT_NO_FATAL_FAILURE(Put(fmt::format("k{:03d}", i), "b", "q", 1, "mem"));
+  }
+  ASSERT_EQ(8u, engine_->GetStats().sstable_files);
+  ReadSpec only_c;
+  only_c.families = {"c"};
+  for (const RowRange& range : {RowRange{}, RowRange{"k010", "k100"}, RowRange{"k055", "k056"}}) {
+    for (const ReadSpec& spec : {ReadSpec{}, only_c}) {
+      for (uint64_t limit : {0, 1, 7}) {
+        ASSERT_NO_FATAL_FAILURE(ExpectMirrorsForward(range, spec, limit));
+      }
+    }
+  }
+  EXPECT_GT(Scan({}, {}, 0, true).size(), 60u);
+}
+
 TEST_F(ReverseScanTest, RangeIsClippedToTheTablet) {
   ASSERT_NO_FATAL_FAILURE(Open(Descriptor("c", "m")));
   for (std::string_view row : {"c", "d", "k", "l", "lz"}) {
