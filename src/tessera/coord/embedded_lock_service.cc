@@ -499,13 +499,18 @@ class EmbeddedLockService::Impl {
   void RecordChangeLocked(WatchTarget target, WatchEvent event)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     for (const auto& [wid, core] : watches_) {
-      if (Matches(core->options, target, event.name)) {
+      if (event.revision >= core->options.start_revision &&
+          Matches(core->options, target, event.name)) {
         pending_.push_back(Delivery{core, event, nullptr});
       }
     }
+    history_bytes_ += event.name.size() + event.value.size();
     history_.push_back(Change{target, std::move(event)});
-    while (history_.size() > std::max<size_t>(1, options_.history_limit)) {
-      history_floor_ = history_.front().event.revision;
+    while (history_.size() > std::max<size_t>(1, options_.history_limit) ||
+           (history_.size() > 1 && history_bytes_ > options_.history_bytes_limit)) {
+      const WatchEvent& oldest = history_.front().event;
+      history_bytes_ -= oldest.name.size() + oldest.value.size();
+      history_floor_ = oldest.revision;
       history_.pop_front();
     }
     work_cv_.Signal();
@@ -555,6 +560,7 @@ class EmbeddedLockService::Impl {
   std::map<int64_t, std::shared_ptr<WatchCore>> watches_ ABSL_GUARDED_BY(mu_);
   int64_t next_watch_id_ ABSL_GUARDED_BY(mu_) = 1;
   std::deque<Change> history_ ABSL_GUARDED_BY(mu_);
+  size_t history_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // names and values in history_
   std::deque<Delivery> pending_ ABSL_GUARDED_BY(mu_);
   // Whether some thread (drainer_) is running callbacks, and whose callback runs right now.
   bool draining_ ABSL_GUARDED_BY(mu_) = false;

@@ -44,8 +44,10 @@ struct EmbeddedLockServiceOptions {
   int64_t poll_interval_ms = 50;
   // Acquire retries every this many milliseconds of `clock` time (ManualClock: advances it).
   int64_t acquire_retry_ms = 10;
-  // Changes kept in memory for watches with a start revision in the past.
+  // Changes kept in memory for watches with a start revision in the past: at most this many,
+  // holding at most history_bytes_limit bytes of names and values (the newest is always kept).
   size_t history_limit = 10'000;
+  size_t history_bytes_limit = 16 << 20;
 };
 
 class EmbeddedLockService final : public LockService {

@@ -28,7 +28,8 @@ class EmbeddedLockServiceTest : public ::testing::Test {
  protected:
   void SetUp() override { Reopen(); }
 
-  void Reopen(size_t history_limit = 10'000, const std::string& dir = kDir) {
+  void Reopen(size_t history_limit = 10'000, const std::string& dir = kDir,
+              size_t history_bytes_limit = 16 << 20) {
     service_.reset();
     EmbeddedLockServiceOptions options;
     options.fs = &fs_;
@@ -36,6 +37,7 @@ class EmbeddedLockServiceTest : public ::testing::Test {
     options.dir = dir;
     options.background_thread = false;
     options.history_limit = history_limit;
+    options.history_bytes_limit = history_bytes_limit;
     auto service = EmbeddedLockService::Open(options);
     ASSERT_TRUE(service.ok()) << service.status();
     service_ = std::move(*service);
@@ -185,6 +187,37 @@ TEST_F(EmbeddedLockServiceTest, WatchStartingBeforeTheKeptHistoryGetsAReset) {
   service_->Poll();
   ASSERT_EQ(recent.size(), 2u) << Describe(recent.events());
   EXPECT_EQ(recent.events()[0].value, "4");
+}
+
+TEST_F(EmbeddedLockServiceTest, HistoryIsBoundedInBytesToo) {
+  Reopen(10'000, kDir, /*history_bytes_limit=*/1000);
+  auto s = NewSession();
+  const int64_t start = service_->revision() + 1;
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(s->Put("k", std::string(400, 'a' + i), {}).ok());
+  // Only the last two changes (2 × 401 bytes) fit: an older start gets a reset.
+  EventLog old_log, kept_log;
+  auto old_watch = s->StartWatch(WatchName("k", start), old_log.Callback());
+  auto kept_watch = s->StartWatch(WatchName("k", start + 3), kept_log.Callback());
+  ASSERT_TRUE(old_watch.ok() && kept_watch.ok());
+  service_->Poll();
+  ASSERT_EQ(old_log.size(), 1u) << Describe(old_log.events());
+  EXPECT_EQ(old_log.events()[0].type, WatchEventType::kReset);
+  ASSERT_EQ(kept_log.size(), 2u) << Describe(kept_log.events());
+  EXPECT_EQ(kept_log.events()[1].value, std::string(400, 'e'));
+}
+
+TEST_F(EmbeddedLockServiceTest, WatchFromAFutureRevisionSkipsWhatComesBefore) {
+  auto s = NewSession();
+  const int64_t start = service_->revision() + 3;
+  EventLog log;
+  auto watch = s->StartWatch(WatchName("k", start), log.Callback());
+  ASSERT_TRUE(watch.ok());
+  for (int i = 1; i <= 4; ++i) ASSERT_TRUE(s->Put("k", StrCat(i), {}).ok());
+  service_->Poll();
+  auto events = log.events();
+  ASSERT_EQ(events.size(), 2u) << Describe(events);
+  EXPECT_EQ(events[0].revision, start);
+  EXPECT_EQ(events[0].value, "3");
 }
 
 TEST_F(EmbeddedLockServiceTest, PersistentFilesSurviveReopenSessionsDoNot) {

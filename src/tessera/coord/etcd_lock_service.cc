@@ -130,6 +130,7 @@ class EtcdLockService::Client {
   pb::KV::Stub* kv() { return kv_.get(); }
   pb::Lease::Stub* lease() { return lease_.get(); }
   pb::Watch::Stub* watch() { return watch_.get(); }
+  const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
 
   const std::string& Root(WatchTarget target) const {
     return target == WatchTarget::kFiles ? files_root_ : locks_root_;
@@ -167,11 +168,14 @@ FileInfo ToFileInfo(std::string_view name, const mvccpb::KeyValue& kv) {
 }
 
 // One watch: its etcd stream, the thread that reads it and runs the callback. Shared by the
-// Watch handle, the session (which tells it of expiry or close) and the thread itself.
+// Watch handle, the session (which tells it of expiry or close) and the thread itself. The
+// thread uses only what the core owns (its own stub on a shared channel), so a thread left to
+// finish after its Watch was destroyed from its own callback needs nothing else to live.
 class WatchCore {
  public:
   WatchCore(Client* client, WatchOptions options, WatchCallback callback)
-      : client_(client),
+      : rpc_timeout_ms_(client->options().rpc_timeout_ms),
+        stub_(pb::Watch::NewStub(client->channel())),
         options_(std::move(options)),
         callback_(std::move(callback)),
         root_(client->Root(options_.target)),
@@ -186,13 +190,13 @@ class WatchCore {
     {
       absl::MutexLock l(&mu_);
       const absl::Time give_up =
-          absl::Now() + absl::Milliseconds(client_->options().rpc_timeout_ms);
+          absl::Now() + absl::Milliseconds(rpc_timeout_ms_);
       while (!start_done_ && absl::Now() < give_up) cv_.WaitWithDeadline(&mu_, give_up);
       if (start_done_ && start_status_.ok()) return absl::OkStatus();
       failed = start_done_ ? start_status_
                            : absl::UnavailableError(StrCat(
                                  "etcd did not confirm the watch on '", options_.key, "' within ",
-                                 client_->options().rpc_timeout_ms, " ms"));
+                                 rpc_timeout_ms_, " ms"));
       canceled_ = true;
       if (ctx_ != nullptr) ctx_->TryCancel();
       cv_.SignalAll();
@@ -277,7 +281,7 @@ class WatchCore {
       ctx_ = &ctx;
     }
     std::unique_ptr<grpc::ClientReaderWriter<pb::WatchRequest, pb::WatchResponse>> stream =
-        client_->watch()->Watch(&ctx);
+        stub_->Watch(&ctx);
     pb::WatchRequest request;
     pb::WatchCreateRequest* create = request.mutable_create_request();
     create->set_key(key_);
@@ -373,7 +377,8 @@ class WatchCore {
     cv_.SignalAll();
   }
 
-  Client* const client_;
+  const int64_t rpc_timeout_ms_;
+  const std::unique_ptr<pb::Watch::Stub> stub_;
   const WatchOptions options_;
   const WatchCallback callback_;
   const std::string root_;

@@ -193,7 +193,12 @@ void EtcdTestServer::Kill() {
 }
 
 void EtcdTestServer::Pause() {
-  if (pid_ > 0) kill(pid_, SIGSTOP);
+  if (pid_ <= 0) return;
+  kill(pid_, SIGSTOP);
+  // kill() returns before the process has stopped; wait until it has, so that nothing sent
+  // after Pause() is answered.
+  int status = 0;
+  waitpid(pid_, &status, WUNTRACED);
 }
 
 void EtcdTestServer::Resume() {

@@ -45,7 +45,8 @@ class EtcdTestServer {
 
   // SIGKILL now and reap. Idempotent.
   void Kill();
-  // SIGSTOP / SIGCONT (a hung server: connections stay open, nothing answers).
+  // SIGSTOP (returning once the process has stopped) / SIGCONT: a hung server, whose
+  // connections stay open and answer nothing.
   void Pause();
   void Resume();
 
