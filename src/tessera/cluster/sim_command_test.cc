@@ -1,0 +1,119 @@
+#include "tessera/cluster/sim_command.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "nlohmann/json.hpp"
+
+namespace tessera::cluster {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct Result {
+  int code;
+  std::string out, err;
+};
+
+Result RunSim(std::vector<std::string> args) {
+  args.insert(args.begin(), "sim");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  std::ostringstream out, err;
+  int code = RunSimCommand(static_cast<int>(argv.size()), argv.data(), out, err);
+  return {code, out.str(), err.str()};
+}
+
+std::vector<nlohmann::json> JsonLines(const std::string& out) {
+  std::vector<nlohmann::json> lines;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
+TEST(SimCommandTest, JsonHasEveryFieldWithNullsWhereNotApplicable) {
+  Result r = RunSim(
+      {"--scenario", "join", "--nodes", "8,12", "--seed", "3", "--json", "--measure-rounds", "5"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto lines = JsonLines(r.out);
+  ASSERT_EQ(lines.size(), 2u);
+  for (const char* key :
+       {"scenario", "nodes", "detect_median_s", "detect_p99_s", "false_convictions_per_hour",
+        "converge_rounds", "gossip_bytes_per_node_per_s", "seed"}) {
+    EXPECT_TRUE(lines[0].contains(key)) << key;
+  }
+  EXPECT_EQ(lines[0]["scenario"], "join");
+  EXPECT_EQ(lines[0]["nodes"], 8);
+  EXPECT_EQ(lines[1]["nodes"], 12);
+  EXPECT_EQ(lines[0]["seed"], 3);
+  EXPECT_TRUE(lines[0]["detect_median_s"].is_null());
+  EXPECT_TRUE(lines[0]["false_convictions_per_hour"].is_null());
+  EXPECT_TRUE(lines[0]["converge_rounds"].is_number_integer());
+  EXPECT_GT(lines[0]["gossip_bytes_per_node_per_s"].get<double>(), 0);
+  EXPECT_EQ(lines[0]["interval_ms"], 200);
+  EXPECT_EQ(lines[0]["model"], "exponential");
+}
+
+TEST(SimCommandTest, PaperSettingsAndOverrides) {
+  Result r = RunSim({"--scenario", "crash", "--nodes", "10", "--paper", "--trials", "1", "--json",
+                     "--measure-rounds", "20"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto lines = JsonLines(r.out);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0]["interval_ms"], 1000);
+  EXPECT_EQ(lines[0]["phi"], 5.0);
+  EXPECT_TRUE(lines[0]["detect_median_s"].is_number());
+  EXPECT_EQ(lines[0]["missed_detections"], 0);
+
+  r = RunSim({"--scenario", "crash", "--nodes", "10", "--paper", "--interval-ms", "500", "--phi",
+              "3", "--model", "normal", "--trials", "1", "--json", "--measure-rounds", "20"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  lines = JsonLines(r.out);
+  EXPECT_EQ(lines[0]["interval_ms"], 500);
+  EXPECT_EQ(lines[0]["phi"], 3.0);
+  EXPECT_EQ(lines[0]["model"], "normal");
+}
+
+TEST(SimCommandTest, SameSeedSameFigures) {
+  std::vector<std::string> args = {
+      "--scenario",    "partition", "--nodes",          "10", "--seed", "9", "--json",
+      "--partition-s", "10",        "--measure-rounds", "10"};
+  Result a = RunSim(args);
+  Result b = RunSim(args);
+  ASSERT_EQ(a.code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+}
+
+TEST(SimCommandTest, TableByDefault) {
+  Result r =
+      RunSim({"--scenario", "loss", "--nodes", "5", "--duration-s", "30", "--measure-rounds", "5"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("scenario"));
+  EXPECT_THAT(r.out, HasSubstr("bytes/n/s"));
+  EXPECT_THAT(r.out, HasSubstr("loss "));
+  EXPECT_THAT(r.out, HasSubstr("1.0%"));  // the loss scenario's default loss
+}
+
+TEST(SimCommandTest, BadFlagsFail) {
+  EXPECT_NE(RunSim({"--scenario", "bogus"}).code, 0);
+  EXPECT_NE(RunSim({}).code, 0);  // --scenario is required
+  EXPECT_NE(RunSim({"--scenario", "crash", "--nodes", "1"}).code, 0);
+  EXPECT_NE(RunSim({"--scenario", "crash", "--loss", "2"}).code, 0);
+  EXPECT_NE(RunSim({"--scenario", "crash", "--phi", "-1"}).code, 0);
+  EXPECT_NE(RunSim({"--scenario", "crash", "--no-such-flag"}).code, 0);
+}
+
+TEST(SimCommandTest, HelpSucceeds) {
+  Result r = RunSim({"--help"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_THAT(r.out, HasSubstr("--scenario"));
+  EXPECT_THAT(r.out, HasSubstr("--paper"));
+}
+
+}  // namespace
+}  // namespace tessera::cluster

@@ -1,0 +1,36 @@
+// How gossip messages move between nodes: one Transport per node, best effort, like UDP.
+//
+// A message may be lost, delayed, duplicated or reordered; the gossip protocol tolerates all of
+// it. Implementations: the simulated network (simulator.cc) and, later, a gRPC one (a unary call
+// whose request carries the encoded bytes).
+//
+// Thread-safety: Send() may be called from any thread. The receiver may be called on any thread
+// the implementation owns, but never while Send() is running on the same thread (no reentrancy:
+// the simulator queues deliveries as events), so a receiver may call Send().
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "tessera/cluster/endpoint_state.h"
+
+namespace tessera::cluster {
+
+class Transport {
+ public:
+  // Called with each message that arrives for this node. The bytes live only during the call.
+  using Receiver = std::function<void(std::string_view bytes)>;
+
+  virtual ~Transport() = default;
+
+  // Queues `bytes` for node `to` and returns at once (never waits on the network). Unknown or
+  // unreachable destinations drop the message silently: gossip finds out through silence.
+  virtual void Send(const NodeId& to, std::string bytes) = 0;
+
+  // Installs the receiver (replacing any earlier one). The receiver must stay valid until it
+  // is replaced or the transport is destroyed.
+  virtual void SetReceiver(Receiver receiver) = 0;
+};
+
+}  // namespace tessera::cluster
