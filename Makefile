@@ -3,7 +3,8 @@
 #   make run     install what is missing, build, start one Tessera node on 127.0.0.1:8086
 #                (data in ./data; SERVE_ARGS adds flags, e.g. SERVE_ARGS='--sync periodic')
 #   make test    install what is missing, build, run every test (unit, crash, corruption, fuzz)
-#   make bench   engine benchmark against RocksDB and LevelDB, with ratios and peak memory
+#   make bench   engine vs RocksDB and LevelDB; tessera serve vs the official emulator (YCSB,
+#                scripts/bench_server.sh); the cluster simulator's detection and gossip figures
 #   make fuzz    run every fuzzer for FUZZ_SECONDS each (default 20)
 
 BUILD_DIR    ?= build

@@ -63,3 +63,14 @@ PY
 # The server benchmark: YCSB workloads against `tessera serve` and the official emulator.
 echo
 BUILD_DIR="$BUILD_DIR" bash "$ROOT/scripts/bench_server.sh"
+
+# The cluster simulator (issue 4): failure detection and gossip on 100 simulated nodes, at the
+# Cassandra paper's settings (exponential phi, 1 s rounds) and at Tessera's defaults; rounds to
+# converge after a join for N = 10, 100, 1000. One JSON object per scenario run.
+echo
+echo "cluster simulator: paper settings (--paper), then Tessera's defaults"
+TESSERA="$BUILD_DIR/src/tessera/cli/tessera"
+for settings in --paper ""; do
+  "$TESSERA" sim --scenario crash,loss,partition --nodes 100 --json $settings
+  "$TESSERA" sim --scenario join --nodes 10,100,1000 --json $settings
+done
