@@ -28,6 +28,7 @@
 // Errors (sharp codes):
 //   InvalidArgument     bad name, value or option (names the problem)
 //   Unavailable         the service cannot be reached or its storage failed; retry may succeed
+//                       (embedded: ResourceExhausted when the disk is full)
 //   FailedPrecondition  the session has expired or was closed
 //   Aborted             a compare-and-set lost (the file's version was not the expected one)
 //   NotFound            no such file / the lock is not held (by anyone, or by this session)
