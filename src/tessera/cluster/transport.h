@@ -1,8 +1,8 @@
 // How gossip messages move between nodes: one Transport per node, best effort, like UDP.
 //
 // A message may be lost, delayed, duplicated or reordered; the gossip protocol tolerates all of
-// it. Implementations: the simulated network (simulator.cc) and, later, a gRPC one (a unary call
-// whose request carries the encoded bytes).
+// it. Implementations: the simulated network (simulator.cc) and GrpcTransport (grpc_transport.h:
+// a unary call whose request carries the encoded bytes).
 //
 // Thread-safety: Send() may be called from any thread. The receiver may be called on any thread
 // the implementation owns, but never while Send() is running on the same thread (no reentrancy:
@@ -10,6 +10,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -31,6 +32,10 @@ class Transport {
   // Installs the receiver (replacing any earlier one). The receiver must stay valid until it
   // is replaced or the transport is destroyed.
   virtual void SetReceiver(Receiver receiver) = 0;
+
+  // Peers that answered that we are not of their cluster, each with its explanation. Only a
+  // transport with replies (gRPC) can know; the default knows none.
+  virtual std::map<NodeId, std::string> Refusals() const { return {}; }
 };
 
 }  // namespace tessera::cluster

@@ -1,0 +1,517 @@
+#include "tessera/cluster/node.h"
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+
+#include "nlohmann/json.hpp"
+#include "tessera/util/logging.h"
+
+namespace tessera::cluster {
+
+namespace {
+
+constexpr std::string_view kGenerationFile = "gossip_generation";
+
+std::string DirectoryName(std::string_view endpoint) {
+  return tessera::StrCat(kDirectoryPrefix, endpoint);
+}
+
+std::optional<int64_t> ParseInt(std::string_view s) {
+  int64_t v = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+// The directory entry's value: what an operator or the master needs to know about a node.
+std::string DirectoryEntry(const NodeOptions& o, int64_t generation) {
+  nlohmann::json j = {{"endpoint", o.endpoint}, {"dc", o.dc},
+                      {"rack", o.rack},         {"cluster", o.cluster_name},
+                      {"generation", generation}};
+  return j.dump();
+}
+
+}  // namespace
+
+StatusOr<int64_t> NextGeneration(FileSystem* fs, const std::string& data_dir, Clock* clock) {
+  const std::string path = JoinPath(data_dir, kGenerationFile);
+  int64_t last = 0;
+  if (fs->FileExists(path)) {
+    ASSIGN_OR_RETURN(std::string text, ReadFileToString(fs, path));
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+    std::optional<int64_t> parsed = ParseInt(text);
+    if (!parsed || *parsed < 0) {
+      return absl::DataLossError(
+          tessera::StrCat(path, " does not hold a generation number: \"", text, "\""));
+    }
+    last = *parsed;
+  }
+  const int64_t generation = std::max(clock->NowMicros() / 1'000'000, last + 1);
+  const std::string tmp = path + ".tmp";
+  RETURN_IF_ERROR(WriteStringToFile(fs, tmp, tessera::StrCat(generation, "\n"), /*sync=*/true));
+  RETURN_IF_ERROR(fs->RenameFile(tmp, path));
+  RETURN_IF_ERROR(fs->SyncDir(data_dir));
+  return generation;
+}
+
+ClusterNode::ClusterNode(NodeOptions options, coord::LockService* lock_service,
+                         Transport* transport, NodeHooks hooks, Clock* clock, int64_t generation)
+    : options_(std::move(options)),
+      lock_service_(lock_service),
+      transport_(transport),
+      hooks_(std::move(hooks)),
+      clock_(clock),
+      generation_(generation),
+      random_(static_cast<uint64_t>(clock->MonotonicMicros()) ^
+              std::hash<std::string>()(options_.endpoint)) {}
+
+StatusOr<std::unique_ptr<ClusterNode>> ClusterNode::Start(NodeOptions options,
+                                                          coord::LockService* lock_service,
+                                                          Transport* transport, NodeHooks hooks,
+                                                          Clock* clock, FileSystem* fs) {
+  if (options.endpoint.empty()) return absl::InvalidArgumentError("node endpoint must be set");
+  if (options.data_dir.empty()) return absl::InvalidArgumentError("node data_dir must be set");
+  if (options.cluster_name.empty()) {
+    return absl::InvalidArgumentError("cluster name must not be empty");
+  }
+  if (options.session_ttl_ms <= 0 || options.join_timeout_ms < 0 ||
+      options.election_poll_ms <= 0 || options.reregister_backoff_ms <= 0 ||
+      options.load_interval_ms <= 0) {
+    return absl::InvalidArgumentError("node timing options must be positive");
+  }
+  options.gossip.cluster_name = options.cluster_name;
+  options.gossip.self = options.endpoint;
+  options.gossip.seeds = options.seeds;
+  RETURN_IF_ERROR(ValidateGossipOptions(options.gossip));
+  ASSIGN_OR_RETURN(int64_t generation, NextGeneration(fs, options.data_dir, clock));
+
+  std::unique_ptr<ClusterNode> node(new ClusterNode(std::move(options), lock_service, transport,
+                                                    std::move(hooks), clock, generation));
+  const NodeOptions& o = node->options_;
+  ASSIGN_OR_RETURN(node->gossiper_, Gossiper::Create(o.gossip, generation, clock, &node->random_,
+                                                     transport));
+  node->gossiper_->SetApplicationState(kDcKey, o.dc);
+  node->gossiper_->SetApplicationState(kRackKey, o.rack);
+  node->gossiper_->SetApplicationState(kStatusKey, kStatusJoining);
+  if (o.load) node->gossiper_->SetApplicationState(kLoadKey, tessera::StrCat(o.load()));
+  node->gossiper_->Start();
+  node->gossip_thread_ = std::thread([n = node.get()] { n->GossipLoop(); });
+  TLOG_INFO("cluster: node {} (cluster '{}', {}/{}, generation {}) starting with seeds [{}]",
+            o.endpoint, o.cluster_name, o.dc, o.rack, generation,
+            fmt::join(o.seeds, ", "));
+
+  Status joined = node->WaitToJoin();
+  if (joined.ok()) joined = node->Register();
+  if (!joined.ok()) {
+    node->Stop();
+    return joined;
+  }
+  node->coordinator_thread_ = std::thread([n = node.get()] { n->CoordinatorLoop(); });
+  return node;
+}
+
+ClusterNode::~ClusterNode() { Stop(); }
+
+Status ClusterNode::WaitToJoin() {
+  const bool seed_of_itself = std::find(options_.seeds.begin(), options_.seeds.end(),
+                                        options_.endpoint) != options_.seeds.end();
+  std::vector<NodeId> others;
+  for (const NodeId& s : options_.seeds) {
+    if (s != options_.endpoint) others.push_back(s);
+  }
+  if (others.empty() || seed_of_itself) return Status();
+  const int64_t deadline = clock_->MonotonicMicros() + options_.join_timeout_ms * 1000;
+  while (true) {
+    // Hearing from anyone of our cluster is enough: the rest follows through gossip.
+    if (gossiper_->KnownEndpoints() > 1) {
+      TLOG_INFO("cluster: {} joined; it knows {} nodes", options_.endpoint,
+                gossiper_->KnownEndpoints());
+      return Status();
+    }
+    std::map<NodeId, std::string> refusals = transport_->Refusals();
+    bool all_refused = true;
+    for (const NodeId& s : others) all_refused = all_refused && refusals.count(s) > 0;
+    if (all_refused) {
+      std::string why;
+      for (const NodeId& s : others) why += tessera::StrCat("; ", s, ": ", refusals[s]);
+      return absl::FailedPreconditionError(tessera::StrCat(
+          "cannot join: every seed refused this node of cluster '", options_.cluster_name, "'",
+          why));
+    }
+    if (clock_->MonotonicMicros() >= deadline) {
+      std::string why;
+      for (const auto& [peer, message] : refusals) {
+        why += tessera::StrCat("; ", peer, " refused: ", message);
+      }
+      return absl::UnavailableError(tessera::StrCat(
+          "cannot join: no seed of [", fmt::format("{}", fmt::join(others, ", ")),
+          "] answered within ", options_.join_timeout_ms, " ms (are they up, and in cluster '",
+          options_.cluster_name, "'?)", why));
+    }
+    clock_->SleepForMicros(std::min<int64_t>(options_.gossip.interval_ms, 100) * 1000);
+  }
+}
+
+Status ClusterNode::Register() {
+  coord::SessionOptions so;
+  so.ttl_ms = options_.session_ttl_ms;
+  so.on_state_change = [this](coord::SessionState state) {
+    if (state != coord::SessionState::kExpired) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      session_lost_ = true;
+      serving_ = false;  // stop serving at once, before anything else happens
+      master_ = false;
+    }
+    TLOG_ERROR("cluster: {} lost its lock-service session; it stops serving", options_.endpoint);
+    cv_.notify_all();
+  };
+  ASSIGN_OR_RETURN(std::unique_ptr<coord::Session> created, lock_service_->CreateSession(so));
+  std::shared_ptr<coord::Session> session = std::move(created);
+  coord::PutOptions put;
+  put.ephemeral = true;
+  RETURN_IF_ERROR(session
+                      ->Put(DirectoryName(options_.endpoint),
+                            DirectoryEntry(options_, generation_), put)
+                      .status());
+  // A watch on the master lock wakes the coordinator the moment the master goes.
+  coord::WatchOptions wo;
+  wo.target = coord::WatchTarget::kLocks;
+  wo.key = std::string(kMasterLock);
+  ASSIGN_OR_RETURN(std::unique_ptr<coord::Watch> watch,
+                   session->StartWatch(wo, [this](const coord::WatchEvent& e) {
+                     if (e.type != coord::WatchEventType::kPut) Wake();
+                   }));
+  // The hook is the last step that can fail, so nothing it attached outlives a failed attempt.
+  if (hooks_.on_registered) RETURN_IF_ERROR(hooks_.on_registered(session.get()));
+  int registrations = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    session_ = session;
+    master_watch_ = std::move(watch);
+    session_lost_ = session->state() == coord::SessionState::kExpired;
+    serving_ = !session_lost_;
+    registrations = ++registrations_;
+  }
+  gossiper_->SetApplicationState(kStatusKey, kStatusNormal);
+  TLOG_INFO("cluster: {} registered with the {} lock service (session {}, TTL {} ms{})",
+            options_.endpoint, lock_service_->backend_name(), session->id().value,
+            session->ttl_ms(), registrations > 1 ? ", again after a session loss" : "");
+  TryBecomeMaster();
+  return Status();
+}
+
+void ClusterNode::DropSession() {
+  std::shared_ptr<coord::Session> session;
+  std::unique_ptr<coord::Watch> master_watch, directory_watch;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    serving_ = false;
+    master_ = false;
+    session = std::move(session_);
+    master_watch = std::move(master_watch_);
+    directory_watch = std::move(directory_watch_);
+    directory_.clear();
+  }
+  if (session == nullptr) return;
+  if (hooks_.on_session_lost) hooks_.on_session_lost();
+  master_watch.reset();
+  directory_watch.reset();
+  Status closed = session->Close();
+  if (!closed.ok() && session->state() == coord::SessionState::kAlive) {
+    TLOG_WARN("cluster: closing the session: {}", closed);
+  }
+}
+
+void ClusterNode::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ && !gossip_thread_.joinable() && !coordinator_thread_.joinable()) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (coordinator_thread_.joinable()) coordinator_thread_.join();
+  if (gossip_thread_.joinable()) gossip_thread_.join();
+  DropSession();
+}
+
+void ClusterNode::Wake() { cv_.notify_all(); }
+
+void ClusterNode::GossipLoop() {
+  using std::chrono::milliseconds;
+  const int64_t interval_us = options_.gossip.interval_ms * 1000;
+  int64_t next_round = clock_->MonotonicMicros();
+  int64_t next_load = next_round + options_.load_interval_ms * 1000;
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    const int64_t now = clock_->MonotonicMicros();
+    if (now >= next_round) {
+      lock.unlock();
+      gossiper_->Tick();
+      if (options_.load && now >= next_load) {
+        gossiper_->SetApplicationState(kLoadKey, tessera::StrCat(options_.load()));
+        next_load = now + options_.load_interval_ms * 1000;
+      }
+      lock.lock();
+      // Rounds keep their cadence; a late round is not made up with a burst.
+      next_round = std::max(next_round + interval_us, clock_->MonotonicMicros());
+      continue;
+    }
+    cv_.wait_for(lock, std::chrono::microseconds(next_round - now));
+  }
+}
+
+void ClusterNode::CoordinatorLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_ && !fatal_) {
+    if (session_lost_) {
+      lock.unlock();
+      DropSession();
+      gossiper_->SetApplicationState(kStatusKey, kStatusJoining);
+      if (options_.on_session_loss == SessionLossAction::kExit) {
+        Status why = absl::UnavailableError(tessera::StrCat(
+            "node ", options_.endpoint, " lost its lock-service session and is configured to "
+            "exit (--on-session-loss=exit)"));
+        TLOG_ERROR("cluster: {}", why);
+        lock.lock();
+        fatal_ = true;
+        lock.unlock();
+        if (hooks_.on_fatal) hooks_.on_fatal(why);
+        lock.lock();
+        break;
+      }
+      Status registered = Register();
+      lock.lock();
+      if (!registered.ok()) {
+        TLOG_WARN("cluster: {} cannot re-register yet: {}", options_.endpoint, registered);
+        // session_ may hold a half-made session; drop it on the next pass.
+        session_lost_ = true;
+        cv_.wait_for(lock, std::chrono::milliseconds(options_.reregister_backoff_ms),
+                     [this] { return stopping_; });
+      }
+      continue;
+    }
+    if (!master_ && session_ != nullptr) {
+      lock.unlock();
+      TryBecomeMaster();
+      lock.lock();
+    }
+    cv_.wait_for(lock, std::chrono::milliseconds(options_.election_poll_ms),
+                 [this] { return stopping_ || session_lost_; });
+  }
+}
+
+void ClusterNode::TryBecomeMaster() {
+  std::shared_ptr<coord::Session> session;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (master_ || session_ == nullptr || session_lost_) return;
+    session = session_;
+  }
+  StatusOr<bool> acquired = session->TryAcquire(kMasterLock, options_.endpoint);
+  if (!acquired.ok() || !*acquired) {
+    if (!acquired.ok()) TLOG_DEBUG("cluster: master lock: {}", acquired.status());
+    return;
+  }
+  StatusOr<coord::LockHolder> holder = session->GetLockHolder(kMasterLock);
+  const int64_t term = holder.ok() ? holder->revision : 0;
+  // Learn the directory, then follow it from the next revision: no join or death is missed.
+  StatusOr<coord::Listing> listing = session->List(kDirectoryPrefix);
+  std::unique_ptr<coord::Watch> watch;
+  if (listing.ok()) {
+    coord::WatchOptions wo;
+    wo.key = std::string(kDirectoryPrefix);
+    wo.prefix = true;
+    wo.start_revision = listing->revision + 1;
+    StatusOr<std::unique_ptr<coord::Watch>> started =
+        session->StartWatch(wo, [this](const coord::WatchEvent& e) { OnDirectoryEvent(e); });
+    if (started.ok()) watch = std::move(*started);
+  }
+  if (watch == nullptr) {
+    // Without the directory the master cannot do its job: give the lock back and try again.
+    TLOG_WARN("cluster: {} won the master lock but cannot follow the directory: {}",
+              options_.endpoint, listing.ok() ? "watch failed" : listing.status().ToString());
+    (void)session->Release(kMasterLock);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (session_ != session) return;  // lost meanwhile; the lock went with the session
+    master_ = true;
+    master_term_ = term;
+    directory_.clear();
+    for (const coord::FileInfo& f : listing->files) {
+      directory_[f.name.substr(kDirectoryPrefix.size())] = f.value;
+    }
+    directory_watch_ = std::move(watch);
+  }
+  gossiper_->SetApplicationState(kMasterKey, tessera::StrCat(term));
+  TLOG_INFO("cluster: {} is master (term {}); the directory lists {} nodes", options_.endpoint,
+            term, listing->files.size());
+}
+
+void ClusterNode::OnDirectoryEvent(const coord::WatchEvent& e) {
+  std::string endpoint = e.name.size() > kDirectoryPrefix.size()
+                             ? e.name.substr(kDirectoryPrefix.size())
+                             : std::string();
+  switch (e.type) {
+    case coord::WatchEventType::kPut: {
+      bool is_new = false;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        is_new = directory_.insert_or_assign(endpoint, e.value).second;
+      }
+      if (is_new) TLOG_INFO("master: node {} joined: {}", endpoint, e.value);
+      break;
+    }
+    case coord::WatchEventType::kDelete: {
+      size_t erased = 0;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        erased = directory_.erase(endpoint);
+      }
+      if (erased > 0) {
+        TLOG_WARN("master: node {} left the directory (its session ended)", endpoint);
+      }
+      break;
+    }
+    case coord::WatchEventType::kReset: {
+      std::shared_ptr<coord::Session> session;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        session = session_;
+      }
+      if (session == nullptr) break;
+      StatusOr<coord::Listing> listing = session->List(kDirectoryPrefix);
+      if (!listing.ok()) break;
+      std::lock_guard<std::mutex> lock(mu_);
+      directory_.clear();
+      for (const coord::FileInfo& f : listing->files) {
+        directory_[f.name.substr(kDirectoryPrefix.size())] = f.value;
+      }
+      break;
+    }
+    case coord::WatchEventType::kSessionExpired:
+      break;  // the session's own callback handles it
+  }
+}
+
+Status ClusterNode::CheckServing() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (serving_) return Status();
+  return absl::UnavailableError(tessera::StrCat(
+      "node ", options_.endpoint, " is not serving: it has no lock-service session",
+      fatal_ ? " and is exiting" : stopping_ ? " (stopping)" : " (registering)"));
+}
+
+bool ClusterNode::serving() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return serving_;
+}
+
+bool ClusterNode::is_master() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return master_;
+}
+
+coord::SessionId ClusterNode::session_id() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return session_ != nullptr ? session_->id() : coord::SessionId{};
+}
+
+int ClusterNode::registrations() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return registrations_;
+}
+
+::tessera::v1::ClusterStatus ClusterNode::GetStatus() const {
+  ::tessera::v1::ClusterStatus status;
+  status.set_cluster_name(options_.cluster_name);
+  status.set_self(options_.endpoint);
+  status.set_lock_service(std::string(lock_service_->backend_name()));
+  std::shared_ptr<coord::Session> session;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    status.set_serving(serving_);
+    session = session_;
+  }
+  // The directory and the master from the lock service (the authority on both).
+  std::map<std::string, nlohmann::json> directory;
+  bool have_directory = false;
+  if (session == nullptr) {
+    status.set_lock_service_error("this node has no lock-service session");
+  } else {
+    StatusOr<coord::Listing> listing = session->List(kDirectoryPrefix);
+    StatusOr<coord::LockHolder> holder = session->GetLockHolder(kMasterLock);
+    if (!listing.ok()) {
+      status.set_lock_service_error(listing.status().ToString());
+    } else {
+      have_directory = true;
+      for (const coord::FileInfo& f : listing->files) {
+        nlohmann::json entry = nlohmann::json::parse(f.value, nullptr, /*allow_exceptions=*/false);
+        if (entry.is_discarded() || !entry.is_object()) entry = nlohmann::json::object();
+        directory[f.name.substr(kDirectoryPrefix.size())] = std::move(entry);
+      }
+    }
+    if (holder.ok()) {
+      status.set_master(holder->value);
+      status.set_master_term(holder->revision);
+    } else if (!absl::IsNotFound(holder.status()) && status.lock_service_error().empty()) {
+      status.set_lock_service_error(holder.status().ToString());
+    }
+  }
+
+  // Everyone gossip knows, then directory entries gossip has not reached yet.
+  std::vector<PeerView> views = gossiper_->View();
+  int64_t gossip_master_term = -1;
+  std::map<std::string, ::tessera::v1::NodeStatus> nodes;
+  for (const PeerView& v : views) {
+    ::tessera::v1::NodeStatus& n = nodes[v.endpoint];
+    n.set_endpoint(v.endpoint);
+    const std::string* dc = v.state.Find(kDcKey);
+    const std::string* rack = v.state.Find(kRackKey);
+    const std::string* load = v.state.Find(kLoadKey);
+    const std::string* st = v.state.Find(kStatusKey);
+    const std::string* term = v.state.Find(kMasterKey);
+    if (dc != nullptr) n.set_dc(*dc);
+    if (rack != nullptr) n.set_rack(*rack);
+    std::optional<int64_t> load_bytes = load != nullptr ? ParseInt(*load) : std::nullopt;
+    n.set_load_bytes(load_bytes.value_or(-1));
+    if (st != nullptr) n.set_status(*st);
+    n.set_liveness(v.is_self ? "up" : LivenessName(v.liveness));
+    n.set_phi(v.is_self ? 0 : v.phi);
+    n.set_generation(v.state.generation);
+    n.set_heartbeat(v.state.heartbeat_version);
+    n.set_is_self(v.is_self);
+    n.set_registered(directory.count(v.endpoint) > 0);
+    // Without the lock service, the master is the live node gossiping the highest term.
+    if (!have_directory && term != nullptr && v.liveness != Liveness::kDown) {
+      std::optional<int64_t> t = ParseInt(*term);
+      if (t && *t > gossip_master_term) {
+        gossip_master_term = *t;
+        status.set_master(v.endpoint);
+        status.set_master_term(*t);
+      }
+    }
+  }
+  for (const auto& [endpoint, entry] : directory) {
+    if (nodes.count(endpoint) > 0) continue;
+    ::tessera::v1::NodeStatus& n = nodes[endpoint];
+    n.set_endpoint(endpoint);
+    n.set_dc(entry.value("dc", ""));
+    n.set_rack(entry.value("rack", ""));
+    n.set_generation(entry.value("generation", int64_t{0}));
+    n.set_load_bytes(-1);
+    n.set_liveness("down");  // registered, but never heard from through gossip
+    n.set_registered(true);
+  }
+  for (auto& [endpoint, n] : nodes) {
+    n.set_is_master(endpoint == status.master());
+    *status.add_nodes() = std::move(n);
+  }
+  status.set_refused_messages(gossiper_->stats().refused_cluster_name);
+  return status;
+}
+
+}  // namespace tessera::cluster

@@ -1,0 +1,181 @@
+// ClusterNode: one process's membership in a Tessera cluster — its lock-service session and
+// entry in the server directory, the master election, and gossip with failure detection
+// (docs/cluster_membership.md, "Nodes, the directory and the master").
+//
+// What a node does, after Bigtable's use of Chubby and Cassandra's gossip:
+//   * Generation. Each start takes a generation (seconds since the epoch) greater than the last
+//     one it used, kept in <data_dir>/gossip_generation, so peers see a restart as a new
+//     incarnation even when the clock stepped back.
+//   * Join. With seeds other than itself, the node waits (up to join_timeout_ms) to hear from
+//     the cluster through gossip. If the seeds that answered all refused it (another cluster
+//     name), or none answered at all, Start fails with an error saying so — Cassandra's "unable
+//     to gossip with any seeds". A node listed among its own seeds may start alone.
+//   * Registration. The node opens a session with the lock service (TTL session_ttl_ms) and puts
+//     an ephemeral file "nodes/<endpoint>" holding its address, data centre, rack, cluster name
+//     and generation. hooks.on_registered(session) then runs (the schema mirror attaches) and the
+//     node is serving (CheckServing() OK, gossip status "normal").
+//   * Master election. Every registered node competes for the lock "master" (its value is the
+//     node's endpoint); the holder is the master. The others poll every election_poll_ms and
+//     watch the lock, so a successor takes over as soon as the lock service ends the dead
+//     master's session: within the lease TTL of its death plus the lock service's expiry check
+//     and one poll. The master watches the directory and logs every join and death; it
+//     publishes its term (the lock's revision) in gossip under "master".
+//   * Session loss. When the session expires (the lock service did not hear from us within the
+//     TTL: a pause, a partition, an overloaded etcd), the node stops serving at once —
+//     CheckServing() returns Unavailable, as a Bigtable tablet server stops serving when it loses
+//     its Chubby lock — calls hooks.on_session_lost(), and then either re-registers with a new
+//     session (SessionLossAction::kReregister: the directory entry comes back, the node competes
+//     for master again, and serves again) or calls hooks.on_fatal (kExit: the owner exits).
+//   * Gossip runs throughout on its own thread (one round per gossip.interval_ms), with the
+//     node's dc, rack, load (options.load, every load_interval_ms) and status as application
+//     states; gossip works without the lock service, so liveness stays visible when it is down.
+//
+// Thread-safety: every public method may be called from any thread. Hooks run on the node's
+// coordinator thread (on_registered during Start, too), never with the node's lock held; they
+// must not call Stop().
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tessera/cluster/gossip.h"
+#include "tessera/cluster/transport.h"
+#include "tessera/coord/lock_service.h"
+#include "tessera/util/clock.h"
+#include "tessera/util/file_system.h"
+#include "tessera/util/random.h"
+#include "tessera/util/status.h"
+#include "tessera/v1/cluster.pb.h"
+
+namespace tessera::cluster {
+
+enum class SessionLossAction { kReregister, kExit };
+
+// Lock-service names the node uses (below the service's key root, which holds the cluster name).
+inline constexpr std::string_view kDirectoryPrefix = "nodes/";
+inline constexpr std::string_view kMasterLock = "master";
+
+struct NodeOptions {
+  std::string cluster_name = "tessera";
+  NodeId endpoint;  // the address other nodes and clients reach this node at (HOST:PORT)
+  std::string dc = "dc1";
+  std::string rack = "rack1";
+  std::vector<NodeId> seeds;  // may include endpoint
+  // Interval, fanout and detector settings; cluster_name, self and seeds are filled in from the
+  // fields above.
+  GossipOptions gossip = DefaultGossipOptions();
+  int64_t session_ttl_ms = 10'000;
+  SessionLossAction on_session_loss = SessionLossAction::kReregister;
+  // Folder for the generation file. Required.
+  std::string data_dir;
+  int64_t join_timeout_ms = 30'000;
+  // Non-masters try the master lock this often (besides watching it).
+  int64_t election_poll_ms = 500;
+  // Delay between attempts to re-register after a session loss.
+  int64_t reregister_backoff_ms = 500;
+  // Bytes this node stores, published as its load every load_interval_ms. Optional.
+  std::function<int64_t()> load;
+  int64_t load_interval_ms = 5'000;
+};
+
+struct NodeHooks {
+  // After each registration, before the node serves. A non-OK status fails the registration
+  // (Start fails; after a session loss the node retries).
+  std::function<Status(coord::Session* session)> on_registered;
+  // When the session is lost, before the old session is destroyed.
+  std::function<void()> on_session_lost;
+  // kExit only: the session was lost and the node will not serve again.
+  std::function<void(const Status& why)> on_fatal;
+};
+
+// Reads and advances the generation kept in <data_dir>/gossip_generation: max(now in seconds,
+// last + 1), written durably before it is returned.
+StatusOr<int64_t> NextGeneration(FileSystem* fs, const std::string& data_dir, Clock* clock);
+
+class ClusterNode {
+ public:
+  // Takes the generation, joins (see above), registers and starts the gossip and coordinator
+  // threads. `lock_service` and `transport` must outlive the node; the transport must already
+  // deliver arriving messages (its server is listening).
+  // Errors: InvalidArgument (options), Unavailable (lock service unreachable; no seed answered),
+  // FailedPrecondition (the seeds belong to another cluster).
+  static StatusOr<std::unique_ptr<ClusterNode>> Start(NodeOptions options,
+                                                      coord::LockService* lock_service,
+                                                      Transport* transport, NodeHooks hooks,
+                                                      Clock* clock = SystemClock(),
+                                                      FileSystem* fs = PosixFileSystem());
+  ~ClusterNode();  // Stop()
+
+  ClusterNode(const ClusterNode&) = delete;
+  ClusterNode& operator=(const ClusterNode&) = delete;
+
+  // Stops the threads and closes the session (the directory entry and, if held, the master lock
+  // go at once). Idempotent.
+  void Stop();
+
+  // OK while the node holds a live session; Unavailable (naming the node and why) otherwise.
+  Status CheckServing() const;
+  bool serving() const;
+  bool is_master() const;
+  int64_t generation() const { return generation_; }
+  const NodeOptions& options() const { return options_; }
+  Gossiper* gossiper() const { return gossiper_.get(); }
+  // The current session's id (invalid while the node has none).
+  coord::SessionId session_id() const;
+  // How many times the node has registered (1 after Start; +1 per re-registration).
+  int registrations() const;
+
+  // The operator's view: every node from gossip and the directory, liveness and phi as this
+  // node sees them, and the master (from the lock service; from gossip if it is unreachable).
+  ::tessera::v1::ClusterStatus GetStatus() const;
+
+ private:
+  ClusterNode(NodeOptions options, coord::LockService* lock_service, Transport* transport,
+              NodeHooks hooks, Clock* clock, int64_t generation);
+
+  Status WaitToJoin();
+  Status Register();                // creates the session and directory entry; runs the hook
+  void DropSession();               // after a loss or at Stop
+  void GossipLoop();
+  void CoordinatorLoop();
+  void TryBecomeMaster();
+  void OnDirectoryEvent(const coord::WatchEvent& event);
+  void Wake();
+
+  const NodeOptions options_;
+  coord::LockService* const lock_service_;
+  Transport* const transport_;
+  const NodeHooks hooks_;
+  Clock* const clock_;
+  const int64_t generation_;
+  Random random_;
+  std::unique_ptr<Gossiper> gossiper_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  bool session_lost_ = false;  // set by the session's callback; handled by the coordinator
+  bool serving_ = false;
+  bool master_ = false;
+  int64_t master_term_ = 0;
+  int registrations_ = 0;
+  bool fatal_ = false;
+  // The session and what hangs on it; replaced only by the coordinator thread (and Start/Stop).
+  std::shared_ptr<coord::Session> session_;
+  std::unique_ptr<coord::Watch> master_watch_;
+  std::unique_ptr<coord::Watch> directory_watch_;
+  // The master's view of the directory: endpoint -> entry value.
+  std::map<std::string, std::string> directory_;
+
+  std::thread gossip_thread_;
+  std::thread coordinator_thread_;
+};
+
+}  // namespace tessera::cluster
