@@ -142,8 +142,9 @@ StatusOr<admin::Table> AdminService::DoCreateTable(const admin::CreateTableReque
   }
   std::vector<std::string> splits;
   for (const auto& split : request.initial_splits()) splits.push_back(split.key());
-  ASSIGN_OR_RETURN(std::shared_ptr<const TableInfo> info,
-                   catalog_->CreateTable(request.parent(), std::move(schema), std::move(splits)));
+  ASSIGN_OR_RETURN(
+      std::shared_ptr<const TableInfo> info,
+      definitions_->CreateTable(request.parent(), std::move(schema), std::move(splits)));
   TLOG_INFO("admin: created table {} ({} tablets)", info->full_name, info->tablets.size());
   return TableToProto(*info, admin::Table::SCHEMA_VIEW);
 }
@@ -202,7 +203,7 @@ StatusOr<::google::longrunning::Operation> AdminService::DoUpdateTable(
   }
   const bool protect = request.table().deletion_protection();
   ASSIGN_OR_RETURN(std::shared_ptr<const TableInfo> info,
-                   catalog_->UpdateSchema(name, [protect](model::TableSchema* schema) {
+                   definitions_->UpdateSchema(name, [protect](model::TableSchema* schema) {
                      schema->deletion_protection = protect;
                      return Status();
                    }));
@@ -215,7 +216,7 @@ StatusOr<::google::longrunning::Operation> AdminService::DoUpdateTable(
 
 Status AdminService::DoDeleteTable(const admin::DeleteTableRequest& request) {
   RETURN_IF_ERROR(TableName::Parse(request.name()).status());
-  RETURN_IF_ERROR(catalog_->DeleteTable(request.name()));
+  RETURN_IF_ERROR(definitions_->DeleteTable(request.name()));
   TLOG_INFO("admin: deleted table {}", request.name());
   return Status();
 }
@@ -228,7 +229,7 @@ StatusOr<admin::Table> AdminService::DoModifyColumnFamilies(
   }
   ASSIGN_OR_RETURN(
       std::shared_ptr<const TableInfo> info,
-      catalog_->UpdateSchema(request.name(), [&request](model::TableSchema* schema) {
+      definitions_->UpdateSchema(request.name(), [&request](model::TableSchema* schema) {
         for (int i = 0; i < request.modifications_size(); ++i) {
           RETURN_IF_ERROR(ApplyModification(request.modifications(i), i, schema));
         }

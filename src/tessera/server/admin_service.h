@@ -9,13 +9,20 @@
 // ALREADY_EXISTS, FAILED_PRECONDITION for deletion protection, INVALID_ARGUMENT for bad names,
 // rules and requests — each message names what is wrong.
 //
-// Thread-safety: gRPC calls the handlers concurrently; all state is in the catalog. Handlers run
-// on gRPC's callback threads and block on engine I/O (schema changes are rare and small).
+// Changes of table definitions (CreateTable, DeleteTable, UpdateTable, ModifyColumnFamilies) go
+// to a TableDefinitions: the catalog itself in single-node mode, the ClusterSchema (decided in
+// the lock service, mirrored into the catalog) in cluster mode. Reads and row operations
+// (GetTable, ListTables, DropRowRange, consistency tokens) use the local catalog.
+//
+// Thread-safety: gRPC calls the handlers concurrently; all state is in the catalog (and the
+// definitions). Handlers run on gRPC's callback threads and block on engine I/O (schema changes
+// are rare and small) and, in cluster mode, on the lock service.
 #pragma once
 
 #include "google/bigtable/admin/v2/bigtable_table_admin.grpc.pb.h"
 #include "tessera/server/row_locks.h"
 #include "tessera/server/table_catalog.h"
+#include "tessera/server/table_definitions.h"
 
 namespace tessera::server {
 
@@ -24,10 +31,15 @@ class AdminService final
  public:
   using Admin = ::google::bigtable::admin::v2::BigtableTableAdmin;
 
-  // Both must outlive the service. `row_locks` is the one the data service uses, so that
+  // All must outlive the service. `row_locks` is the one the data service uses, so that
   // DropRowRange's row deletes are ordered with CheckAndMutateRow / ReadModifyWriteRow.
-  AdminService(TableCatalog* catalog, RowLocks* row_locks)
-      : catalog_(catalog), row_locks_(row_locks) {}
+  // `definitions` decides table changes; nullptr means the catalog (single-node mode). In
+  // cluster mode it is the ClusterSchema that mirrors into `catalog`.
+  AdminService(TableCatalog* catalog, RowLocks* row_locks,
+               TableDefinitions* definitions = nullptr)
+      : catalog_(catalog),
+        row_locks_(row_locks),
+        definitions_(definitions != nullptr ? definitions : catalog) {}
 
   grpc::ServerUnaryReactor* CreateTable(
       grpc::CallbackServerContext* context,
@@ -89,6 +101,7 @@ class AdminService final
 
   TableCatalog* const catalog_;
   RowLocks* const row_locks_;
+  TableDefinitions* const definitions_;
 };
 
 }  // namespace tessera::server

@@ -346,5 +346,68 @@ TEST_F(AdminServiceTest, ConsistencyTokens) {
             absl::StatusCode::kNotFound);
 }
 
+// Changes go to the TableDefinitions given (the cluster schema in cluster mode); reads stay on
+// the catalog.
+class CountingDefinitions final : public TableDefinitions {
+ public:
+  explicit CountingDefinitions(TableCatalog* catalog) : catalog_(catalog) {}
+  StatusOr<std::shared_ptr<const TableInfo>> CreateTable(
+      std::string_view instance, model::TableSchema schema,
+      std::vector<std::string> split_keys) override {
+    ++creates;
+    return catalog_->CreateTable(instance, std::move(schema), std::move(split_keys));
+  }
+  Status DeleteTable(std::string_view full_name) override {
+    ++deletes;
+    if (refuse_deletes) return absl::UnavailableError("no session");
+    return catalog_->DeleteTable(full_name);
+  }
+  StatusOr<std::shared_ptr<const TableInfo>> UpdateSchema(
+      std::string_view full_name,
+      const std::function<Status(model::TableSchema*)>& change) override {
+    ++updates;
+    return catalog_->UpdateSchema(full_name, change);
+  }
+  int creates = 0, deletes = 0, updates = 0;
+  bool refuse_deletes = false;
+
+ private:
+  TableCatalog* const catalog_;
+};
+
+TEST_F(AdminServiceTest, ChangesGoThroughTheTableDefinitions) {
+  CountingDefinitions definitions(catalog_.get());
+  service_ = std::make_unique<AdminService>(catalog_.get(), &locks_, &definitions);
+  CreateDefault();
+  EXPECT_EQ(definitions.creates, 1);
+
+  admin::UpdateTableRequest protect;
+  protect.mutable_table()->set_name(kTable);
+  protect.mutable_table()->set_deletion_protection(true);
+  protect.mutable_update_mask()->add_paths("deletion_protection");
+  ASSERT_TRUE(service_->DoUpdateTable(protect).ok());
+  admin::ModifyColumnFamiliesRequest add;
+  add.set_name(kTable);
+  add.add_modifications()->set_id("extra");
+  add.mutable_modifications(0)->mutable_create();
+  ASSERT_TRUE(service_->DoModifyColumnFamilies(add).ok());
+  EXPECT_EQ(definitions.updates, 2);
+
+  admin::GetTableRequest get;
+  get.set_name(kTable);
+  ASSERT_TRUE(service_->DoGetTable(get).ok());
+  admin::ListTablesRequest list;
+  list.set_parent(kParent);
+  ASSERT_TRUE(service_->DoListTables(list).ok());
+
+  admin::DeleteTableRequest del;
+  del.set_name(kTable);
+  definitions.refuse_deletes = true;
+  EXPECT_EQ(service_->DoDeleteTable(del).code(), absl::StatusCode::kUnavailable);
+  EXPECT_TRUE(catalog_->GetTable(kTable).ok());
+  EXPECT_EQ(definitions.deletes, 1);
+  EXPECT_EQ(definitions.creates + definitions.updates, 3);  // reads went to the catalog
+}
+
 }  // namespace
 }  // namespace tessera::server

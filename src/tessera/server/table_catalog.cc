@@ -165,28 +165,43 @@ void TableCatalog::Unpublish(std::string_view full_name) {
   if (it != tables_.end()) tables_.erase(it);
 }
 
-StatusOr<std::shared_ptr<const TableInfo>> TableCatalog::CreateTable(
-    std::string_view instance, model::TableSchema schema, std::vector<std::string> split_keys) {
-  RETURN_IF_ERROR(ValidateInstanceName(instance));
-  RETURN_IF_ERROR(schema.Validate());
-  for (size_t i = 0; i < split_keys.size(); ++i) {
-    if (split_keys[i].empty()) {
+namespace {
+
+// Checks and normalizes initial split keys: sorted, de-duplicated, none empty.
+Status NormalizeSplitKeys(std::vector<std::string>* split_keys) {
+  for (size_t i = 0; i < split_keys->size(); ++i) {
+    if ((*split_keys)[i].empty()) {
       return absl::InvalidArgumentError(
           tessera::StrCat("initial split #", i, " has an empty row key"));
     }
   }
-  std::sort(split_keys.begin(), split_keys.end());
-  split_keys.erase(std::unique(split_keys.begin(), split_keys.end()), split_keys.end());
+  std::sort(split_keys->begin(), split_keys->end());
+  split_keys->erase(std::unique(split_keys->begin(), split_keys->end()), split_keys->end());
+  return Status();
+}
 
+}  // namespace
+
+StatusOr<std::shared_ptr<const TableInfo>> TableCatalog::CreateTable(
+    std::string_view instance, model::TableSchema schema, std::vector<std::string> split_keys) {
+  RETURN_IF_ERROR(ValidateInstanceName(instance));
+  RETURN_IF_ERROR(schema.Validate());
+  RETURN_IF_ERROR(NormalizeSplitKeys(&split_keys));
+  schema.version = 1;
+  TableName name{std::string(instance), schema.name};  // before `schema` is moved
   absl::MutexLock change(&change_mu_);
+  return CreateLocked(std::move(name), std::move(schema), split_keys);
+}
+
+StatusOr<std::shared_ptr<const TableInfo>> TableCatalog::CreateLocked(
+    TableName name, model::TableSchema schema, const std::vector<std::string>& split_keys) {
   auto info = std::make_shared<TableInfo>();
-  info->name = TableName{std::string(instance), schema.name};
+  info->name = std::move(name);
   info->full_name = info->name.Full();
   if (Find(info->full_name) != nullptr) {
     return absl::AlreadyExistsError(
         tessera::StrCat("table \"", info->full_name, "\" already exists"));
   }
-  schema.version = 1;
   schema.dropped_families.clear();
   info->schema = schema;
   std::string start;
@@ -233,6 +248,13 @@ std::vector<std::shared_ptr<const TableInfo>> TableCatalog::ListTables(
   return out;
 }
 
+std::vector<std::shared_ptr<const TableInfo>> TableCatalog::ListAllTables() const {
+  std::vector<std::shared_ptr<const TableInfo>> out;
+  std::shared_lock lock(mu_);
+  for (const auto& entry : tables_) out.push_back(entry.second);
+  return out;  // tables_ is ordered by full name
+}
+
 Status TableCatalog::DeleteTable(std::string_view full_name) {
   absl::MutexLock change(&change_mu_);
   ASSIGN_OR_RETURN(std::shared_ptr<const TableInfo> info, GetTable(full_name));
@@ -240,10 +262,20 @@ Status TableCatalog::DeleteTable(std::string_view full_name) {
     return absl::FailedPreconditionError(
         tessera::StrCat("table \"", full_name, "\" is protected from deletion"));
   }
+  return DropLocked(*info);
+}
+
+Status TableCatalog::DropTable(std::string_view full_name) {
+  absl::MutexLock change(&change_mu_);
+  ASSIGN_OR_RETURN(std::shared_ptr<const TableInfo> info, GetTable(full_name));
+  return DropLocked(*info);
+}
+
+Status TableCatalog::DropLocked(const TableInfo& info) {
   // Unpublish first: new requests see NOT_FOUND; a crash midway leaves a partial tiling that
   // Open() finishes deleting.
-  Unpublish(full_name);
-  for (const TabletRef& t : info->tablets) {
+  Unpublish(info.full_name);
+  for (const TabletRef& t : info.tablets) {
     Status s = engine_->DropTablet(t.id);
     if (!s.ok() && !absl::IsNotFound(s)) return s;
   }
@@ -261,14 +293,82 @@ StatusOr<std::shared_ptr<const TableInfo>> TableCatalog::UpdateSchema(
   }
   RETURN_IF_ERROR(schema.Validate());
   schema.version = old->schema.version + 1;
+  return WriteSchemaLocked(*old, std::move(schema));
+}
+
+StatusOr<std::shared_ptr<const TableInfo>> TableCatalog::WriteSchemaLocked(
+    const TableInfo& old, model::TableSchema schema) {
   schema.dropped_families.clear();
-  for (const TabletRef& t : old->tablets) {
+  for (const TabletRef& t : old.tablets) {
     RETURN_IF_ERROR(engine_->UpdateSchema(t.id, schema));
   }
-  auto info = std::make_shared<TableInfo>(*old);
+  auto info = std::make_shared<TableInfo>(old);
   info->schema = std::move(schema);
   Publish(info);
   return std::shared_ptr<const TableInfo>(info);
+}
+
+StatusOr<std::shared_ptr<const TableInfo>> TableCatalog::ApplyDefinition(
+    const TableDefinition& definition) {
+  ASSIGN_OR_RETURN(TableName name, TableName::Parse(definition.full_name));
+  model::TableSchema schema = definition.schema;
+  schema.dropped_families.clear();
+  if (schema.name != name.table_id) {
+    return absl::InvalidArgumentError(tessera::StrCat("table \"", definition.full_name,
+                                                      "\": the schema names table \"",
+                                                      schema.name, "\""));
+  }
+  RETURN_IF_ERROR(schema.Validate());
+  if (schema.version == 0) {
+    return absl::InvalidArgumentError(
+        tessera::StrCat("table \"", definition.full_name, "\": schema version 0"));
+  }
+  for (const auto& [family, since] : definition.family_since) {
+    if (schema.Find(family) == nullptr || since == 0 || since > schema.version) {
+      return absl::InvalidArgumentError(
+          tessera::StrCat("table \"", definition.full_name, "\": family \"", family,
+                          "\" is listed as created at version ", since, " of schema version ",
+                          schema.version, " (missing from the schema, or out of range)"));
+    }
+  }
+  std::vector<std::string> split_keys = definition.split_keys;
+  RETURN_IF_ERROR(NormalizeSplitKeys(&split_keys));
+
+  absl::MutexLock change(&change_mu_);
+  std::shared_ptr<const TableInfo> old = Find(definition.full_name);
+  if (old == nullptr) return CreateLocked(std::move(name), std::move(schema), split_keys);
+
+  const uint64_t local_version = old->schema.version;
+  if (schema.version < local_version ||
+      (schema.version == local_version && !(schema == old->schema))) {
+    return absl::FailedPreconditionError(tessera::StrCat(
+        "table \"", definition.full_name, "\": the local schema (version ", local_version,
+        ") is newer than, or diverges from, the definition (version ", schema.version, ")"));
+  }
+  if (schema.version == local_version) return old;
+
+  // Families dropped and re-created since the local version: drop the local ones first, so
+  // that the engine marks their data dead, in a step of its own (crash repair then sees the
+  // intermediate version, lower than the definition's, and the mirror applies the rest).
+  std::vector<std::string> renewed;
+  for (const auto& [family, since] : definition.family_since) {
+    if (since > local_version && old->schema.Find(family) != nullptr) renewed.push_back(family);
+  }
+  if (!renewed.empty()) {
+    if (schema.version - 1 <= local_version) {
+      return absl::InvalidArgumentError(tessera::StrCat(
+          "table \"", definition.full_name, "\": family \"", renewed.front(),
+          "\" is listed as re-created at version ", schema.version,
+          " although the local schema at version ", local_version, " already holds it"));
+    }
+    model::TableSchema step = schema;
+    step.version = schema.version - 1;
+    for (const std::string& family : renewed) step.families.erase(family);
+    TLOG_INFO("catalog: table {}: dropping the local data of re-created families ({} of them)",
+              definition.full_name, renewed.size());
+    ASSIGN_OR_RETURN(old, WriteSchemaLocked(*old, std::move(step)));
+  }
+  return WriteSchemaLocked(*old, std::move(schema));
 }
 
 Status TableCatalog::TruncateTable(std::string_view full_name) {

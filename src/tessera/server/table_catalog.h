@@ -14,7 +14,8 @@
 //     Open() finishes deleting (the create was never acknowledged; the delete was asked for).
 //   * UpdateSchema bumps TableSchema::version and writes the schema to every tablet; a crash in
 //     between leaves tablets with different versions, and Open() writes the highest version to
-//     the others.
+//     the others. ApplyDefinition (a mirror's write) keeps this true: it only ever writes a
+//     version higher than the table's current one (or nothing).
 //
 // Thread-safety: every method is safe to call concurrently. Lookups (GetTable, ListTables) take
 // a shared lock and return immutable snapshots; changes are serialized by one mutex. A
@@ -32,6 +33,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "tessera/model/schema.h"
+#include "tessera/server/table_definitions.h"
 #include "tessera/tablet/engine.h"
 #include "tessera/util/status.h"
 
@@ -70,7 +72,23 @@ struct TableInfo {
   std::vector<size_t> TabletsOverlapping(std::string_view start, std::string_view end) const;
 };
 
-class TableCatalog {
+// A table definition decided elsewhere (by the cluster schema in the lock service), for
+// TableCatalog::ApplyDefinition.
+struct TableDefinition {
+  std::string full_name;  // "projects/{p}/instances/{i}/tables/{t}"; t == schema.name
+  // The schema with the version the authority gave it (>= 1). dropped_families is ignored.
+  model::TableSchema schema;
+  // Initial tablet boundaries; used only when the table is created here.
+  std::vector<std::string> split_keys;
+  // For each family of `schema`, the schema version at which it was last created (a family
+  // dropped and created again gets the version of the re-creation). A family held locally
+  // whose entry is newer than the local schema version was dropped and re-created while this
+  // node did not look: its local data is dropped before the new family is added. Families
+  // missing from the map count as created at version 1.
+  std::map<std::string, uint64_t, std::less<>> family_since;
+};
+
+class TableCatalog final : public TableDefinitions {
  public:
   // Rebuilds the catalog from the engine's tablets, finishing interrupted creates/deletes and
   // schema updates (see above). `engine` must outlive the catalog.
@@ -83,20 +101,40 @@ class TableCatalog {
   // (which are sorted and de-duplicated; empty keys are InvalidArgument). Sets schema.version.
   // Errors: InvalidArgument (names, GC rules, split keys), AlreadyExists
   // ('table "…" already exists').
-  StatusOr<std::shared_ptr<const TableInfo>> CreateTable(std::string_view instance,
-                                                         model::TableSchema schema,
-                                                         std::vector<std::string> split_keys);
+  StatusOr<std::shared_ptr<const TableInfo>> CreateTable(
+      std::string_view instance, model::TableSchema schema,
+      std::vector<std::string> split_keys) override;
   // NotFound 'table "…" not found'.
   StatusOr<std::shared_ptr<const TableInfo>> GetTable(std::string_view full_name) const;
   // The instance's tables, ordered by table id.
   std::vector<std::shared_ptr<const TableInfo>> ListTables(std::string_view instance) const;
+  // Every table of every instance, ordered by full name.
+  std::vector<std::shared_ptr<const TableInfo>> ListAllTables() const;
   // NotFound; FailedPrecondition 'table "…" is protected from deletion'.
-  Status DeleteTable(std::string_view full_name);
+  Status DeleteTable(std::string_view full_name) override;
   // Runs `change` on a copy of the table's schema, validates the result (name and families must
   // stay valid; the name may not change) and stores it in every tablet. A non-OK status from
   // `change` is returned unchanged and nothing is stored. Returns the new snapshot.
   StatusOr<std::shared_ptr<const TableInfo>> UpdateSchema(
-      std::string_view full_name, const std::function<Status(model::TableSchema*)>& change);
+      std::string_view full_name,
+      const std::function<Status(model::TableSchema*)>& change) override;
+
+  // --- For a mirror of definitions decided elsewhere (ClusterSchema) ---
+  // Makes the local table match `definition`: creates it when absent (with the definition's
+  // version and split keys), or replaces its schema wholesale when the definition's version is
+  // higher than the local one. Families missing from the new schema are dropped through the
+  // engine (their data stays dead even if re-created later); families re-created since the
+  // local version (see TableDefinition::family_since) are dropped first, in a separate step
+  // written with the version just below the definition's. Nothing happens when the local
+  // schema already equals the definition's. The tablets of an existing table are kept.
+  // Errors: InvalidArgument (bad name, schema, split keys or family_since), FailedPrecondition
+  // when the local schema is newer than the definition, or has the same version with other
+  // content (a rollback or a divergence: refused, so that the crash-repair rule above holds),
+  // engine errors.
+  StatusOr<std::shared_ptr<const TableInfo>> ApplyDefinition(const TableDefinition& definition);
+  // Deletes the table whether or not it is protected from deletion (the authority checked).
+  // NotFound 'table "…" not found'.
+  Status DropTable(std::string_view full_name);
 
   // Deletes every row of the table, keeping the table (Engine::TruncateTablet on each tablet).
   Status TruncateTable(std::string_view full_name);
@@ -106,6 +144,16 @@ class TableCatalog {
  private:
   explicit TableCatalog(tablet::Engine* engine) : engine_(engine) {}
   Status Load();
+  // Creates the tablets of a new table with `schema` as given. REQUIRES: split_keys sorted,
+  // unique and non-empty; no table of that name.
+  StatusOr<std::shared_ptr<const TableInfo>> CreateLocked(
+      TableName name, model::TableSchema schema, const std::vector<std::string>& split_keys)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(change_mu_);
+  // Writes `schema` to every tablet of `old` and publishes the result.
+  StatusOr<std::shared_ptr<const TableInfo>> WriteSchemaLocked(const TableInfo& old,
+                                                               model::TableSchema schema)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(change_mu_);
+  Status DropLocked(const TableInfo& info) ABSL_EXCLUSIVE_LOCKS_REQUIRED(change_mu_);
   std::shared_ptr<const TableInfo> Find(std::string_view full_name) const;
   void Publish(std::shared_ptr<const TableInfo> info);
   void Unpublish(std::string_view full_name);

@@ -205,5 +205,157 @@ TEST_F(TableCatalogTest, OpenRepairsDivergentSchemas) {
   EXPECT_NE(second->schema.Find("added"), nullptr);
 }
 
+// --- The mirror's entry points ---------------------------------------------------------------
+
+constexpr char kT[] = "projects/p/instances/i/tables/t";
+
+TableDefinition Definition(uint64_t version, std::vector<std::string> families) {
+  TableDefinition d;
+  d.full_name = kT;
+  d.schema = Schema("t", std::move(families));
+  d.schema.version = version;
+  return d;
+}
+
+class TableCatalogMirrorTest : public TableCatalogTest {
+ protected:
+  void Write(const std::string& row, const std::string& family) {
+    auto info = catalog_->GetTable(kT);
+    ASSERT_TRUE(info.ok()) << info.status();
+    model::RowMutation m(row);
+    m.SetCell(family, "q", 1000, "v");
+    ASSERT_TRUE(engine_->Apply((*info)->TabletFor(row).id, m).ok());
+  }
+  // The families of the row's visible cells.
+  std::string Families(const std::string& row) {
+    auto info = catalog_->GetTable(kT);
+    if (!info.ok()) return "<no table>";
+    auto read = engine_->ReadRow((*info)->TabletFor(row).id, row, tablet::ReadSpec{});
+    if (!read.ok() || !read->has_value()) return "";
+    std::string out;
+    for (const tablet::Cell& c : (*read)->cells) out += (out.empty() ? "" : ",") + c.family;
+    return out;
+  }
+};
+
+TEST_F(TableCatalogMirrorTest, ApplyDefinitionCreatesWithTheGivenVersion) {
+  TableDefinition d = Definition(7, {"cf"});
+  d.split_keys = {"m", "c", "m"};
+  auto t = catalog_->ApplyDefinition(d);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ((*t)->schema.version, 7u);
+  ASSERT_EQ((*t)->tablets.size(), 3u);
+  EXPECT_EQ((*t)->tablets[1].start_row, "c");
+  // Applying the same definition again changes nothing (idempotent).
+  auto again = catalog_->ApplyDefinition(d);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->get(), t->get());
+  Reopen();
+  EXPECT_EQ((*catalog_->GetTable(kT))->schema.version, 7u);
+}
+
+TEST_F(TableCatalogMirrorTest, ApplyDefinitionReplacesAndRefusesRollbacks) {
+  ASSERT_TRUE(catalog_->ApplyDefinition(Definition(1, {"cf", "meta"})).ok());
+  Write("a", "cf");
+  Write("a", "meta");
+  TableDefinition newer = Definition(3, {"cf", "extra"});
+  newer.schema.deletion_protection = true;
+  newer.split_keys = {"zzz"};  // ignored: the table exists
+  auto t = catalog_->ApplyDefinition(newer);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ((*t)->schema.version, 3u);
+  EXPECT_TRUE((*t)->schema.deletion_protection);
+  EXPECT_EQ((*t)->tablets.size(), 1u);
+  EXPECT_EQ(Families("a"), "cf");  // meta was dropped through the engine
+
+  auto older = catalog_->ApplyDefinition(Definition(2, {"cf", "meta"}));
+  EXPECT_EQ(older.status().code(), absl::StatusCode::kFailedPrecondition);
+  auto diverged = catalog_->ApplyDefinition(Definition(3, {"cf"}));
+  EXPECT_EQ(diverged.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ((*catalog_->GetTable(kT))->schema, (*t)->schema);
+
+  // Bad definitions.
+  TableDefinition other_name = Definition(4, {"cf"});
+  other_name.schema.name = "u";
+  EXPECT_EQ(catalog_->ApplyDefinition(other_name).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(catalog_->ApplyDefinition(Definition(0, {})).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  TableDefinition bad_since = Definition(4, {"cf"});
+  bad_since.family_since["cf"] = 5;
+  EXPECT_EQ(catalog_->ApplyDefinition(bad_since).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  bad_since.family_since = {{"nope", 1}};
+  EXPECT_EQ(catalog_->ApplyDefinition(bad_since).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  TableDefinition bad_split = Definition(4, {"cf"});
+  bad_split.split_keys = {""};
+  EXPECT_EQ(catalog_->ApplyDefinition(bad_split).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(TableCatalogMirrorTest, ApplyDefinitionDropsFamiliesRecreatedMeanwhile) {
+  ASSERT_TRUE(catalog_->ApplyDefinition(Definition(1, {"cf", "meta"})).ok());
+  Write("a", "cf");
+  Write("a", "meta");
+  // Elsewhere: v2 dropped meta, v3 changed something, v4 created meta again. This node jumps
+  // from v1 to v4.
+  TableDefinition d = Definition(4, {"cf", "meta"});
+  d.family_since = {{"cf", 1}, {"meta", 4}};
+  auto t = catalog_->ApplyDefinition(d);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ((*t)->schema.version, 4u);
+  EXPECT_NE((*t)->schema.Find("meta"), nullptr);
+  EXPECT_EQ(Families("a"), "cf");
+  Reopen();
+  EXPECT_EQ(Families("a"), "cf");
+  EXPECT_EQ((*catalog_->GetTable(kT))->schema.version, 4u);
+
+  // A re-creation at the very next version cannot be told apart from the local family.
+  TableDefinition too_close = Definition(5, {"cf", "meta"});
+  too_close.family_since = {{"cf", 1}, {"meta", 5}};
+  EXPECT_EQ(catalog_->ApplyDefinition(too_close).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(TableCatalogMirrorTest, OpenRepairsAnInterruptedTwoStepApply) {
+  auto t = catalog_->CreateTable(kInstance, Schema("t", {"cf", "meta"}), {"m"});
+  ASSERT_TRUE(t.ok());
+  Write("a", "meta");
+  Write("x", "meta");
+  // The first step (version 3, without meta) reached only the first tablet before a crash.
+  model::TableSchema step = (*t)->schema;
+  step.version = 3;
+  step.families.erase("meta");
+  ASSERT_TRUE(engine_->UpdateSchema((*t)->tablets[0].id, step).ok());
+  Reopen();
+  EXPECT_EQ((*catalog_->GetTable(kT))->schema.version, 3u);
+  EXPECT_EQ(Families("a"), "");
+  EXPECT_EQ(Families("x"), "");  // the repair wrote the step to the second tablet too
+  // The mirror then applies the definition (meta re-created at version 4).
+  TableDefinition d = Definition(4, {"cf", "meta"});
+  d.family_since = {{"cf", 1}, {"meta", 4}};
+  ASSERT_TRUE(catalog_->ApplyDefinition(d).ok());
+  EXPECT_EQ(Families("x"), "");
+}
+
+TEST_F(TableCatalogMirrorTest, DropTableIgnoresProtectionAndListAllTables) {
+  model::TableSchema s = Schema("t", {"cf"});
+  s.deletion_protection = true;
+  ASSERT_TRUE(catalog_->CreateTable(kInstance, s, {"m"}).ok());
+  ASSERT_TRUE(catalog_->CreateTable("projects/p/instances/j", Schema("a", {}), {}).ok());
+  auto all = catalog_->ListAllTables();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0]->full_name, kT);
+  EXPECT_EQ(all[1]->full_name, "projects/p/instances/j/tables/a");
+  EXPECT_EQ(catalog_->DeleteTable(kT).code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(catalog_->DropTable(kT).ok());
+  EXPECT_EQ(catalog_->GetTable(kT).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(catalog_->DropTable(kT).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(engine_->ListTablets().size(), 1u);
+  Reopen();
+  EXPECT_EQ(catalog_->ListAllTables().size(), 1u);
+}
+
 }  // namespace
 }  // namespace tessera::server
