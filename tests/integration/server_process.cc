@@ -148,9 +148,8 @@ ServerProcess::~ServerProcess() { Kill(); }
 
 std::string ServerProcess::LogTail(size_t max_bytes) const { return Tail(log_path_, max_bytes); }
 
-StatusOr<int> ServerProcess::Stop(milliseconds timeout) {
+StatusOr<int> ServerProcess::WaitExit(milliseconds timeout) {
   if (reaped_) return absl::FailedPreconditionError("server already stopped");
-  kill(pid_, SIGTERM);
   const auto deadline = Clock::now() + timeout;
   while (Clock::now() < deadline) {
     int status = 0;
@@ -160,6 +159,15 @@ StatusOr<int> ServerProcess::Stop(milliseconds timeout) {
     }
     std::this_thread::sleep_for(milliseconds(20));
   }
+  return absl::DeadlineExceededError(
+      StrCat("server ", pid_, " still running after ", timeout.count(), " ms"));
+}
+
+StatusOr<int> ServerProcess::Stop(milliseconds timeout) {
+  if (reaped_) return absl::FailedPreconditionError("server already stopped");
+  kill(pid_, SIGTERM);
+  StatusOr<int> exited = WaitExit(timeout);
+  if (exited.ok()) return exited;
   Kill();
   return absl::DeadlineExceededError(
       StrCat("server ", pid_, " did not exit within ", timeout.count(), " ms of SIGTERM"));

@@ -52,6 +52,9 @@ class ServerProcess {
   // SIGTERM, then waits ≤ `timeout`; returns the exit status (128 + signal when killed by
   // one). DeadlineExceeded (after a SIGKILL) if it did not exit in time.
   StatusOr<int> Stop(std::chrono::milliseconds timeout = std::chrono::seconds(20));
+  // Waits ≤ `timeout` for the process to exit on its own; returns its exit status as Stop()
+  // does. DeadlineExceeded if it is still running (it is left running).
+  StatusOr<int> WaitExit(std::chrono::milliseconds timeout);
   // SIGKILL and reap. Safe to call twice.
   void Kill();
 

@@ -23,6 +23,9 @@ constexpr Command kCommands[] = {
 #ifdef TESSERA_HAVE_BENCH
     {"bench", tessera::cli::RunBench, "YCSB-style load against any Bigtable-API endpoint"},
 #endif
+#ifdef TESSERA_HAVE_ADMIN
+    {"admin", tessera::cli::RunAdmin, "operator commands: status of every node of the cluster"},
+#endif
 #ifdef TESSERA_HAVE_SIM
     {"sim", tessera::cli::RunSim, "simulate gossip and failure detection on N nodes"},
 #endif

@@ -34,13 +34,18 @@ Status WritePortFile(const std::string& path, int port) {
   return Status();
 }
 
+absl::Mutex g_fatal_mu;
+Status g_fatal ABSL_GUARDED_BY(g_fatal_mu);
+
 }  // namespace
 
 int RunServe(int argc, char** argv) {
   CLI::App app{
-      "tessera serve: one node serving the Cloud Bigtable v2 data and table-admin APIs over "
+      "tessera serve: a node serving the Cloud Bigtable v2 data and table-admin APIs over "
       "durable local storage. Point cbt or a client library at it with "
-      "BIGTABLE_EMULATOR_HOST=HOST:PORT; any project and instance names are accepted.",
+      "BIGTABLE_EMULATOR_HOST=HOST:PORT; any project and instance names are accepted. Alone by "
+      "default; with --lock-service etcd://HOST:PORT and --seeds, one node of a cluster "
+      "(`tessera admin status` shows it).",
       "tessera serve"};
   app.set_config("--config", "", "read flags from this TOML file (keys are the flag names)");
   app.get_config_ptr()->check(CLI::ExistingFile);
@@ -110,6 +115,58 @@ int RunServe(int argc, char** argv) {
   app.add_flag("--inline-writes,!--no-inline-writes", options.data.inline_writes,
                "apply MutateRow on gRPC's threads instead of the worker threads")
       ->capture_default_str();
+  // --- cluster ---
+  cluster::NodeOptions& node = options.cluster.node;
+  std::string on_session_loss = "reregister";
+  int64_t gossip_interval_ms = node.gossip.interval_ms;
+  app.add_option("--cluster-name", node.cluster_name,
+                 "the cluster this node belongs to; gossip from another cluster is refused")
+      ->capture_default_str()
+      ->group("Cluster");
+  app.add_option("--lock-service", options.cluster.lock_service,
+                 "embedded (one node, kept in the data folder) or etcd://HOST:PORT (a cluster: "
+                 "every node names the same etcd; the schema lives there)")
+      ->capture_default_str()
+      ->group("Cluster");
+  app.add_option("--seeds", node.seeds,
+                 "comma-separated HOST:PORT of nodes to join through; a node may list itself "
+                 "(it may then start alone)")
+      ->delimiter(',')
+      ->group("Cluster");
+  app.add_option("--dc", node.dc, "this node's data centre")->capture_default_str()->group(
+      "Cluster");
+  app.add_option("--rack", node.rack, "this node's rack")->capture_default_str()->group(
+      "Cluster");
+  app.add_option("--advertise", node.endpoint,
+                 "HOST:PORT other nodes reach this one at (default: the bound --listen address)")
+      ->group("Cluster");
+  app.add_option("--gossip-interval-ms", gossip_interval_ms, "one gossip round this often")
+      ->check(CLI::Range(int64_t{10}, int64_t{60000}))
+      ->capture_default_str()
+      ->group("Cluster");
+  app.add_option("--phi-convict", node.gossip.convict_phi,
+                 "phi at which a silent peer is marked down (suspect at half of it)")
+      ->check(CLI::Range(0.5, 100.0))
+      ->capture_default_str()
+      ->group("Cluster");
+  app.add_option("--session-ttl-ms", node.session_ttl_ms,
+                 "lock-service lease; a node silent this long loses its session and the "
+                 "master lock; etcd rounds it up to whole seconds")
+      ->check(CLI::Range(int64_t{1000}, int64_t{3600000}))
+      ->capture_default_str()
+      ->group("Cluster");
+  app.add_option("--join-timeout-ms", node.join_timeout_ms,
+                 "how long to wait for a seed to answer before giving up")
+      ->check(CLI::Range(int64_t{0}, int64_t{3600000}))
+      ->capture_default_str()
+      ->group("Cluster");
+  app.add_option("--on-session-loss", on_session_loss,
+                 "what a node does when its lock-service session expires: stop serving and "
+                 "reregister, or exit")
+      ->check(CLI::IsMember({"reregister", "exit"}))
+      ->capture_default_str()
+      ->group("Cluster");
+
   app.add_option("--port-file", port_file, "write the bound port to this file once serving");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")
       ->capture_default_str();
@@ -141,6 +198,17 @@ int RunServe(int argc, char** argv) {
                                : compression == "zstd" ? tablet::Compression::kZstd
                                                        : tablet::Compression::kLz4;
   options.engine.compaction_bytes_per_second = compaction_mb_per_s * int64_t{kMiB};
+  cluster::SetGossipInterval(&node.gossip, gossip_interval_ms);
+  node.gossip.suspect_phi = node.gossip.convict_phi / 2;
+  node.on_session_loss = on_session_loss == "exit" ? cluster::SessionLossAction::kExit
+                                                   : cluster::SessionLossAction::kReregister;
+  options.cluster.on_fatal = [](const Status& why) {
+    {
+      absl::MutexLock lock(&g_fatal_mu);
+      g_fatal = why;
+    }
+    kill(getpid(), SIGTERM);
+  };
 
   // SIGTERM and SIGINT are taken by sigwait below; block them before any thread starts so that
   // every thread inherits the mask.
@@ -168,10 +236,23 @@ int RunServe(int argc, char** argv) {
 
   int sig = 0;
   sigwait(&signals, &sig);
-  TLOG_INFO("tessera serve: {} received, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  Status fatal;
+  {
+    absl::MutexLock lock(&g_fatal_mu);
+    fatal = g_fatal;
+  }
+  if (!fatal.ok()) {
+    TLOG_ERROR("tessera serve: {}; shutting down", fatal.message());
+  } else {
+    TLOG_INFO("tessera serve: {} received, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  }
   Status closed = (*server)->Shutdown();
   if (!closed.ok()) {
     TLOG_ERROR("tessera serve: shutdown: {}", closed);
+    return 1;
+  }
+  if (!fatal.ok()) {
+    std::fprintf(stderr, "tessera serve: %s\n", std::string(fatal.message()).c_str());
     return 1;
   }
   TLOG_INFO("tessera serve: stopped cleanly");

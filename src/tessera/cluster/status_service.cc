@@ -7,8 +7,14 @@ grpc::ServerUnaryReactor* ClusterAdminService::GetClusterStatus(
     ::tessera::v1::ClusterStatus* response) {
   // The status reads the lock service (a network round trip with etcd), so it runs here, on a
   // callback thread; it is an operator's call, rare and small.
-  *response = node_->GetStatus();
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  const ClusterNode* node = node_.load();
+  if (node == nullptr) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                 "this node is still joining its cluster"));
+    return reactor;
+  }
+  *response = node->GetStatus();
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }

@@ -4,6 +4,8 @@
 // Thread-safety: gRPC calls it concurrently; ClusterNode is thread-safe.
 #pragma once
 
+#include <atomic>
+
 #include "tessera/cluster/node.h"
 #include "tessera/v1/cluster.grpc.pb.h"
 
@@ -11,8 +13,11 @@ namespace tessera::cluster {
 
 class ClusterAdminService final : public ::tessera::v1::ClusterAdmin::CallbackService {
  public:
-  // `node` must outlive the service.
-  explicit ClusterAdminService(const ClusterNode* node) : node_(node) {}
+  // The service is registered before the node exists (the node needs the server listening to
+  // join); until SetNode() it answers UNAVAILABLE. `node` must outlive the service, or be
+  // replaced with nullptr first.
+  ClusterAdminService() = default;
+  void SetNode(const ClusterNode* node) { node_.store(node); }
 
   grpc::ServerUnaryReactor* GetClusterStatus(
       grpc::CallbackServerContext* context,
@@ -20,7 +25,7 @@ class ClusterAdminService final : public ::tessera::v1::ClusterAdmin::CallbackSe
       ::tessera::v1::ClusterStatus* response) override;
 
  private:
-  const ClusterNode* const node_;
+  std::atomic<const ClusterNode*> node_{nullptr};
 };
 
 }  // namespace tessera::cluster

@@ -266,7 +266,8 @@ Status ClusterSchema::Attach(coord::Session* session) {
     applied_.clear();
     needs_reconcile_ = false;
   }
-  StatusOr<int64_t> revision = ReconcileWith(session);
+  Status adopted = AdoptLocalTables(session);
+  StatusOr<int64_t> revision = adopted.ok() ? ReconcileWith(session) : StatusOr<int64_t>(adopted);
   std::unique_ptr<coord::Watch> watch;
   if (revision.ok()) {
     coord::WatchOptions options;
@@ -382,6 +383,42 @@ StatusOr<bool> ClusterSchema::ApplyDeleteLocked(const std::string& full_name, in
   if (s.ok()) TLOG_INFO("cluster schema: dropped table {} (revision {})", full_name, revision);
   applied = Applied{revision, false, 0};
   return s.ok();
+}
+
+Status ClusterSchema::AdoptLocalTables(coord::Session* session) {
+  std::vector<std::shared_ptr<const TableInfo>> unknown;
+  {
+    absl::MutexLock lock(&apply_mu_);
+    for (auto& info : catalog_->ListAllTables()) {
+      if (!incarnations_.contains(info->full_name)) unknown.push_back(std::move(info));
+    }
+  }
+  for (const auto& info : unknown) {
+    SchemaRecord record;
+    record.schema = info->schema;
+    record.schema.dropped_families.clear();
+    for (size_t i = 1; i < info->tablets.size(); ++i) {
+      record.split_keys.push_back(info->tablets[i].start_row);
+    }
+    // The families' data here is the table's own: nothing older to fence off on other nodes.
+    for (const auto& entry : record.schema.families) record.family_since.emplace(entry.first, 1);
+    coord::PutOptions put_options;
+    put_options.expected_version = 0;
+    StatusOr<coord::FileInfo> put =
+        session->Put(RecordName(info->full_name), record.Encode(), put_options);
+    if (absl::IsAborted(put.status())) {
+      TLOG_WARN("cluster schema: local table {} was made outside the cluster, which has a table "
+                "of that name: the cluster's table replaces it (its local data is dropped)",
+                info->full_name);
+      continue;
+    }
+    if (!put.ok()) return LockServiceError("offering a local table", put.status());
+    absl::MutexLock lock(&apply_mu_);
+    RETURN_IF_ERROR(SetIncarnationLocked(info->full_name, put->create_revision));
+    TLOG_INFO("cluster schema: local table {} joined the cluster's schema (incarnation {})",
+              info->full_name, put->create_revision);
+  }
+  return Status();
 }
 
 StatusOr<int64_t> ClusterSchema::ReconcileWith(coord::Session* session) {

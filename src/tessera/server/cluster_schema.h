@@ -19,8 +19,10 @@
 // data belongs to; a record of another incarnation makes the node drop its local table (and its
 // data) before creating the new one — also on a node that was down while it happened. A local
 // table whose incarnation the state file does not know (made in single-node mode, say) is
-// dropped too when the cluster has a record of that name: its data cannot be proven to be the
-// cluster table's. Write order keeps the file safe across crashes: the incarnation is recorded
+// dropped when the cluster has a record of that name: its data cannot be proven to be the
+// cluster table's. When the cluster has no table of that name, Attach() offers the local table
+// to the cluster instead (a new record, of a new incarnation that the node then holds): a node
+// that moves from single-node mode into a cluster keeps its tables. Write order keeps the file safe across crashes: the incarnation is recorded
 // before a table is created, and forgotten only after a table is dropped.
 //
 // Families dropped and re-created while a node was not looking: the record carries, for each
@@ -167,6 +169,10 @@ class ClusterSchema final : public TableDefinitions {
   // after it): drops the local table unless a newer change was applied. True if applied.
   StatusOr<bool> ApplyDeleteLocked(const std::string& full_name, int64_t revision)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
+  // Offers the cluster every local table whose incarnation is unknown (made before this node
+  // joined a cluster): a record is created for it unless one of that name exists. A table of a
+  // known incarnation without a record was deleted by the cluster; the reconcile drops it.
+  Status AdoptLocalTables(coord::Session* session);
   // Lists the prefix with `session` and reconciles; returns the listing's revision.
   StatusOr<int64_t> ReconcileWith(coord::Session* session);
   void OnWatchEvent(coord::Session* session, const coord::WatchEvent& event);

@@ -405,21 +405,32 @@ TEST_F(ClusterSchemaTest, FamilyRecreatedWhileNodeWasDownKeepsItsTable) {
   EXPECT_TRUE(down.catalog()->GetTable(kTable).value()->schema.deletion_protection);
 }
 
-TEST_F(ClusterSchemaTest, LocalTablesWithoutRecordsOrIncarnationsAreDropped) {
+TEST_F(ClusterSchemaTest, LocalTablesJoinTheClusterUnlessItHasThatTable) {
   Node& n = *nodes_[0];
   n.schema()->Detach();
   // Tables made locally (single-node mode): one the cluster also has, one it does not.
   auto local_t = n.catalog()->CreateTable(kInstance, Schema("t", {"cf"}), {});
   ASSERT_TRUE(local_t.ok()) << local_t.status();
-  auto local = n.catalog()->CreateTable(kInstance, Schema("local", {"cf"}), {});
+  auto local = n.catalog()->CreateTable(kInstance, Schema("local", {"cf"}), {"m"});
   ASSERT_TRUE(local.ok()) << local.status();
   n.Write("a", "cf", "local data");
   ASSERT_TRUE(nodes_[1]->schema()->CreateTable(kInstance, Schema("t", {"cf"}), {}).ok());
   Status attached = n.Reattach();
   ASSERT_TRUE(attached.ok()) << attached;
+  // The cluster's "t" replaces the local one: its data cannot be proven to be the cluster's.
   EXPECT_EQ(n.Version(), 1u);
   EXPECT_EQ(n.Families("a"), "");
-  EXPECT_EQ(n.Version("projects/p/instances/i/tables/local"), 0u);
+  // "local" joins the cluster's schema, split keys and all, and every node gets it.
+  const std::string local_name = "projects/p/instances/i/tables/local";
+  EXPECT_EQ(n.Version(local_name), 1u);
+  ASSERT_TRUE(AllAtVersion(1, local_name));
+  auto on_other = nodes_[2]->catalog()->GetTable(local_name);
+  ASSERT_TRUE(on_other.ok());
+  ASSERT_EQ((*on_other)->tablets.size(), 2u);
+  EXPECT_EQ((*on_other)->tablets[1].start_row, "m");
+  // It is the cluster's table now: a delete anywhere reaches this node.
+  ASSERT_TRUE(nodes_[2]->schema()->DeleteTable(local_name).ok());
+  ASSERT_TRUE(WaitFor([&] { return n.Version(local_name) == 0; }));
 }
 
 TEST_F(ClusterSchemaTest, MalformedRecordsAreSkipped) {

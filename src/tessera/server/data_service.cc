@@ -284,6 +284,7 @@ class DataService::Impl {
       return absl::UnimplementedError(StrCat("materialized views are not supported by Tessera (",
                                              materialized_view_name, ")"));
     }
+    if (options_.serving_check) RETURN_IF_ERROR(options_.serving_check());
     if (table_name.empty()) return absl::InvalidArgumentError("table_name must be set");
     ASSIGN_OR_RETURN(TableName name, TableName::Parse(table_name));
     return catalog_->GetTable(name.Full());

@@ -28,6 +28,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "google/bigtable/v2/bigtable.grpc.pb.h"
@@ -46,6 +47,10 @@ struct DataServiceOptions {
   // SampleRowKeys reports a key about every this many bytes of a tablet (besides the tablet
   // boundaries). > 0.
   uint64_t sample_every_bytes = 64ull << 20;
+  // Asked before every data request; a non-OK status is the request's answer. A cluster node
+  // answers Unavailable while it has no lock-service session, as a Bigtable tablet server stops
+  // serving when it loses its Chubby lock. Optional (unset: always serving).
+  std::function<Status()> serving_check;
 
   // --- performance ---
   // ReadRows steps run on gRPC's callback thread instead of the executor. Saves two thread

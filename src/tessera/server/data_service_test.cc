@@ -253,6 +253,32 @@ TEST_P(DataServiceTest, MutateRowEveryKindInOrder) {
   EXPECT_EQ(ReadAll().Cells(), (std::vector<Flat>{{"r1", "cf2", "y", 5000, "y"}}));
 }
 
+TEST_P(DataServiceTest, ANodeThatIsNotServingAnswersUnavailable) {
+  std::atomic<bool> serving{true};
+  DataServiceOptions options;
+  options.serving_check = [&serving]() -> Status {
+    if (serving) return Status();
+    return absl::UnavailableError("node n1 is not serving: it has no lock-service session");
+  };
+  StartServer(options);
+  CreateTable("t");
+  ASSERT_TRUE(MutateRow("r1", {SetCell("cf1", "c", 1000, "v")}).ok());
+  serving = false;
+  grpc::Status s = MutateRow("r2", {SetCell("cf1", "c", 1000, "v")});
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_NE(s.error_message().find("not serving"), std::string::npos) << s.error_message();
+  grpc::ClientContext ctx;
+  v2::ReadRowsRequest req;
+  req.set_table_name(kTable);
+  auto reader = stub_->ReadRows(&ctx, req);
+  v2::ReadRowsResponse resp;
+  while (reader->Read(&resp)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
+  serving = true;
+  EXPECT_TRUE(MutateRow("r2", {SetCell("cf1", "c", 1000, "v")}).ok());
+}
+
 TEST_P(DataServiceTest, ServerTimestampForMinusOne) {
   CreateTable("t");
   Put("r", "cf1", "q", -1, "v");

@@ -3,7 +3,11 @@
 #include <chrono>
 
 #include "grpcpp/grpcpp.h"
+#include "tessera/cluster/grpc_transport.h"
+#include "tessera/cluster/status_service.h"
+#include "tessera/coord/open_lock_service.h"
 #include "tessera/server/admin_service.h"
+#include "tessera/server/cluster_schema.h"
 #include "tessera/server/table_catalog.h"
 #include "tessera/util/executor.h"
 #include "tessera/util/logging.h"
@@ -17,9 +21,46 @@ struct Server::State {
   std::unique_ptr<Executor> workers;
   std::unique_ptr<DataService> data;
   std::unique_ptr<AdminService> admin;
+  std::unique_ptr<coord::LockService> lock_service;
+  // Cluster mode (etcd) only: the schema decided in the lock service.
+  std::unique_ptr<ClusterSchema> schema;
+  std::unique_ptr<cluster::GrpcTransport> transport;
+  std::unique_ptr<cluster::GossipService> gossip_service;
+  std::unique_ptr<cluster::ClusterAdminService> cluster_admin;
+  std::unique_ptr<cluster::ClusterNode> node;
   std::unique_ptr<grpc::Server> grpc_server;
+  int port = 0;
+  std::string address;
   bool shut_down = false;
+
+  // Stops what Start() started, in reverse order; safe on a partly started state.
+  Status Stop();
 };
+
+Status Server::State::Stop() {
+  if (grpc_server != nullptr) {
+    grpc_server->Shutdown(std::chrono::system_clock::now() +
+                          std::chrono::milliseconds(options.shutdown_grace_ms));
+    grpc_server->Wait();
+  }
+  // The session closes: the directory entry and the master lock go at once.
+  if (cluster_admin != nullptr) cluster_admin->SetNode(nullptr);
+  node.reset();
+  if (transport != nullptr) transport->Shutdown();
+  // Work already handed to the workers finishes before the engine closes.
+  workers.reset();
+  grpc_server.reset();
+  admin.reset();
+  data.reset();
+  cluster_admin.reset();
+  schema.reset();
+  gossip_service.reset();
+  transport.reset();
+  lock_service.reset();
+  catalog.reset();
+  if (engine == nullptr) return Status();
+  return engine->Close();
+}
 
 Server::Server(std::unique_ptr<State> state) : state_(std::move(state)) {}
 
@@ -29,20 +70,66 @@ Server::~Server() {
 }
 
 tablet::Engine* Server::engine() const { return state_->engine.get(); }
+cluster::ClusterNode* Server::node() const { return state_->node.get(); }
 
 StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   auto state = std::make_unique<State>();
   state->options = options;
-  ASSIGN_OR_RETURN(state->engine, tablet::Engine::Open(options.engine));
-  ASSIGN_OR_RETURN(state->catalog, TableCatalog::Open(state->engine.get()));
-  state->workers = NewThreadPoolExecutor(options.worker_threads);
-  state->data = std::make_unique<DataService>(state->catalog.get(), SystemClock(),
-                                              state->workers.get(), options.data);
-  state->admin = std::make_unique<AdminService>(state->catalog.get(), state->data->row_locks());
+  State* s = state.get();
+  ASSIGN_OR_RETURN(s->engine, tablet::Engine::Open(options.engine));
+  Status started = StartServices(s);
+  if (!started.ok()) {
+    Status stopped = s->Stop();
+    if (!stopped.ok()) TLOG_ERROR("server: stopping after a failed start: {}", stopped);
+    return started;
+  }
+  std::unique_ptr<Server> server(new Server(std::move(state)));
+  server->port_ = s->port;
+  server->address_ = s->address;
+  TLOG_INFO("server: serving the Bigtable API on {} (data in {}; cluster '{}', {} lock service)",
+            server->address_, options.engine.dir, options.cluster.node.cluster_name,
+            s->lock_service->backend_name());
+  return server;
+}
+
+Status Server::StartServices(State* s) {
+  const ServerOptions& options = s->options;
+  ASSIGN_OR_RETURN(s->catalog, TableCatalog::Open(s->engine.get()));
+
+  coord::LockServiceConfig lsc;
+  lsc.address = options.cluster.lock_service;
+  lsc.data_dir = options.engine.dir;
+  // Clusters sharing one etcd stay apart.
+  lsc.key_root = tessera::StrCat("/tessera/", options.cluster.node.cluster_name, "/");
+  ASSIGN_OR_RETURN(s->lock_service, coord::OpenLockService(lsc));
+  s->transport = std::make_unique<cluster::GrpcTransport>(cluster::GrpcTransportOptions{
+      options.cluster.node.cluster_name,
+      std::max<int64_t>(1000, 2 * options.cluster.node.gossip.interval_ms), 4});
+  s->gossip_service = std::make_unique<cluster::GossipService>(s->transport.get());
+  s->cluster_admin = std::make_unique<cluster::ClusterAdminService>();
+
+  // A cluster's schema lives in the lock service; a single node's in its catalog.
+  if (s->lock_service->backend_name() != "embedded") {
+    ClusterSchemaOptions schema_options;
+    schema_options.fs = PosixFileSystem();
+    schema_options.state_path = JoinPath(options.engine.dir, "CLUSTER_SCHEMA");
+    ASSIGN_OR_RETURN(s->schema, ClusterSchema::Open(s->catalog.get(), schema_options));
+  }
+
+  s->workers = NewThreadPoolExecutor(options.worker_threads);
+  DataServiceOptions data_options = options.data;
+  data_options.serving_check = [s]() -> Status {
+    cluster::ClusterNode* node = s->node.get();
+    return node != nullptr ? node->CheckServing()
+                           : absl::UnavailableError("this node is still joining its cluster");
+  };
+  s->data = std::make_unique<DataService>(s->catalog.get(), SystemClock(), s->workers.get(),
+                                          data_options);
+  s->admin = std::make_unique<AdminService>(s->catalog.get(), s->data->row_locks(),
+                                            s->schema.get());
 
   grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &s->port);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   // The official clients ping every 30 s even without calls in flight; accept that forever.
@@ -52,23 +139,40 @@ StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   // Our own keepalive: notice dead clients of long streams.
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20000);
-  builder.RegisterService(state->data.get());
-  builder.RegisterService(state->admin.get());
-  state->grpc_server = builder.BuildAndStart();
-  if (state->grpc_server == nullptr || port == 0) {
-    Status close = state->engine->Close();
-    (void)close;
+  builder.RegisterService(s->data.get());
+  builder.RegisterService(s->admin.get());
+  builder.RegisterService(s->gossip_service.get());
+  builder.RegisterService(s->cluster_admin.get());
+  s->grpc_server = builder.BuildAndStart();
+  if (s->grpc_server == nullptr || s->port == 0) {
     return absl::UnavailableError(
         tessera::StrCat("cannot listen on ", options.listen,
                         " (address in use, or not a HOST:PORT this machine has?)"));
   }
-  std::unique_ptr<Server> server(new Server(std::move(state)));
-  server->port_ = port;
   const std::string& listen = options.listen;
-  server->address_ = tessera::StrCat(listen.substr(0, listen.rfind(':')), ":", port);
-  TLOG_INFO("server: serving the Bigtable API on {} (data in {})", server->address_,
-            options.engine.dir);
-  return server;
+  s->address = tessera::StrCat(listen.substr(0, listen.rfind(':')), ":", s->port);
+
+  // Join the cluster (alone, by default) now that gossip can arrive.
+  cluster::NodeOptions node_options = options.cluster.node;
+  if (node_options.endpoint.empty()) node_options.endpoint = s->address;
+  node_options.data_dir = options.engine.dir;
+  tablet::Engine* engine = s->engine.get();
+  node_options.load = [engine] {
+    tablet::EngineStats stats = engine->GetStats();
+    return static_cast<int64_t>(stats.memtable_bytes + stats.sstable_bytes);
+  };
+  cluster::NodeHooks hooks;
+  hooks.on_fatal = options.cluster.on_fatal;
+  if (s->schema != nullptr) {
+    ClusterSchema* schema = s->schema.get();
+    hooks.on_registered = [schema](coord::Session* session) { return schema->Attach(session); };
+    hooks.on_session_lost = [schema] { schema->Detach(); };
+  }
+  ASSIGN_OR_RETURN(s->node, cluster::ClusterNode::Start(std::move(node_options),
+                                                        s->lock_service.get(),
+                                                        s->transport.get(), std::move(hooks)));
+  s->cluster_admin->SetNode(s->node.get());
+  return Status();
 }
 
 Status Server::Shutdown() {
@@ -76,16 +180,7 @@ Status Server::Shutdown() {
   if (s.shut_down) return Status();
   s.shut_down = true;
   TLOG_INFO("server: shutting down");
-  s.grpc_server->Shutdown(std::chrono::system_clock::now() +
-                          std::chrono::milliseconds(s.options.shutdown_grace_ms));
-  s.grpc_server->Wait();
-  // Work already handed to the workers finishes before the engine closes.
-  s.workers.reset();
-  s.grpc_server.reset();
-  s.admin.reset();
-  s.data.reset();
-  s.catalog.reset();
-  Status closed = s.engine->Close();
+  Status closed = s.Stop();
   if (closed.ok()) TLOG_INFO("server: engine closed cleanly");
   return closed;
 }

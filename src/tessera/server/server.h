@@ -11,19 +11,40 @@
 // gRPC settings: receive limit raised to 256 MiB (Bigtable allows 100 MiB values); client
 // keepalive pings every 30 s (the official clients' setting) are accepted without strikes.
 //
+// Cluster membership (cluster/node.h): every server is a ClusterNode — alone, with the embedded
+// lock service in its data folder (the default), or one of many with etcd as the lock service.
+// The same port carries gossip (tessera.v1.Gossip) and the operator's status
+// (tessera.v1.ClusterAdmin). With etcd, the schema lives in the lock service and this node
+// mirrors it (server/cluster_schema.h); data requests answer UNAVAILABLE while the node has no
+// lock-service session.
+//
 // Thread-safety: Start/Shutdown/Wait from one controlling thread; the services are
 // thread-safe.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
+#include "tessera/cluster/node.h"
 #include "tessera/server/data_service.h"
 #include "tessera/tablet/engine.h"
 #include "tessera/util/status.h"
 
 namespace tessera::server {
+
+struct ClusterServeOptions {
+  // "embedded" (one node; the lock service lives in <data-dir>/coord) or etcd's client address
+  // ("etcd://HOST:PORT"). Every node of a cluster names the same etcd.
+  std::string lock_service = "embedded";
+  // Cluster name, dc, rack, seeds, gossip and session settings. `endpoint` empty = the address
+  // the server bound; `data_dir` is set to the engine's folder.
+  cluster::NodeOptions node;
+  // Called (on a cluster thread) when the node will never serve again: it lost its session and
+  // node.on_session_loss is kExit. The owner should shut the server down and exit non-zero.
+  std::function<void(const Status&)> on_fatal;
+};
 
 struct ServerOptions {
   // HOST:PORT to listen on; port 0 picks a free port (see Server::port()).
@@ -36,6 +57,7 @@ struct ServerOptions {
   int max_message_bytes = 256 << 20;
   // On Shutdown, calls still running after this long are cancelled.
   int64_t shutdown_grace_ms = 5000;
+  ClusterServeOptions cluster;
 };
 
 class Server {
@@ -50,6 +72,7 @@ class Server {
   int port() const { return port_; }
   const std::string& address() const { return address_; }
   tablet::Engine* engine() const;
+  cluster::ClusterNode* node() const;
 
   // Stops serving and closes the engine; returns the engine's Close() status. Idempotent.
   Status Shutdown();
@@ -57,6 +80,8 @@ class Server {
  private:
   struct State;
   explicit Server(std::unique_ptr<State> state);
+  // Everything after the engine: catalog, lock service, services, the gRPC server, the node.
+  static Status StartServices(State* state);
 
   std::unique_ptr<State> state_;
   int port_ = 0;

@@ -1,0 +1,115 @@
+// `tessera admin`: operator commands against a running node. `status` shows the cluster as the
+// node sees it (tessera.v1.ClusterAdmin/GetClusterStatus).
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "fmt/format.h"
+#include "google/protobuf/util/json_util.h"
+#include "grpcpp/grpcpp.h"
+#include "tessera/cli/commands.h"
+#include "tessera/v1/cluster.grpc.pb.h"
+
+namespace tessera::cli {
+
+namespace {
+
+std::string HumanBytes(int64_t bytes) {
+  if (bytes < 0) return "?";
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", v, units[u]);
+}
+
+void PrintStatus(const ::tessera::v1::ClusterStatus& s) {
+  std::string master =
+      s.master().empty() ? "none" : fmt::format("{} (term {})", s.master(), s.master_term());
+  fmt::print("cluster '{}': {} node{}, master {}, {} lock service; answered by {}{}\n",
+             s.cluster_name(), s.nodes_size(), s.nodes_size() == 1 ? "" : "s", master,
+             s.lock_service(), s.self(),
+             s.serving() ? "" : " (NOT SERVING: no lock-service session)");
+  if (!s.lock_service_error().empty()) {
+    fmt::print("lock service unreachable: {} (master and directory from gossip)\n",
+               s.lock_service_error());
+  }
+  if (s.refused_messages() > 0) {
+    fmt::print("refused {} gossip messages from another cluster\n", s.refused_messages());
+  }
+  size_t width = 8;
+  for (const auto& n : s.nodes()) width = std::max(width, n.endpoint().size());
+  fmt::print("{:<{}}  {:<6} {:<8} {:<8} {:>6} {:>10} {:>11} {:>9}  {:<7} {}\n", "ENDPOINT",
+             width, "DC", "RACK", "STATE", "PHI", "LOAD", "GENERATION", "HEARTBEAT", "STATUS",
+             "ROLE");
+  for (const auto& n : s.nodes()) {
+    std::string role;
+    if (n.is_master()) role += "master ";
+    if (n.is_self()) role += "(this node) ";
+    if (!n.registered()) role += "unregistered";
+    fmt::print("{:<{}}  {:<6} {:<8} {:<8} {:>6.2f} {:>10} {:>11} {:>9}  {:<7} {}\n",
+               n.endpoint(), width, n.dc(), n.rack(), n.liveness(), n.phi(),
+               HumanBytes(n.load_bytes()), n.generation(), n.heartbeat(), n.status(), role);
+  }
+}
+
+int RunStatus(const std::string& addr, int64_t timeout_ms, bool json) {
+  auto channel = grpc::CreateChannel(addr, grpc::InsecureChannelCredentials());
+  auto stub = ::tessera::v1::ClusterAdmin::NewStub(channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));
+  ::tessera::v1::GetClusterStatusRequest request;
+  ::tessera::v1::ClusterStatus status;
+  grpc::Status rpc = stub->GetClusterStatus(&ctx, request, &status);
+  if (!rpc.ok()) {
+    std::fprintf(stderr, "tessera admin status: %s: %s\n", addr.c_str(),
+                 rpc.error_message().c_str());
+    return 1;
+  }
+  if (json) {
+    std::string out;
+    google::protobuf::util::JsonPrintOptions options;
+    options.always_print_primitive_fields = true;
+    options.preserve_proto_field_names = true;
+    (void)google::protobuf::util::MessageToJsonString(status, &out, options);
+    std::printf("%s\n", out.c_str());
+  } else {
+    PrintStatus(status);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int RunAdmin(int argc, char** argv) {
+  CLI::App app{"tessera admin: operator commands against a running node", "tessera admin"};
+  app.require_subcommand(1);
+  const char* env = std::getenv("BIGTABLE_EMULATOR_HOST");
+  std::string addr = env != nullptr && *env != '\0' ? env : "127.0.0.1:8086";
+  int64_t timeout_ms = 10000;
+  bool json = false;
+  CLI::App* status = app.add_subcommand(
+      "status",
+      "every node of the cluster as the node at --addr sees it: address, dc/rack, "
+      "up/suspect/down with phi, load, generation, and which one is master");
+  status->add_option("--addr", addr, "HOST:PORT of any node (default: $BIGTABLE_EMULATOR_HOST "
+                                     "or 127.0.0.1:8086)")
+      ->capture_default_str();
+  status->add_option("--timeout-ms", timeout_ms, "give up after this long")
+      ->check(CLI::Range(int64_t{1}, int64_t{600000}))
+      ->capture_default_str();
+  status->add_flag("--json", json, "print the status as one JSON object");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (status->parsed()) return RunStatus(addr, timeout_ms, json);
+  return 2;
+}
+
+}  // namespace tessera::cli
