@@ -51,6 +51,7 @@ void PrintStatus(const ::tessera::v1::ClusterStatus& s) {
     if (n.is_master()) role += "master ";
     if (n.is_self()) role += "(this node) ";
     if (!n.registered()) role += "unregistered";
+    while (!role.empty() && role.back() == ' ') role.pop_back();
     fmt::print("{:<{}}  {:<6} {:<8} {:<8} {:>6.2f} {:>10} {:>11} {:>9}  {:<7} {}\n",
                n.endpoint(), width, n.dc(), n.rack(), n.liveness(), n.phi(),
                HumanBytes(n.load_bytes()), n.generation(), n.heartbeat(), n.status(), role);
