@@ -1028,23 +1028,15 @@ TEST_F(DifferentialTest, RandomOperationsAgree) {
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg.rfind("--tessera=", 0) == 0) {
-      tessera::integration::g_tessera_binary = arg.substr(10);
-    } else if (arg.rfind("--emulator=", 0) == 0) {
-      tessera::integration::g_emulator_binary = arg.substr(11);
-    } else {
-      std::fprintf(stderr, "unknown argument %s\n", arg.c_str());
-      return 2;
-    }
+  if (!tessera::integration::ParseTestFlags(
+          argc, argv,
+          {{"tessera", &tessera::integration::g_tessera_binary},
+           {"emulator", &tessera::integration::g_emulator_binary}},
+          {"tessera"}, "--tessera=<binary> --emulator=<cbtemulator> [gtest flags]")) {
+    return 2;
   }
   if (const char* env = std::getenv("TESSERA_CBTEMULATOR"); env != nullptr && *env != '\0') {
     tessera::integration::g_emulator_binary = env;
-  }
-  if (tessera::integration::g_tessera_binary.empty()) {
-    std::fprintf(stderr, "usage: %s --tessera=<binary> --emulator=<cbtemulator>\n", argv[0]);
-    return 2;
   }
   if (tessera::integration::g_emulator_binary.empty() ||
       access(tessera::integration::g_emulator_binary.c_str(), X_OK) != 0) {

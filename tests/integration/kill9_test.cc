@@ -293,17 +293,9 @@ TEST_F(Kill9Test, AcknowledgedWritesSurviveKill9) {
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg.rfind("--tessera=", 0) == 0) {
-      tessera::integration::g_tessera_binary = arg.substr(10);
-    } else {
-      std::fprintf(stderr, "unknown argument %s\n", arg.c_str());
-      return 2;
-    }
-  }
-  if (tessera::integration::g_tessera_binary.empty()) {
-    std::fprintf(stderr, "usage: %s --tessera=<tessera binary>\n", argv[0]);
+  if (!tessera::integration::ParseTestFlags(
+          argc, argv, {{"tessera", &tessera::integration::g_tessera_binary}}, {"tessera"},
+          "--tessera=<tessera binary> [gtest flags]")) {
     return 2;
   }
   return RUN_ALL_TESTS();

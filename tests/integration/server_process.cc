@@ -189,6 +189,38 @@ std::shared_ptr<grpc::Channel> ServerProcess::NewChannel() const {
   return grpc::CreateCustomChannel(endpoint_, grpc::InsecureChannelCredentials(), args);
 }
 
+bool ParseTestFlags(int argc, char** argv,
+                    const std::vector<std::pair<std::string, std::string*>>& flags,
+                    const std::vector<std::string>& required, const std::string& usage) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    bool known = false;
+    for (const auto& [name, value] : flags) {
+      const std::string prefix = StrCat("--", name, "=");
+      if (arg.rfind(prefix, 0) == 0) {
+        *value = arg.substr(prefix.size());
+        known = true;
+        break;
+      }
+    }
+    if (!known) {
+      std::fprintf(stderr, "unknown argument %s\nusage: %s %s\n", arg.c_str(), argv[0],
+                   usage.c_str());
+      return false;
+    }
+  }
+  for (const std::string& name : required) {
+    for (const auto& [flag, value] : flags) {
+      if (flag == name && value->empty()) {
+        std::fprintf(stderr, "--%s is required\nusage: %s %s\n", name.c_str(), argv[0],
+                     usage.c_str());
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 TempDir::TempDir(const std::string& prefix) {
   const char* tmp = std::getenv("TMPDIR");
   std::string pattern = StrCat(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", "/", prefix,

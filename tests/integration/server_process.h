@@ -71,6 +71,12 @@ class ServerProcess {
   const std::string log_path_;
 };
 
+// The test binaries' own flags, "--NAME=VALUE", after gtest has taken its own: each flag named
+// in `flags` is stored in its string; anything else is an error, printed on stderr. `usage` is
+// printed too when a flag in `required` is missing. Returns false on any error (exit 2).
+bool ParseTestFlags(int argc, char** argv, const std::vector<std::pair<std::string, std::string*>>& flags,
+                    const std::vector<std::string>& required, const std::string& usage);
+
 // A scratch directory under $TMPDIR (or /tmp), removed when destroyed.
 class TempDir {
  public:

@@ -612,14 +612,7 @@ StatusOr<std::shared_ptr<const TableInfo>> ClusterSchema::UpdateSchema(
       return absl::DataLossError(
           tessera::StrCat("table \"", full_name, "\": ", old.status().message()));
     }
-    model::TableSchema schema = old->schema;
-    RETURN_IF_ERROR(change(&schema));
-    if (schema.name != old->schema.name) {
-      return absl::InvalidArgumentError("a table's name cannot change");
-    }
-    RETURN_IF_ERROR(schema.Validate());
-    schema.version = old->schema.version + 1;
-    schema.dropped_families.clear();
+    ASSIGN_OR_RETURN(model::TableSchema schema, ChangedSchema(old->schema, change));
 
     SchemaRecord record;
     record.split_keys = old->split_keys;

@@ -286,14 +286,21 @@ StatusOr<std::shared_ptr<const TableInfo>> TableCatalog::UpdateSchema(
     std::string_view full_name, const std::function<Status(model::TableSchema*)>& change) {
   absl::MutexLock lock(&change_mu_);
   ASSIGN_OR_RETURN(std::shared_ptr<const TableInfo> old, GetTable(full_name));
-  model::TableSchema schema = old->schema;
+  ASSIGN_OR_RETURN(model::TableSchema schema, ChangedSchema(old->schema, change));
+  return WriteSchemaLocked(*old, std::move(schema));
+}
+
+StatusOr<model::TableSchema> ChangedSchema(
+    const model::TableSchema& old, const std::function<Status(model::TableSchema*)>& change) {
+  model::TableSchema schema = old;
   RETURN_IF_ERROR(change(&schema));
-  if (schema.name != old->schema.name) {
+  if (schema.name != old.name) {
     return absl::InvalidArgumentError("a table's name cannot change");
   }
   RETURN_IF_ERROR(schema.Validate());
-  schema.version = old->schema.version + 1;
-  return WriteSchemaLocked(*old, std::move(schema));
+  schema.version = old.version + 1;
+  schema.dropped_families.clear();
+  return schema;
 }
 
 StatusOr<std::shared_ptr<const TableInfo>> TableCatalog::WriteSchemaLocked(

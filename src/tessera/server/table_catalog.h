@@ -53,6 +53,12 @@ struct TableName {
 // contain no '/'.
 Status ValidateInstanceName(std::string_view name);
 
+// The schema a change makes of `old`: `change` run on a copy (its non-OK status is returned
+// unchanged), checked (the name may not change; Validate()), with the next version and no
+// dropped families (the engine owns those). Shared by every TableDefinitions.
+StatusOr<model::TableSchema> ChangedSchema(
+    const model::TableSchema& old, const std::function<Status(model::TableSchema*)>& change);
+
 struct TabletRef {
   tablet::TabletId id = 0;
   std::string start_row;  // inclusive
