@@ -294,6 +294,27 @@ Status EngineImpl::Recover() {
     t->files = std::move(files);
     tablets_[id] = std::move(t);
   }
+  // Every sequence given out from now on must lie above every mark the manifest holds: replay
+  // skips a tablet's records up to its flushed mark, and a dropped family hides its entries up
+  // to its drop mark. The engine records last_sequence with each mark, but the log records that
+  // raised it may be gone (a dropped or truncated tablet's log is recycled), and a manifest
+  // written before those records existed (older engines) holds marks above it. Numbering new
+  // writes from state.last_sequence alone would then number them below a mark, and the next
+  // replay would skip acknowledged writes. So the marks themselves raise the floor.
+  SequenceNumber marks = 0;
+  for (const auto& [id, t] : tablets_) {
+    marks = std::max(marks, t->flushed_sequence);
+    for (const auto& f : t->files->files) marks = std::max(marks, f->meta().max_sequence);
+    for (const auto& [family, dropped_at] : t->descriptor->schema.dropped_families) {
+      marks = std::max<SequenceNumber>(marks, dropped_at);
+    }
+  }
+  if (marks > last_sequence_) {
+    TLOG_WARN("engine {}: manifest last sequence {} is below a tablet's mark {}; numbering new "
+              "writes above the mark",
+              options_.dir, last_sequence_, marks);
+    last_sequence_ = marks;
+  }
   RETURN_IF_ERROR(RemoveOrphanFiles(state));
 
   storage::CommitLogOptions log_options;

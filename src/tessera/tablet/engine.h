@@ -22,8 +22,10 @@
 // memory_hard_limit_bytes. A background I/O error is sticky: every later write fails with it.
 //
 // Recovery: Open() reads the manifest (tablets and their files), then replays the commit log into
-// memtables, skipping what each tablet had already flushed. A torn log tail is cut off; corruption
-// in the middle of the log, a manifest or an SSTable is a DataLoss error naming file and offset.
+// memtables, skipping what each tablet had already flushed. New writes are numbered above every
+// sequence the log and the manifest's marks (flushed, dropped family, file) name, so replay never
+// skips one. A torn log tail is cut off; corruption in the middle of the log, a manifest or an
+// SSTable is a DataLoss error naming file and offset.
 //
 // Thread-safety: every method is safe to call from many threads.
 #pragma once
