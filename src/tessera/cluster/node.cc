@@ -64,7 +64,12 @@ ClusterNode::ClusterNode(NodeOptions options, coord::LockService* lock_service,
       clock_(clock),
       generation_(generation),
       random_(static_cast<uint64_t>(clock->MonotonicMicros()) ^
-              std::hash<std::string>()(options_.endpoint)) {}
+              std::hash<std::string>()(options_.endpoint)),
+      election_(options_.endpoint, [this](int64_t term, size_t nodes) {
+        gossiper_->SetApplicationState(kMasterKey, tessera::StrCat(term));
+        TLOG_INFO("cluster: {} is master (term {}); the directory lists {} nodes",
+                  options_.endpoint, term, nodes);
+      }) {}
 
 StatusOr<std::unique_ptr<ClusterNode>> ClusterNode::Start(NodeOptions options,
                                                           coord::LockService* lock_service,
@@ -162,8 +167,8 @@ Status ClusterNode::Register() {
       std::lock_guard<std::mutex> lock(mu_);
       session_lost_ = true;
       serving_ = false;  // stop serving at once, before anything else happens
-      master_ = false;
     }
+    election_.Demote();
     TLOG_ERROR("cluster: {} lost its lock-service session; it stops serving", options_.endpoint);
     cv_.notify_all();
   };
@@ -198,26 +203,24 @@ Status ClusterNode::Register() {
   TLOG_INFO("cluster: {} registered with the {} lock service (session {}, TTL {} ms{})",
             options_.endpoint, lock_service_->backend_name(), session->id().value,
             session->ttl_ms(), registrations > 1 ? ", again after a session loss" : "");
-  TryBecomeMaster();
+  election_.Reset(session);
+  election_.Step();
   return Status();
 }
 
 void ClusterNode::DropSession() {
   std::shared_ptr<coord::Session> session;
-  std::unique_ptr<coord::Watch> master_watch, directory_watch;
+  std::unique_ptr<coord::Watch> master_watch;
   {
     std::lock_guard<std::mutex> lock(mu_);
     serving_ = false;
-    master_ = false;
     session = std::move(session_);
     master_watch = std::move(master_watch_);
-    directory_watch = std::move(directory_watch_);
-    directory_.clear();
   }
+  election_.Reset(nullptr);
   if (session == nullptr) return;
   if (hooks_.on_session_lost) hooks_.on_session_lost();
   master_watch.reset();
-  directory_watch.reset();
   Status closed = session->Close();
   if (!closed.ok() && session->state() == coord::SessionState::kAlive) {
     TLOG_WARN("cluster: closing the session: {}", closed);
@@ -292,108 +295,13 @@ void ClusterNode::CoordinatorLoop() {
       }
       continue;
     }
-    if (!master_ && session_ != nullptr) {
+    if (session_ != nullptr) {
       lock.unlock();
-      TryBecomeMaster();
+      election_.Step();
       lock.lock();
     }
     cv_.wait_for(lock, std::chrono::milliseconds(options_.election_poll_ms),
                  [this] { return stopping_ || session_lost_; });
-  }
-}
-
-void ClusterNode::TryBecomeMaster() {
-  std::shared_ptr<coord::Session> session;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (master_ || session_ == nullptr || session_lost_) return;
-    session = session_;
-  }
-  StatusOr<bool> acquired = session->TryAcquire(kMasterLock, options_.endpoint);
-  if (!acquired.ok() || !*acquired) {
-    if (!acquired.ok()) TLOG_DEBUG("cluster: master lock: {}", acquired.status());
-    return;
-  }
-  StatusOr<coord::LockHolder> holder = session->GetLockHolder(kMasterLock);
-  const int64_t term = holder.ok() ? holder->revision : 0;
-  // Learn the directory, then follow it from the next revision: no join or death is missed.
-  StatusOr<coord::Listing> listing = session->List(kDirectoryPrefix);
-  std::unique_ptr<coord::Watch> watch;
-  if (listing.ok()) {
-    coord::WatchOptions wo;
-    wo.key = std::string(kDirectoryPrefix);
-    wo.prefix = true;
-    wo.start_revision = listing->revision + 1;
-    StatusOr<std::unique_ptr<coord::Watch>> started =
-        session->StartWatch(wo, [this](const coord::WatchEvent& e) { OnDirectoryEvent(e); });
-    if (started.ok()) watch = std::move(*started);
-  }
-  if (watch == nullptr) {
-    // Without the directory the master cannot do its job: give the lock back and try again.
-    TLOG_WARN("cluster: {} won the master lock but cannot follow the directory: {}",
-              options_.endpoint, listing.ok() ? "watch failed" : listing.status().ToString());
-    (void)session->Release(kMasterLock);
-    return;
-  }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (session_ != session) return;  // lost meanwhile; the lock went with the session
-    master_ = true;
-    master_term_ = term;
-    directory_.clear();
-    for (const coord::FileInfo& f : listing->files) {
-      directory_[f.name.substr(kDirectoryPrefix.size())] = f.value;
-    }
-    directory_watch_ = std::move(watch);
-  }
-  gossiper_->SetApplicationState(kMasterKey, tessera::StrCat(term));
-  TLOG_INFO("cluster: {} is master (term {}); the directory lists {} nodes", options_.endpoint,
-            term, listing->files.size());
-}
-
-void ClusterNode::OnDirectoryEvent(const coord::WatchEvent& e) {
-  std::string endpoint = e.name.size() > kDirectoryPrefix.size()
-                             ? e.name.substr(kDirectoryPrefix.size())
-                             : std::string();
-  switch (e.type) {
-    case coord::WatchEventType::kPut: {
-      bool is_new = false;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        is_new = directory_.insert_or_assign(endpoint, e.value).second;
-      }
-      if (is_new) TLOG_INFO("master: node {} joined: {}", endpoint, e.value);
-      break;
-    }
-    case coord::WatchEventType::kDelete: {
-      size_t erased = 0;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        erased = directory_.erase(endpoint);
-      }
-      if (erased > 0) {
-        TLOG_WARN("master: node {} left the directory (its session ended)", endpoint);
-      }
-      break;
-    }
-    case coord::WatchEventType::kReset: {
-      std::shared_ptr<coord::Session> session;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        session = session_;
-      }
-      if (session == nullptr) break;
-      StatusOr<coord::Listing> listing = session->List(kDirectoryPrefix);
-      if (!listing.ok()) break;
-      std::lock_guard<std::mutex> lock(mu_);
-      directory_.clear();
-      for (const coord::FileInfo& f : listing->files) {
-        directory_[f.name.substr(kDirectoryPrefix.size())] = f.value;
-      }
-      break;
-    }
-    case coord::WatchEventType::kSessionExpired:
-      break;  // the session's own callback handles it
   }
 }
 
@@ -410,10 +318,7 @@ bool ClusterNode::serving() const {
   return serving_;
 }
 
-bool ClusterNode::is_master() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return master_;
-}
+bool ClusterNode::is_master() const { return election_.is_master(); }
 
 coord::SessionId ClusterNode::session_id() const {
   std::lock_guard<std::mutex> lock(mu_);

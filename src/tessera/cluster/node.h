@@ -14,12 +14,12 @@
 //     an ephemeral file "nodes/<endpoint>" holding its address, data centre, rack, cluster name
 //     and generation. hooks.on_registered(session) then runs (the schema mirror attaches) and the
 //     node is serving (CheckServing() OK, gossip status "normal").
-//   * Master election. Every registered node competes for the lock "master" (its value is the
-//     node's endpoint); the holder is the master. The others poll every election_poll_ms and
-//     watch the lock, so a successor takes over as soon as the lock service ends the dead
-//     master's session: within the lease TTL of its death plus the lock service's expiry check
-//     and one poll. The master watches the directory and logs every join and death; it
-//     publishes its term (the lock's revision) in gossip under "master".
+//   * Master election (election.h). Every registered node competes for the lock "master" (its
+//     value is the node's endpoint); the holder is the master. The others step every
+//     election_poll_ms and when the lock's watch fires, so a successor takes over as soon as the
+//     lock service ends the dead master's session: within the lease TTL of its death plus the
+//     lock service's expiry check. The master watches the directory and logs every join and
+//     death; it publishes its term (the lock's revision) in gossip under "master".
 //   * Session loss. When the session expires (the lock service did not hear from us within the
 //     TTL: a pause, a partition, an overloaded etcd), the node stops serving at once —
 //     CheckServing() returns Unavailable, as a Bigtable tablet server stops serving when it loses
@@ -45,6 +45,7 @@
 #include <thread>
 #include <vector>
 
+#include "tessera/cluster/election.h"
 #include "tessera/cluster/gossip.h"
 #include "tessera/cluster/transport.h"
 #include "tessera/coord/lock_service.h"
@@ -57,10 +58,6 @@
 namespace tessera::cluster {
 
 enum class SessionLossAction { kReregister, kExit };
-
-// Lock-service names the node uses (below the service's key root, which holds the cluster name).
-inline constexpr std::string_view kDirectoryPrefix = "nodes/";
-inline constexpr std::string_view kMasterLock = "master";
 
 struct NodeOptions {
   std::string cluster_name = "tessera";
@@ -145,8 +142,6 @@ class ClusterNode {
   void DropSession();               // after a loss or at Stop
   void GossipLoop();
   void CoordinatorLoop();
-  void TryBecomeMaster();
-  void OnDirectoryEvent(const coord::WatchEvent& event);
   void Wake();
 
   const NodeOptions options_;
@@ -163,16 +158,13 @@ class ClusterNode {
   bool stopping_ = false;
   bool session_lost_ = false;  // set by the session's callback; handled by the coordinator
   bool serving_ = false;
-  bool master_ = false;
-  int64_t master_term_ = 0;
   int registrations_ = 0;
   bool fatal_ = false;
   // The session and what hangs on it; replaced only by the coordinator thread (and Start/Stop).
   std::shared_ptr<coord::Session> session_;
   std::unique_ptr<coord::Watch> master_watch_;
-  std::unique_ptr<coord::Watch> directory_watch_;
-  // The master's view of the directory: endpoint -> entry value.
-  std::map<std::string, std::string> directory_;
+  // Has its own lock; never called with mu_ held.
+  MasterElection election_;
 
   std::thread gossip_thread_;
   std::thread coordinator_thread_;
