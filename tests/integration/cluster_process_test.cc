@@ -362,11 +362,6 @@ TEST_F(ClusterTest, SchemaCreatedOnOneNodeIsSeenOnAll) {
 }  // namespace tessera::integration
 
 int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  if (!tessera::integration::ParseTestFlags(
-          argc, argv, {{"tessera", &tessera::integration::g_tessera_binary}}, {"tessera"},
-          "--tessera=<tessera binary> [gtest flags]")) {
-    return 2;
-  }
-  return RUN_ALL_TESTS();
+  return tessera::integration::RunTestsWithTesseraBinary(argc, argv,
+                                                         &tessera::integration::g_tessera_binary);
 }

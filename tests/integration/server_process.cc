@@ -1,5 +1,7 @@
 #include "server_process.h"
 
+#include "gtest/gtest.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -219,6 +221,15 @@ bool ParseTestFlags(int argc, char** argv,
     }
   }
   return true;
+}
+
+int RunTestsWithTesseraBinary(int argc, char** argv, std::string* tessera_binary) {
+  ::testing::InitGoogleTest(&argc, argv);
+  if (!ParseTestFlags(argc, argv, {{"tessera", tessera_binary}}, {"tessera"},
+                      "--tessera=<tessera binary> [gtest flags]")) {
+    return 2;
+  }
+  return RUN_ALL_TESTS();
 }
 
 TempDir::TempDir(const std::string& prefix) {

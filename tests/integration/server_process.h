@@ -77,6 +77,10 @@ class ServerProcess {
 bool ParseTestFlags(int argc, char** argv, const std::vector<std::pair<std::string, std::string*>>& flags,
                     const std::vector<std::string>& required, const std::string& usage);
 
+// The main() of a suite that takes only --tessera=<binary>: gtest's flags, then ours, then
+// RUN_ALL_TESTS(). Stores the binary in `*tessera_binary`.
+int RunTestsWithTesseraBinary(int argc, char** argv, std::string* tessera_binary);
+
 // A scratch directory under $TMPDIR (or /tmp), removed when destroyed.
 class TempDir {
  public:

@@ -597,6 +597,25 @@ StatusOr<std::shared_ptr<const TableInfo>> ClusterSchema::CreateTable(
   return catalog_->GetTable(full_name);
 }
 
+namespace {
+
+// A table's record file; NotFound 'table "…" not found' when there is none.
+StatusOr<coord::FileInfo> ReadRecordFile(coord::Session* session, const std::string& key,
+                                         std::string_view full_name) {
+  StatusOr<coord::FileInfo> got = session->Get(key);
+  if (absl::IsNotFound(got.status())) return NotFoundTable(full_name);
+  if (!got.ok()) return LockServiceError("reading a table's schema", got.status());
+  return got;
+}
+
+Status TooManyAttempts(std::string_view full_name, std::string_view what, int attempts) {
+  return absl::AbortedError(tessera::StrCat("table \"", full_name, "\": the schema changed ",
+                                            attempts, " times while this ", what,
+                                            " was tried; try again"));
+}
+
+}  // namespace
+
 StatusOr<std::shared_ptr<const TableInfo>> ClusterSchema::UpdateSchema(
     std::string_view full_name, const std::function<Status(model::TableSchema*)>& change) {
   RETURN_IF_ERROR(TableName::Parse(full_name).status());
@@ -604,9 +623,8 @@ StatusOr<std::shared_ptr<const TableInfo>> ClusterSchema::UpdateSchema(
   ASSIGN_OR_RETURN(coord::Session * session, BeginUse());
   absl::Cleanup end = [this] { EndUse(); };
   for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
-    StatusOr<coord::FileInfo> got = session->Get(key);
-    if (absl::IsNotFound(got.status())) return NotFoundTable(full_name);
-    if (!got.ok()) return LockServiceError("reading a table's schema", got.status());
+    ASSIGN_OR_RETURN(coord::FileInfo got_file, ReadRecordFile(session, key, full_name));
+    const coord::FileInfo* got = &got_file;
     StatusOr<SchemaRecord> old = SchemaRecord::Decode(got->value);
     if (!old.ok()) {
       return absl::DataLossError(
@@ -633,9 +651,7 @@ StatusOr<std::shared_ptr<const TableInfo>> ClusterSchema::UpdateSchema(
     }
     return catalog_->GetTable(full_name);
   }
-  return absl::AbortedError(tessera::StrCat("table \"", full_name, "\": the schema changed ",
-                                            options_.max_attempts,
-                                            " times while this update was tried; try again"));
+  return TooManyAttempts(full_name, "update", options_.max_attempts);
 }
 
 Status ClusterSchema::DeleteTable(std::string_view full_name) {
@@ -644,9 +660,8 @@ Status ClusterSchema::DeleteTable(std::string_view full_name) {
   ASSIGN_OR_RETURN(coord::Session * session, BeginUse());
   absl::Cleanup end = [this] { EndUse(); };
   for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
-    StatusOr<coord::FileInfo> got = session->Get(key);
-    if (absl::IsNotFound(got.status())) return NotFoundTable(full_name);
-    if (!got.ok()) return LockServiceError("reading a table's schema", got.status());
+    ASSIGN_OR_RETURN(coord::FileInfo got_file, ReadRecordFile(session, key, full_name));
+    const coord::FileInfo* got = &got_file;
     StatusOr<SchemaRecord> record = SchemaRecord::Decode(got->value);
     if (record.ok() && record->schema.deletion_protection) {
       return absl::FailedPreconditionError(
@@ -664,9 +679,7 @@ Status ClusterSchema::DeleteTable(std::string_view full_name) {
     absl::MutexLock lock(&apply_mu_);
     return ApplyDeleteLocked(std::string(full_name), got->mod_revision).status();
   }
-  return absl::AbortedError(tessera::StrCat("table \"", full_name, "\": the schema changed ",
-                                            options_.max_attempts,
-                                            " times while this delete was tried; try again"));
+  return TooManyAttempts(full_name, "delete", options_.max_attempts);
 }
 
 }  // namespace tessera::server
