@@ -262,6 +262,31 @@ TEST_F(ClusterTest, KillingTheMasterElectsAnotherWithinTheLease) {
   ASSERT_TRUE(WaitFor([&] { return Converged(Endpoints()); }, milliseconds(15'000)));
 }
 
+TEST_F(ClusterTest, WhenEtcdHangsNodesStopServingAndComeBackAfterIt) {
+  StartCluster(2);
+  ASSERT_TRUE(WaitFor([&] { return Converged(Endpoints()); }, milliseconds(20'000)));
+  const std::string master = MasterAsSeenBy(*nodes_[0]);
+  etcd_->Pause();
+  // The status still answers (etcd's calls time out), with the master from gossip.
+  auto status = GetStatus(*nodes_[1]);
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_FALSE(status->lock_service_error().empty()) << status->DebugString();
+  EXPECT_EQ(status->master(), master);
+  // Past the session TTL, no node may serve: it cannot know it still holds its session.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        for (auto& node : nodes_) {
+          auto s = GetStatus(*node);
+          if (!s.ok() || s->serving()) return false;
+        }
+        return true;
+      },
+      milliseconds(kSessionTtlMs + 10'000)));
+  etcd_->Resume();
+  ASSERT_TRUE(WaitFor([&] { return Converged(Endpoints()); }, milliseconds(20'000)))
+      << "the nodes did not register again after etcd came back";
+}
+
 TEST_F(ClusterTest, ANodeOfAnotherClusterIsRefused) {
   StartCluster(2);
   ASSERT_TRUE(WaitFor([&] { return Converged(Endpoints()); }, milliseconds(20'000)));
