@@ -7,6 +7,7 @@
 
 #include "tessera/cli/shell_format.h"
 #include "tessera/cli/shell_progress.h"
+#include "tessera/model/gc_rule_proto.h"
 
 namespace tessera::cli::shell {
 namespace {
@@ -64,7 +65,7 @@ Status ShellExecutor::Execute(const Command& c) {
       return client_->DropFamily(c.table, c.family);
     case CommandKind::kSetGc:
       Forget(c.table);
-      return client_->UpdateGcRule(c.table, c.family, GcRuleToProto(c.gc_rule));
+      return client_->UpdateGcRule(c.table, c.family, model::GcRuleToProto(c.gc_rule));
     case CommandKind::kPut: return Put(c);
     case CommandKind::kGet: return Get(c);
     case CommandKind::kScan: return Scan(c);
@@ -163,7 +164,7 @@ Status ShellExecutor::Describe(const Command& c) {
 Status ShellExecutor::CreateTable(const Command& c) {
   std::vector<client::FamilySpec> families;
   for (const FamilyDef& f : c.families) {
-    families.push_back({f.name, GcRuleToProto(f.gc_rule), f.super_columns, f.time_sorted});
+    families.push_back({f.name, model::GcRuleToProto(f.gc_rule), f.super_columns, f.time_sorted});
   }
   Forget(c.table);
   table_names_.clear();
@@ -174,7 +175,7 @@ Status ShellExecutor::CreateFamily(const Command& c) {
   const FamilyDef& f = c.families.at(0);
   Forget(c.table);
   return client_->CreateFamily(
-      c.table, {f.name, GcRuleToProto(f.gc_rule), f.super_columns, f.time_sorted});
+      c.table, {f.name, model::GcRuleToProto(f.gc_rule), f.super_columns, f.time_sorted});
 }
 
 Status ShellExecutor::Put(const Command& c) {

@@ -67,24 +67,6 @@ TEST(ShellFormatTest, TableInfo) {
             "table e\n  (no column families)\n");
 }
 
-TEST(ShellFormatTest, GcRuleProtoRoundTrip) {
-  for (const char* text : {"never", "maxversions=3", "maxage=1d12h", "maxage=1d or maxversions=2",
-                           "(maxage=1h and maxversions=1) or maxversions=10"}) {
-    auto rule = model::GcRule::Parse(text);
-    ASSERT_TRUE(rule.ok()) << text;
-    auto back = GcRuleFromProto(GcRuleToProto(*rule));
-    ASSERT_TRUE(back.ok()) << text << ": " << back.status();
-    EXPECT_EQ(*back, *rule) << text;
-  }
-  btadmin::GcRule bad;
-  bad.set_max_num_versions(0);
-  EXPECT_FALSE(GcRuleFromProto(bad).ok());
-  btadmin::GcRule deep;
-  btadmin::GcRule* r = &deep;
-  for (int i = 0; i < 100; ++i) r = r->mutable_union_()->add_rules();
-  EXPECT_FALSE(GcRuleFromProto(deep).ok());
-}
-
 TEST(ShellFormatTest, FormatRow) {
   const TableInfo info = SampleTable();
   const std::string t8 = client::EncodeBigEndianInt64(1704164645123000);

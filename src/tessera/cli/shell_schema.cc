@@ -2,47 +2,13 @@
 
 #include "tessera/cli/shell_format.h"
 #include "tessera/client/bigtable_client.h"
+#include "tessera/model/gc_rule_proto.h"
 
 namespace tessera::cli::shell {
 namespace {
 
 namespace btv2 = ::google::bigtable::v2;
 namespace btadmin = ::google::bigtable::admin::v2;
-
-StatusOr<model::GcRule> FromProto(const btadmin::GcRule& rule, int depth) {
-  if (depth > model::GcRule::kMaxDepth) {
-    return absl::InvalidArgumentError("GC rule nested too deeply");
-  }
-  switch (rule.rule_case()) {
-    case btadmin::GcRule::RULE_NOT_SET:
-      return model::GcRule::None();
-    case btadmin::GcRule::kMaxNumVersions:
-      if (rule.max_num_versions() < 1) {
-        return absl::InvalidArgumentError(
-            StrCat("GC rule max_num_versions ", rule.max_num_versions(), " is below 1"));
-      }
-      return model::GcRule::MaxNumVersions(rule.max_num_versions());
-    case btadmin::GcRule::kMaxAge: {
-      const int64_t micros =
-          rule.max_age().seconds() * 1'000'000 + rule.max_age().nanos() / 1000;
-      if (micros <= 0) return absl::InvalidArgumentError("GC rule max_age is not positive");
-      return model::GcRule::MaxAge(micros);
-    }
-    case btadmin::GcRule::kIntersection:
-    case btadmin::GcRule::kUnion: {
-      const bool is_union = rule.rule_case() == btadmin::GcRule::kUnion;
-      const auto& children = is_union ? rule.union_().rules() : rule.intersection().rules();
-      std::vector<model::GcRule> rules;
-      for (const btadmin::GcRule& child : children) {
-        ASSIGN_OR_RETURN(model::GcRule r, FromProto(child, depth + 1));
-        rules.push_back(std::move(r));
-      }
-      return is_union ? model::GcRule::Union(std::move(rules))
-                      : model::GcRule::Intersection(std::move(rules));
-    }
-  }
-  return absl::InvalidArgumentError("GC rule of an unknown kind");
-}
 
 std::string EncodeTime(int64_t micros) { return client::EncodeBigEndianInt64(micros); }
 
@@ -73,41 +39,14 @@ TableInfo TableInfoFromProto(std::string_view table_id, const btadmin::Table& t)
     FamilyInfo f;
     f.super_columns = family.tessera_options().super_columns();
     f.time_sorted = family.tessera_options().time_sorted();
-    StatusOr<model::GcRule> rule = GcRuleFromProto(family.gc_rule());
+    StatusOr<model::GcRule> rule = model::GcRuleFromProto(family.gc_rule(), name);
     f.gc_text = rule.ok() ? rule->ToString() : StrCat("(unreadable: ", rule.status().message(), ")");
     info.families.emplace(name, std::move(f));
   }
   return info;
 }
 
-btadmin::GcRule GcRuleToProto(const model::GcRule& rule) {
-  btadmin::GcRule out;
-  switch (rule.kind()) {
-    case model::GcRule::Kind::kNone:
-      break;
-    case model::GcRule::Kind::kMaxNumVersions:
-      out.set_max_num_versions(rule.max_num_versions());
-      break;
-    case model::GcRule::Kind::kMaxAge:
-      out.mutable_max_age()->set_seconds(rule.max_age_micros() / 1'000'000);
-      out.mutable_max_age()->set_nanos(static_cast<int32_t>(rule.max_age_micros() % 1'000'000) *
-                                       1000);
-      break;
-    case model::GcRule::Kind::kUnion:
-      for (const model::GcRule& r : rule.rules()) *out.mutable_union_()->add_rules() = GcRuleToProto(r);
-      if (rule.rules().empty()) out.mutable_union_();
-      break;
-    case model::GcRule::Kind::kIntersection:
-      for (const model::GcRule& r : rule.rules()) {
-        *out.mutable_intersection()->add_rules() = GcRuleToProto(r);
-      }
-      if (rule.rules().empty()) out.mutable_intersection();
-      break;
-  }
-  return out;
-}
 
-StatusOr<model::GcRule> GcRuleFromProto(const btadmin::GcRule& rule) { return FromProto(rule, 0); }
 
 StatusOr<ResolvedColumn> ResolveColumn(const TableInfo& table, const ColumnRef& ref,
                                        bool for_write) {

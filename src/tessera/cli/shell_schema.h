@@ -43,9 +43,7 @@ struct TableInfo {
 
 TableInfo TableInfoFromProto(std::string_view table_id, const google::bigtable::admin::v2::Table& t);
 
-google::bigtable::admin::v2::GcRule GcRuleToProto(const model::GcRule& rule);
-// InvalidArgument for a rule the model cannot hold (negative versions, too deep).
-StatusOr<model::GcRule> GcRuleFromProto(const google::bigtable::admin::v2::GcRule& rule);
+// GC rules convert with model::GcRuleToProto / GcRuleFromProto (model/gc_rule_proto.h).
 
 // A column of a read or write, resolved against the schema.
 struct ResolvedColumn {

@@ -1,7 +1,6 @@
 // Conversions between the table-admin protos (google.bigtable.admin.v2) and Tessera's schema
-// (model::TableSchema, model::GcRule). Validation that belongs to the wire format (a GcRule with
-// no rule set inside a union, a negative max_age, an oversized rule) happens here, with
-// InvalidArgument messages naming the family.
+// (model::TableSchema; GC rules through model/gc_rule_proto.h). Validation that belongs to the
+// wire format happens here, with InvalidArgument messages naming the family.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -10,6 +9,7 @@
 
 #include "google/bigtable/admin/v2/table.pb.h"
 #include "tessera/model/gc_rule.h"
+#include "tessera/model/gc_rule_proto.h"
 #include "tessera/model/schema.h"
 #include "tessera/server/table_catalog.h"
 #include "tessera/util/status.h"
@@ -18,13 +18,10 @@ namespace tessera::server {
 
 namespace admin = ::google::bigtable::admin::v2;
 
-// Bigtable's limit on a serialized GcRule.
-inline constexpr size_t kMaxGcRuleBytes = 500;
-
-// `family` names the family in error messages. An unset rule (or a union/intersection member
-// with no rule) is "keep everything".
-StatusOr<model::GcRule> GcRuleFromProto(const admin::GcRule& proto, std::string_view family);
-admin::GcRule GcRuleToProto(const model::GcRule& rule);
+// GC rules convert in model/gc_rule_proto.h (the shell uses the same functions).
+using model::GcRuleFromProto;
+using model::GcRuleToProto;
+using model::kMaxGcRuleBytes;
 
 // A new family from a create modification or from CreateTable's table.column_families.
 // value_type (aggregate families) is not supported: Unimplemented naming the family.
