@@ -1,10 +1,6 @@
 #include "server_process.h"
 
-#include "gtest/gtest.h"
-
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,12 +9,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <regex>
-#include <sstream>
 #include <thread>
 
-extern char** environ;
+#include "gtest/gtest.h"
+#include "tessera/util/child_process.h"
 
 namespace tessera::integration {
 
@@ -28,49 +23,15 @@ namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Spawns argv with stdin from /dev/null and stdout+stderr appended to `log_path`.
+// The process helpers (util/child_process.h), under the names this file uses.
 StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const std::string& log_path) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, log_path.c_str(),
-                                   O_WRONLY | O_CREAT | O_APPEND, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  int rc = posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) {
-    return absl::UnavailableError(StrCat("cannot start ", argv[0], ": ", std::strerror(rc)));
-  }
-  return pid;
+  return ::tessera::testing::Spawn(argv, {.log_path = log_path, .append_log = true});
 }
-
-// True if `pid` has exited (and reaps it, storing the status).
-bool Exited(pid_t pid, int* status) {
-  int st = 0;
-  pid_t r = waitpid(pid, &st, WNOHANG);
-  if (r == pid) {
-    *status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    return true;
-  }
-  return false;
-}
-
+using ::tessera::testing::Exited;
 std::string Tail(const std::string& path, size_t max_bytes) {
-  std::string all = ReadFile(path);
-  if (all.size() > max_bytes) all = "..." + all.substr(all.size() - max_bytes);
-  return all;
+  return ::tessera::testing::ReadFileTail(path, max_bytes);
 }
+std::string ReadFile(const std::string& path) { return ::tessera::testing::ReadFileOrEmpty(path); }
 
 std::atomic<int> spawn_counter{0};
 
@@ -177,8 +138,7 @@ StatusOr<int> ServerProcess::Stop(milliseconds timeout) {
 
 void ServerProcess::Kill() {
   if (reaped_) return;
-  kill(pid_, SIGKILL);
-  waitpid(pid_, nullptr, 0);
+  ::tessera::testing::KillAndReap(pid_);
   reaped_ = true;
 }
 

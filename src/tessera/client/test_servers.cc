@@ -18,6 +18,8 @@
 #include <sstream>
 #include <thread>
 
+#include "tessera/util/child_process.h"
+
 extern char** environ;
 
 namespace tessera::client::testing {
@@ -27,26 +29,6 @@ using Clock = std::chrono::steady_clock;
 
 Status Errno(std::string_view what) {
   return absl::InternalError(StrCat(what, ": ", std::strerror(errno)));
-}
-
-// A port that was free a moment ago (the child binds it next; a collision makes the child
-// exit, and Start retries).
-StatusOr<int> PickFreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Errno("socket");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    const Status s = Errno("bind");
-    close(fd);
-    return s;
-  }
-  close(fd);
-  return static_cast<int>(ntohs(addr.sin_port));
 }
 
 bool CanConnect(int port) {
@@ -85,56 +67,17 @@ std::vector<char*> CStrings(std::vector<std::string>& strings) {
   return out;
 }
 
-// Spawns argv with stdin from /dev/null and stdout/stderr to `log_path` (or /dev/null).
-StatusOr<pid_t> SpawnQuiet(std::vector<std::string> argv, const std::string& log_path) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  const char* out = log_path.empty() ? "/dev/null" : log_path.c_str();
-  posix_spawn_file_actions_addopen(&actions, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  std::vector<char*> args = CStrings(argv);
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) {
-    errno = rc;
-    return Errno(StrCat("spawn ", argv[0]));
-  }
-  return pid;
-}
+// The process helpers, under the names this file uses.
+using ::tessera::testing::Exited;
+using ::tessera::testing::PickFreePort;
+using ::tessera::testing::ReadFileOrEmpty;
 
-// Whether the child has exited (reaped).
-bool Exited(pid_t pid) {
-  int status = 0;
-  return waitpid(pid, &status, WNOHANG) == pid;
+StatusOr<pid_t> SpawnQuiet(const std::vector<std::string>& argv, const std::string& log_path) {
+  return ::tessera::testing::Spawn(argv, {.log_path = log_path});
 }
 
 void Stop(pid_t pid) {
-  if (pid <= 0) return;
-  kill(pid, SIGTERM);
-  const auto deadline = Clock::now() + std::chrono::seconds(5);
-  int status = 0;
-  while (Clock::now() < deadline) {
-    const pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid || r < 0) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  kill(pid, SIGKILL);
-  waitpid(pid, &status, 0);
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-StatusOr<std::string> MakeTempDir() {
-  std::string templ = (std::filesystem::temp_directory_path() / "tessera-test-XXXXXX").string();
-  if (mkdtemp(templ.data()) == nullptr) return Errno("mkdtemp");
-  return templ;
+  if (pid > 0) (void)::tessera::testing::TerminateAndWait(pid, std::chrono::seconds(5));
 }
 
 }  // namespace
@@ -201,7 +144,7 @@ StatusOr<std::unique_ptr<TestServer>> TestServer::StartServe(const std::string& 
                               log_file));
   const auto deadline = Clock::now() + std::chrono::seconds(30);
   while (Clock::now() < deadline) {
-    std::string port = ReadFile(port_file);
+    std::string port = ReadFileOrEmpty(port_file);
     while (!port.empty() && (port.back() == '\n' || port.back() == ' ')) port.pop_back();
     if (!port.empty() && port.find_first_not_of("0123456789") == std::string::npos) {
       return std::unique_ptr<TestServer>(
@@ -209,7 +152,7 @@ StatusOr<std::unique_ptr<TestServer>> TestServer::StartServe(const std::string& 
     }
     if (Exited(pid)) {
       return absl::UnavailableError(
-          StrCat("tessera serve exited at start; its log:\n", ReadFile(log_file)));
+          StrCat("tessera serve exited at start; its log:\n", ReadFileOrEmpty(log_file)));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -221,7 +164,7 @@ StatusOr<std::unique_ptr<TestServer>> TestServer::Start(const std::string& backe
                                                         const std::string& tessera_binary) {
   if (backend == "emulator") return StartEmulator();
   if (backend == "serve") {
-    ASSIGN_OR_RETURN(const std::string dir, MakeTempDir());
+    ASSIGN_OR_RETURN(const std::string dir, ::tessera::testing::MakeTempDir("", "tessera-test-"));
     StatusOr<std::unique_ptr<TestServer>> server = StartServe(tessera_binary, dir, dir);
     if (!server.ok()) {
       std::error_code ignored;

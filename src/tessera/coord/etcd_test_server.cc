@@ -1,82 +1,35 @@
 #include "tessera/coord/etcd_test_server.h"
 
-#include <arpa/inet.h>
-#include <fcntl.h>
 #include <grpcpp/grpcpp.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <thread>
 #include <vector>
 
 #include "etcdserverpb/rpc.grpc.pb.h"
-
-extern char** environ;
+#include "tessera/util/child_process.h"
 
 namespace tessera::coord::testing {
 namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 
-Status Errno(std::string_view what) {
-  return absl::InternalError(StrCat(what, ": ", std::strerror(errno)));
-}
-
-// A port that was free a moment ago (etcd binds it next; a collision makes it exit and Start
-// tries again with other ports).
-StatusOr<int> PickFreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Errno("socket");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    const Status s = Errno("bind");
-    close(fd);
-    return s;
-  }
-  close(fd);
-  return static_cast<int>(ntohs(addr.sin_port));
-}
+using ::tessera::testing::KillAndReap;
+using ::tessera::testing::PickFreePort;
 
 std::string ReadTail(const std::string& path, size_t bytes) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string all = ss.str();
-  return all.size() > bytes ? all.substr(all.size() - bytes) : all;
-}
-
-StatusOr<std::string> MakeTempDir(const std::string& parent) {
-  std::string templ = (std::filesystem::path(parent) / "tessera-etcd-XXXXXX").string();
-  if (mkdtemp(templ.data()) == nullptr) return Errno(StrCat("mkdtemp in ", parent));
-  return templ;
+  return ::tessera::testing::ReadFileTail(path, bytes);
 }
 
 std::string DefaultParent() {
   if (access("/dev/shm", W_OK) == 0) return "/dev/shm";
   return std::filesystem::temp_directory_path().string();
-}
-
-void KillAndReap(pid_t pid) {
-  if (pid <= 0) return;
-  kill(pid, SIGKILL);
-  int status = 0;
-  waitpid(pid, &status, 0);
 }
 
 // Whether etcd answers a linearizable read (it has a leader and serves clients).
@@ -111,7 +64,7 @@ StatusOr<std::unique_ptr<EtcdTestServer>> EtcdTestServer::Start(
   std::string last_log;
   // A few attempts: a picked port may be taken between the pick and etcd's bind.
   for (int attempt = 0; attempt < 3; ++attempt) {
-    ASSIGN_OR_RETURN(const std::string dir, MakeTempDir(parent));
+    ASSIGN_OR_RETURN(const std::string dir, ::tessera::testing::MakeTempDir(parent, "tessera-etcd-"));
     ASSIGN_OR_RETURN(const int client_port, PickFreePort());
     ASSIGN_OR_RETURN(const int peer_port, PickFreePort());
     if (client_port == peer_port) {
@@ -136,30 +89,18 @@ StatusOr<std::unique_ptr<EtcdTestServer>> EtcdTestServer::Start(
         "--heartbeat-interval", "20",
         "--election-timeout", "200",
     };
-    std::vector<char*> args;
-    for (std::string& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    pid_t pid = 0;
-    const int rc = posix_spawn(&pid, binary.c_str(), &actions, nullptr, args.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) {
-      errno = rc;
+    StatusOr<pid_t> spawned = ::tessera::testing::Spawn(argv, {.log_path = log_path});
+    if (!spawned.ok()) {
       std::filesystem::remove_all(dir);
-      return Errno(StrCat("spawn ", binary));
+      return spawned.status();
     }
+    const pid_t pid = *spawned;
     const std::string endpoint = StrCat("127.0.0.1:", client_port);
     const auto give_up = SteadyClock::now() + std::chrono::milliseconds(options.start_timeout_ms);
     bool exited = false;
     // Bounded by start_timeout_ms.
     while (SteadyClock::now() < give_up) {
-      int status = 0;
-      if (waitpid(pid, &status, WNOHANG) == pid) {
+      if (::tessera::testing::Exited(pid)) {
         exited = true;
         break;
       }
