@@ -55,41 +55,10 @@ TabletDescriptor Descriptor(std::string start = "", std::string end = "",
   return d;
 }
 
-class EngineAdminTest : public ::testing::Test {
+class EngineAdminTest : public EngineTestBase {
  protected:
-  EngineAdminTest() {
-    options_.dir = "/admin";
-    options_.memtable_bytes = 64 << 10;
-    options_.block_size = 4096;
-    options_.compaction_bytes_per_second = 0;
-    options_.size_tier_min_files = 3;
-    options_.commit_log_segment_bytes = 16 << 10;
-    env_.fs = &fs_;
-    env_.clock = &clock_;
-  }
+  EngineAdminTest() : EngineTestBase("/admin") { options_.commit_log_segment_bytes = 16 << 10; }
 
-  void Open() {
-    StatusOr<std::unique_ptr<Engine>> engine = Engine::Open(options_, env_);
-    ASSERT_TRUE(engine.ok()) << engine.status();
-    engine_ = std::move(*engine);
-  }
-  void Reopen() {
-    Status s = engine_->Close();
-    ASSERT_TRUE(s.ok()) << s;
-    engine_.reset();
-    ASSERT_NO_FATAL_FAILURE(Open());
-  }
-  void Create(TabletId id, const TabletDescriptor& d) {
-    Status s = engine_->CreateTablet(id, d);
-    ASSERT_TRUE(s.ok()) << s;
-  }
-  void Put(TabletId id, std::string_view row, std::string_view family, std::string_view qualifier,
-           int64_t ts, std::string_view value) {
-    RowMutation m(row);
-    m.SetCell(family, qualifier, ts, value);
-    Status s = engine_->Apply(id, m);
-    ASSERT_TRUE(s.ok()) << s;
-  }
   void SetFamilies(TabletId id, const std::vector<std::string>& families) {
     Status s = engine_->UpdateSchema(id, SchemaWith(families));
     ASSERT_TRUE(s.ok()) << s;
@@ -124,13 +93,6 @@ class EngineAdminTest : public ::testing::Test {
     return out;
   }
 
-  size_t CommitLogFiles() { return FilesWithPrefix(&fs_, options_.dir, "commitlog-").size(); }
-
-  MemFileSystem fs_;
-  ManualClock clock_;
-  EngineOptions options_;
-  EngineEnv env_;
-  std::unique_ptr<Engine> engine_;
 };
 
 // ------------------------------------------------------------------------------------------

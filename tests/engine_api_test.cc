@@ -48,40 +48,10 @@ TabletDescriptor Descriptor(std::string start, std::string end,
   return d;
 }
 
-class EngineApiTest : public ::testing::Test {
+class EngineApiTest : public EngineTestBase {
  protected:
-  EngineApiTest() {
-    options_.dir = "/api";
-    options_.memtable_bytes = 64 << 10;
-    options_.block_size = 4096;
-    options_.compaction_bytes_per_second = 0;
-    options_.size_tier_min_files = 3;
-    env_.fs = &fs_;
-    env_.clock = &clock_;
-  }
+  EngineApiTest() : EngineTestBase("/api") {}
 
-  void Open() {
-    StatusOr<std::unique_ptr<Engine>> engine = Engine::Open(options_, env_);
-    ASSERT_TRUE(engine.ok()) << engine.status();
-    engine_ = std::move(*engine);
-  }
-  void Reopen() {
-    Status s = engine_->Close();
-    ASSERT_TRUE(s.ok()) << s;
-    engine_.reset();
-    ASSERT_NO_FATAL_FAILURE(Open());
-  }
-  void Create(TabletId id, const TabletDescriptor& d) {
-    Status s = engine_->CreateTablet(id, d);
-    ASSERT_TRUE(s.ok()) << s;
-  }
-  void Put(TabletId id, std::string_view row, std::string_view family, std::string_view qualifier,
-           int64_t ts, std::string_view value) {
-    RowMutation m(row);
-    m.SetCell(family, qualifier, ts, value);
-    Status s = engine_->Apply(id, m);
-    ASSERT_TRUE(s.ok()) << s;
-  }
   std::optional<Row> Read(TabletId id, std::string_view row, const ReadSpec& spec = {}) {
     StatusOr<std::optional<Row>> r = engine_->ReadRow(id, row, spec);
     EXPECT_TRUE(r.ok()) << r.status();
@@ -102,13 +72,6 @@ class EngineApiTest : public ::testing::Test {
     }
     return keys;
   }
-  size_t CommitLogFiles() { return FilesWithPrefix(&fs_, options_.dir, "commitlog-").size(); }
-
-  MemFileSystem fs_;
-  ManualClock clock_;
-  EngineOptions options_;
-  EngineEnv env_;
-  std::unique_ptr<Engine> engine_;
 };
 
 TEST_F(EngineApiTest, CreateListGetDropTablets) {

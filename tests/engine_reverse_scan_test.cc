@@ -46,25 +46,18 @@ TabletDescriptor Descriptor(std::string start = "", std::string end = "") {
   return d;
 }
 
-class ReverseScanTest : public ::testing::Test {
+class ReverseScanTest : public EngineTestBase {
  protected:
-  ReverseScanTest() {
-    options_.dir = "/rev";
+  ReverseScanTest() : EngineTestBase("/rev") {
     options_.memtable_bytes = 256 << 10;
     options_.block_size = 1024;
     options_.block_cache_bytes = 64 << 20;
-    options_.compaction_bytes_per_second = 0;
     options_.size_tier_min_files = 100;  // keep the files apart
-    env_.fs = &fs_;
-    env_.clock = &clock_;
   }
 
   void Open(const TabletDescriptor& d = Descriptor()) {
-    StatusOr<std::unique_ptr<Engine>> engine = Engine::Open(options_, env_);
-    ASSERT_TRUE(engine.ok()) << engine.status();
-    engine_ = std::move(*engine);
-    Status s = engine_->CreateTablet(kTablet, d);
-    ASSERT_TRUE(s.ok()) << s;
+    ASSERT_NO_FATAL_FAILURE(EngineTestBase::Open());
+    ASSERT_NO_FATAL_FAILURE(Create(kTablet, d));
   }
   void Apply(const RowMutation& m) {
     Status s = engine_->Apply(kTablet, m);
@@ -100,12 +93,6 @@ class ReverseScanTest : public ::testing::Test {
     const tablet::EngineStats s = engine_->GetStats();
     return s.block_cache_hits + s.block_cache_misses;
   }
-
-  MemFileSystem fs_;
-  ManualClock clock_;
-  EngineOptions options_;
-  EngineEnv env_;
-  std::unique_ptr<Engine> engine_;
 };
 
 TEST_F(ReverseScanTest, RowsComeBackwardsCellsInTheirUsualOrder) {

@@ -113,19 +113,44 @@ model::TableSchema MakeSchema(std::string table,
   return schema;
 }
 
-TempDir::TempDir() {
-  const char* base = getenv("TEST_TMPDIR");
-  std::string pattern =
-      StrCat(base != nullptr && *base != '\0' ? base : "/tmp", "/tessera_test_XXXXXX");
-  if (mkdtemp(pattern.data()) == nullptr) {
-    TLOG_ERROR("mkdtemp failed for {}", pattern);
-  }
-  path_ = pattern;
+EngineTestBase::EngineTestBase(std::string dir) {
+  options_.dir = std::move(dir);
+  options_.memtable_bytes = 64 << 10;
+  options_.block_size = 4096;
+  options_.compaction_bytes_per_second = 0;
+  options_.size_tier_min_files = 3;
+  env_.fs = &fs_;
+  env_.clock = &clock_;
 }
 
-TempDir::~TempDir() {
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
+void EngineTestBase::Open() {
+  StatusOr<std::unique_ptr<tablet::Engine>> engine = tablet::Engine::Open(options_, env_);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  engine_ = std::move(*engine);
+}
+
+void EngineTestBase::Reopen() {
+  Status s = engine_->Close();
+  ASSERT_TRUE(s.ok()) << s;
+  engine_.reset();
+  ASSERT_NO_FATAL_FAILURE(Open());
+}
+
+void EngineTestBase::Create(tablet::TabletId id, const tablet::TabletDescriptor& d) {
+  Status s = engine_->CreateTablet(id, d);
+  ASSERT_TRUE(s.ok()) << s;
+}
+
+void EngineTestBase::Put(tablet::TabletId id, std::string_view row, std::string_view family,
+                         std::string_view qualifier, int64_t ts, std::string_view value) {
+  model::RowMutation m(row);
+  m.SetCell(family, qualifier, ts, value);
+  Status s = engine_->Apply(id, m);
+  ASSERT_TRUE(s.ok()) << s;
+}
+
+size_t EngineTestBase::CommitLogFiles() {
+  return FilesWithPrefix(&fs_, options_.dir, "commitlog-").size();
 }
 
 }  // namespace tessera::test

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -13,8 +14,12 @@
 #include "tessera/model/gc_rule.h"
 #include "tessera/model/schema.h"
 #include "tessera/tablet/engine.h"
+#include "gtest/gtest.h"
+#include "tessera/util/clock.h"
 #include "tessera/util/file_system.h"
+#include "tessera/util/mem_file_system.h"
 #include "tessera/util/status.h"
+#include "tessera/util/test_support.h"
 
 namespace tessera::test {
 
@@ -45,18 +50,30 @@ void SilenceExpectedErrorLogs();
 model::TableSchema MakeSchema(std::string table,
                               const std::vector<std::pair<std::string, model::GcRule>>& families);
 
-// A fresh, empty folder on the real file system (under $TEST_TMPDIR or /tmp); removed by the
-// destructor.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
+// A fresh, empty folder on the real file system, removed by the destructor.
+using ::tessera::testing::TempDir;
 
- private:
-  std::string path_;
+// The fixture the engine suites share: an engine over an in-memory file system and a manual
+// clock, with small memtables and blocks so that flushes and compactions happen within a test's
+// worth of data. Suites adjust options_ in their constructors, before Open().
+class EngineTestBase : public ::testing::Test {
+ protected:
+  explicit EngineTestBase(std::string dir);
+
+  void Open();
+  // Close (which must succeed) and Open again on the same files.
+  void Reopen();
+  void Create(tablet::TabletId id, const tablet::TabletDescriptor& d);
+  // One cell, applied (must succeed).
+  void Put(tablet::TabletId id, std::string_view row, std::string_view family,
+           std::string_view qualifier, int64_t ts, std::string_view value);
+  size_t CommitLogFiles();
+
+  MemFileSystem fs_;
+  ManualClock clock_;
+  tablet::EngineOptions options_;
+  tablet::EngineEnv env_;
+  std::unique_ptr<tablet::Engine> engine_;
 };
 
 }  // namespace tessera::test

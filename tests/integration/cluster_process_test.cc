@@ -32,14 +32,9 @@ std::string g_tessera_binary;
 constexpr int64_t kSessionTtlMs = 2000;
 constexpr char kInstance[] = "projects/p/instances/i";
 
-// Polls `done` every 50 ms until true or `timeout` passes; returns its last answer.
+// Polls `done` every 50 ms (each poll is a status RPC per node) until true or `timeout` passes.
 bool WaitFor(const std::function<bool()>& done, milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  while (Clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(milliseconds(50));
-  }
-  return done();
+  return ::tessera::testing::WaitFor(done, timeout.count(), 50);
 }
 
 class ClusterTest : public ::testing::Test {

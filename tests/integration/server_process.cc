@@ -192,28 +192,6 @@ int RunTestsWithTesseraBinary(int argc, char** argv, std::string* tessera_binary
   return RUN_ALL_TESTS();
 }
 
-TempDir::TempDir(const std::string& prefix) {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string pattern = StrCat(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", "/", prefix,
-                               ".XXXXXX");
-  std::vector<char> buf(pattern.begin(), pattern.end());
-  buf.push_back('\0');
-  if (mkdtemp(buf.data()) == nullptr) {
-    std::fprintf(stderr, "mkdtemp(%s) failed: %s\n", pattern.c_str(), std::strerror(errno));
-    std::abort();
-  }
-  path_ = buf.data();
-}
-
-TempDir::~TempDir() {
-  if (std::getenv("TESSERA_KEEP_TEST_DIRS") != nullptr) {
-    std::fprintf(stderr, "kept %s\n", path_.c_str());
-    return;
-  }
-  std::error_code ec;
-  fs::remove_all(path_, ec);
-}
-
 Status FromGrpc(const grpc::Status& status) {
   return Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
 }

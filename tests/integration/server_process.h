@@ -20,6 +20,7 @@
 #include "grpcpp/grpcpp.h"
 #include "tessera/client/row_merger.h"
 #include "tessera/util/status.h"
+#include "tessera/util/test_support.h"
 
 namespace tessera::integration {
 
@@ -81,18 +82,8 @@ bool ParseTestFlags(int argc, char** argv, const std::vector<std::pair<std::stri
 // RUN_ALL_TESTS(). Stores the binary in `*tessera_binary`.
 int RunTestsWithTesseraBinary(int argc, char** argv, std::string* tessera_binary);
 
-// A scratch directory under $TMPDIR (or /tmp), removed when destroyed.
-class TempDir {
- public:
-  explicit TempDir(const std::string& prefix);
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+// A scratch directory, removed when destroyed (kept with TESSERA_KEEP_TEST_DIRS=1).
+using ::tessera::testing::TempDir;
 
 // Reads a whole ReadRows stream through a RowMerger. The returned status is the RPC's status,
 // or Internal naming the broken chunk rule. `metadata`: extra request headers.

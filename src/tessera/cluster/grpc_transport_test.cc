@@ -6,12 +6,12 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "tessera/cluster/cluster_test_util.h"
+#include "tessera/util/test_support.h"
 
 namespace tessera::cluster {
 namespace {
 
-using testing::WaitFor;
+using ::tessera::testing::WaitFor;
 
 // One transport with its receiving server on a free 127.0.0.1 port.
 struct Endpoint {

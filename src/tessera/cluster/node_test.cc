@@ -4,15 +4,15 @@
 #include <filesystem>
 
 #include "gtest/gtest.h"
-#include "tessera/cluster/cluster_test_util.h"
+#include "tessera/util/test_support.h"
 #include "tessera/cluster/grpc_transport.h"
 #include "tessera/coord/embedded_lock_service.h"
 
 namespace tessera::cluster {
 namespace {
 
-using testing::ScopedTempDir;
-using testing::WaitFor;
+using ::tessera::testing::TempDir;
+using ::tessera::testing::WaitFor;
 
 // One node in this process: its gRPC server (gossip only), transport and ClusterNode.
 class TestNode {
@@ -108,13 +108,13 @@ class ClusterNodeTest : public ::testing::Test {
     return masters;
   }
 
-  ScopedTempDir dir_;
+  TempDir dir_;
   std::unique_ptr<coord::EmbeddedLockService> lock_service_;
   std::vector<std::unique_ptr<TestNode>> nodes_;
 };
 
 TEST(NextGenerationTest, GrowsAcrossRestartsEvenWhenTheClockGoesBack) {
-  ScopedTempDir dir;
+  TempDir dir;
   ManualClock clock(1'000'000'000'000'000);  // 1e9 s
   auto g1 = NextGeneration(PosixFileSystem(), dir.path(), &clock);
   ASSERT_TRUE(g1.ok()) << g1.status();

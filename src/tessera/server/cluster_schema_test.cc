@@ -14,6 +14,7 @@
 #include "tessera/coord/etcd_test_server.h"
 #include "tessera/util/clock.h"
 #include "tessera/util/mem_file_system.h"
+#include "tessera/util/test_support.h"
 
 namespace tessera::server {
 namespace {
@@ -29,14 +30,7 @@ model::TableSchema Schema(std::string name, std::vector<std::string> families) {
 }
 
 // Polls `done` every 2 ms for at most `timeout_ms`.
-bool WaitFor(const std::function<bool()>& done, int timeout_ms = 5000) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return done();
-}
+using ::tessera::testing::WaitFor;
 
 // One node: its own file system, engine, catalog, ClusterSchema and lock-service session. Stop()
 // and Start() again simulate a restart (the file system survives).
