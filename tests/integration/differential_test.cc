@@ -59,6 +59,7 @@
 #include "google/bigtable/v2/bigtable.grpc.pb.h"
 #include "google/protobuf/empty.pb.h"
 #include "server_process.h"
+#include "tessera/util/coding.h"
 
 namespace tessera::integration {
 namespace {
@@ -82,14 +83,7 @@ const std::vector<std::string> kRowKeys = {
 const std::vector<std::string> kFamilies = {"f1", "f2", "f3"};
 const std::vector<std::string> kQualifiers = {"a", "b", "c", "ab", "", "n", "s"};
 
-std::string BigEndian(int64_t v) {
-  std::string out(8, '\0');
-  for (int i = 7; i >= 0; --i) {
-    out[i] = static_cast<char>(v & 0xff);
-    v >>= 8;
-  }
-  return out;
-}
+std::string BigEndian(int64_t v) { return BigEndian64String(static_cast<uint64_t>(v)); }
 
 const std::vector<std::string> kValues = {
     "", "v", "va", "vb", "x", "hello", "hi", std::string("\0\x01", 2), BigEndian(1),

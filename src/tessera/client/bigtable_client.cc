@@ -1,4 +1,5 @@
 #include "tessera/client/bigtable_client.h"
+#include "tessera/util/coding.h"
 
 #include <algorithm>
 #include <utility>
@@ -654,19 +655,11 @@ StatusOr<int64_t> DecodeBigEndianInt64(std::string_view bytes) {
     return absl::InvalidArgumentError(
         StrCat("expected an 8-byte big-endian integer, got ", bytes.size(), " bytes"));
   }
-  uint64_t v = 0;
-  for (char c : bytes) v = (v << 8) | static_cast<uint8_t>(c);
-  return static_cast<int64_t>(v);
+  return static_cast<int64_t>(DecodeBigEndian64(bytes.data()));
 }
 
 std::string EncodeBigEndianInt64(int64_t value) {
-  std::string out(8, '\0');
-  auto v = static_cast<uint64_t>(value);
-  for (int i = 7; i >= 0; --i) {
-    out[i] = static_cast<char>(v & 0xff);
-    v >>= 8;
-  }
-  return out;
+  return BigEndian64String(static_cast<uint64_t>(value));
 }
 
 }  // namespace tessera::client

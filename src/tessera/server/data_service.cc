@@ -17,6 +17,7 @@
 #include "tessera/server/mutation_builder.h"
 #include "tessera/server/read_rows_chunker.h"
 #include "tessera/server/row_filter.h"
+#include "tessera/util/coding.h"
 #include "tessera/util/logging.h"
 
 namespace tessera::server {
@@ -217,23 +218,6 @@ FilterOptions FilterOptionsFor(const model::TableSchema& schema, uint64_t seed) 
   options.millisecond_granularity = schema.granularity == model::TimestampGranularity::kMillis;
   options.sample_seed = seed;
   return options;
-}
-
-// 8-byte big-endian two's complement.
-std::string EncodeInt64(int64_t v) {
-  std::string out(8, '\0');
-  uint64_t u = static_cast<uint64_t>(v);
-  for (int i = 7; i >= 0; --i) {
-    out[i] = static_cast<char>(u & 0xff);
-    u >>= 8;
-  }
-  return out;
-}
-
-int64_t DecodeInt64(std::string_view b) {
-  uint64_t u = 0;
-  for (char c : b) u = (u << 8) | static_cast<uint8_t>(c);
-  return static_cast<int64_t>(u);
 }
 
 }  // namespace
@@ -464,12 +448,12 @@ Status DataService::Impl::ReadModifyWriteRow(const v2::ReadModifyWriteRowRequest
               ", qualifier=", model::DisplayBytes(rule.column_qualifier()),
               "). The increment operation can only be performed on 64-bit values"));
         }
-        current = DecodeInt64(col.value);
+        current = static_cast<int64_t>(DecodeBigEndian64(col.value.data()));
       }
       // Wraps around on overflow, as two's complement addition does.
       const uint64_t sum =
           static_cast<uint64_t>(current) + static_cast<uint64_t>(rule.increment_amount());
-      col.value = EncodeInt64(static_cast<int64_t>(sum));
+      col.value = BigEndian64String(sum);  // two's complement, big-endian
     }
     col.modified = true;
   }

@@ -20,6 +20,7 @@
 #include "tessera/util/clock.h"
 #include "tessera/util/executor.h"
 #include "tessera/util/random.h"
+#include "tessera/util/coding.h"
 
 namespace tessera::server {
 namespace {
@@ -32,15 +33,7 @@ constexpr char kInstance[] = "projects/p/instances/i";
 constexpr char kTable[] = "projects/p/instances/i/tables/t";
 constexpr int64_t kStartMicros = 1'700'000'000'000'000;
 
-std::string BigEndian64(int64_t v) {
-  std::string out(8, '\0');
-  uint64_t u = static_cast<uint64_t>(v);
-  for (int i = 7; i >= 0; --i) {
-    out[i] = static_cast<char>(u & 0xff);
-    u >>= 8;
-  }
-  return out;
-}
+std::string BigEndian64(int64_t v) { return BigEndian64String(static_cast<uint64_t>(v)); }
 
 v2::Mutation SetCell(const std::string& family, const std::string& qualifier, int64_t ts,
                      const std::string& value) {

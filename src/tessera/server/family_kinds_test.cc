@@ -7,20 +7,14 @@
 #include "gtest/gtest.h"
 #include "tessera/model/cell_key.h"
 #include "tessera/util/random.h"
+#include "tessera/util/coding.h"
 
 namespace tessera::server {
 namespace {
 
 using std::string_literals::operator""s;
 
-std::string BigEndian(uint64_t v) {
-  std::string out(8, '\0');
-  for (int i = 7; i >= 0; --i) {
-    out[i] = static_cast<char>(v & 0xff);
-    v >>= 8;
-  }
-  return out;
-}
+std::string BigEndian(uint64_t v) { return BigEndian64String(v); }
 
 std::string Stored(const FamilyKind& kind, std::string_view presented) {
   std::string stored;

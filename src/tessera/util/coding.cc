@@ -9,6 +9,12 @@ void EncodeBigEndian64(char* dst, uint64_t v) {
   }
 }
 
+std::string BigEndian64String(uint64_t v) {
+  std::string out(8, '\0');
+  EncodeBigEndian64(out.data(), v);
+  return out;
+}
+
 uint64_t DecodeBigEndian64(const char* p) {
   uint64_t v = 0;
   for (int i = 0; i < 8; ++i) v = (v << 8) | static_cast<uint8_t>(p[i]);

@@ -26,6 +26,8 @@ inline uint64_t DecodeFixed64(const char* p) {
 // Big-endian 64-bit (memcmp order equals numeric order for unsigned values).
 void EncodeBigEndian64(char* dst, uint64_t v);
 uint64_t DecodeBigEndian64(const char* p);
+// The same 8 bytes as a string (Bigtable's counter cells, time-sorted qualifiers).
+std::string BigEndian64String(uint64_t v);
 
 void PutFixed32(std::string* dst, uint32_t v);
 void PutFixed64(std::string* dst, uint64_t v);
