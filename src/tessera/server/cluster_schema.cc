@@ -244,18 +244,9 @@ void ClusterSchema::EndUse() {
 Status ClusterSchema::Attach(coord::Session* session) {
   if (session == nullptr) return absl::InvalidArgumentError("Attach needs a session");
   absl::MutexLock attach(&attach_mu_);
+  DetachLocked();
   {
-    // Detach (inline: attach_mu_ is held).
-    std::unique_ptr<coord::Watch> old_watch;
-    {
-      absl::MutexLock lock(&mu_);
-      attached_ = false;
-      old_watch = std::move(watch_);
-    }
-    old_watch.reset();  // the callback is not running once this returns
     absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(
-        +[](int* in_flight) { return *in_flight == 0; }, &in_flight_));
     session_ = session;
     session_expired_ = false;
   }
@@ -296,10 +287,14 @@ Status ClusterSchema::Attach(coord::Session* session) {
 
 void ClusterSchema::Detach() {
   absl::MutexLock attach(&attach_mu_);
+  if (DetachLocked()) TLOG_INFO("cluster schema: detached");
+}
+
+bool ClusterSchema::DetachLocked() {
   std::unique_ptr<coord::Watch> watch;
   {
     absl::MutexLock lock(&mu_);
-    if (session_ == nullptr) return;
+    if (session_ == nullptr) return false;
     attached_ = false;
     watch = std::move(watch_);
   }
@@ -308,7 +303,7 @@ void ClusterSchema::Detach() {
   mu_.Await(absl::Condition(
       +[](int* in_flight) { return *in_flight == 0; }, &in_flight_));
   session_ = nullptr;
-  TLOG_INFO("cluster schema: detached");
+  return true;
 }
 
 Status ClusterSchema::Reconcile() {

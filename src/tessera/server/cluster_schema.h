@@ -169,6 +169,9 @@ class ClusterSchema final : public TableDefinitions {
   // after it): drops the local table unless a newer change was applied. True if applied.
   StatusOr<bool> ApplyDeleteLocked(const std::string& full_name, int64_t revision)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
+  // Stops the watch, waits for changes under way with the session, and forgets it. False if
+  // there was no session.
+  bool DetachLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(attach_mu_);
   // Offers the cluster every local table whose incarnation is unknown (made before this node
   // joined a cluster): a record is created for it unless one of that name exists. A table of a
   // known incarnation without a record was deleted by the cluster; the reconcile drops it.
