@@ -306,17 +306,15 @@ void ClusterNode::CoordinatorLoop() {
 }
 
 Status ClusterNode::CheckServing() const {
+  // The hot path (every data request) takes no lock.
+  if (serving_.load(std::memory_order_acquire)) return Status();
   std::lock_guard<std::mutex> lock(mu_);
-  if (serving_) return Status();
   return absl::UnavailableError(tessera::StrCat(
       "node ", options_.endpoint, " is not serving: it has no lock-service session",
       fatal_ ? " and is exiting" : stopping_ ? " (stopping)" : " (registering)"));
 }
 
-bool ClusterNode::serving() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return serving_;
-}
+bool ClusterNode::serving() const { return serving_.load(std::memory_order_acquire); }
 
 bool ClusterNode::is_master() const { return election_.is_master(); }
 
@@ -338,7 +336,7 @@ int ClusterNode::registrations() const {
   std::shared_ptr<coord::Session> session;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    status.set_serving(serving_);
+    status.set_serving(serving_.load());
     session = session_;
   }
   // The directory and the master from the lock service (the authority on both).

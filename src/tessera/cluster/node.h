@@ -35,6 +35,7 @@
 // must not call Stop().
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -157,7 +158,8 @@ class ClusterNode {
   std::condition_variable cv_;
   bool stopping_ = false;
   bool session_lost_ = false;  // set by the session's callback; handled by the coordinator
-  bool serving_ = false;
+  // Written under mu_; read without it by CheckServing(), which every data request calls.
+  std::atomic<bool> serving_{false};
   int registrations_ = 0;
   bool fatal_ = false;
   // The session and what hangs on it; replaced only by the coordinator thread (and Start/Stop).

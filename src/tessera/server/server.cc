@@ -1,5 +1,6 @@
 #include "tessera/server/server.h"
 
+#include <atomic>
 #include <chrono>
 
 #include "grpcpp/grpcpp.h"
@@ -28,6 +29,9 @@ struct Server::State {
   std::unique_ptr<cluster::GossipService> gossip_service;
   std::unique_ptr<cluster::ClusterAdminService> cluster_admin;
   std::unique_ptr<cluster::ClusterNode> node;
+  // `node` for request threads: requests arrive before the node exists (it joins once the
+  // port is open), so they read this, set when the node has started.
+  std::atomic<cluster::ClusterNode*> serving_node{nullptr};
   std::unique_ptr<grpc::Server> grpc_server;
   int port = 0;
   std::string address;
@@ -45,6 +49,7 @@ Status Server::State::Stop() {
   }
   // The session closes: the directory entry and the master lock go at once.
   if (cluster_admin != nullptr) cluster_admin->SetNode(nullptr);
+  serving_node.store(nullptr);
   node.reset();
   if (transport != nullptr) transport->Shutdown();
   // Work already handed to the workers finishes before the engine closes.
@@ -119,7 +124,7 @@ Status Server::StartServices(State* s) {
   s->workers = NewThreadPoolExecutor(options.worker_threads);
   DataServiceOptions data_options = options.data;
   data_options.serving_check = [s]() -> Status {
-    cluster::ClusterNode* node = s->node.get();
+    cluster::ClusterNode* node = s->serving_node.load(std::memory_order_acquire);
     return node != nullptr ? node->CheckServing()
                            : absl::UnavailableError("this node is still joining its cluster");
   };
@@ -171,6 +176,7 @@ Status Server::StartServices(State* s) {
   ASSIGN_OR_RETURN(s->node, cluster::ClusterNode::Start(std::move(node_options),
                                                         s->lock_service.get(),
                                                         s->transport.get(), std::move(hooks)));
+  s->serving_node.store(s->node.get(), std::memory_order_release);
   s->cluster_admin->SetNode(s->node.get());
   return Status();
 }
