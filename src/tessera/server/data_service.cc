@@ -675,7 +675,8 @@ class ReadRowsReactor final : public grpc::ServerWriteReactor<v2::ReadRowsRespon
       : impl_(impl),
         req_(req),
         chunker_(ChunkerOptions{.max_chunk_value_bytes = impl->options().read_chunk_bytes,
-                                .target_response_bytes = impl->options().read_response_bytes}),
+                                .target_response_bytes = impl->options().read_response_bytes,
+                                .max_response_bytes = impl->options().read_response_max_bytes}),
         start_micros_(impl->clock()->MonotonicMicros()) {
     send_last_scanned_ = ClientFeatures(ctx).last_scanned_row_responses();
     Schedule();

@@ -41,8 +41,8 @@ namespace tessera::server {
 
 struct DataServiceOptions {
   // --- behaviour ---
-  // ReadRows splits a cell value into pieces of at most this many bytes (CellChunk.value), so
-  // clients with gRPC's default 4 MiB receive limit read values of any size. > 0.
+  // ReadRows splits a cell value into pieces of at most this many bytes (CellChunk.value with
+  // value_size), all in its row's response. > 0.
   size_t read_chunk_bytes = 1 << 20;
   // SampleRowKeys reports a key about every this many bytes of a tablet (besides the tablet
   // boundaries). > 0.
@@ -60,8 +60,11 @@ struct DataServiceOptions {
   // MutateRow runs on gRPC's callback thread instead of the executor: no hand-off, but the
   // thread waits for the commit log's group commit (fdatasync in batch mode).
   bool inline_writes = false;
-  // A ReadRowsResponse is sent once it holds about this many bytes of chunks...
+  // A ReadRowsResponse is sent at the first row boundary once it holds about this many bytes
+  // of chunks (responses hold whole rows, as cbt requires: read_rows_chunker.h)...
   size_t read_response_bytes = 1 << 20;
+  // ...and a row larger than this alone spans responses. Below the server's send limit.
+  size_t read_response_max_bytes = 128 << 20;
   // ...or this many rows, whichever comes first. > 0.
   size_t read_response_rows = 1000;
   // A ReadRows step reads at most this many rows (or opens this many scans and point reads)

@@ -15,7 +15,10 @@ constexpr size_t kChunkOverheadBytes = 24;
 ReadRowsChunker::ReadRowsChunker(ChunkerOptions options) : options_(options) {}
 
 v2::ReadRowsResponse::CellChunk* ReadRowsChunker::NewChunk() {
-  if (open_bytes_ >= options_.target_response_bytes) CloseOpenResponse();
+  // Mid-row only for a row too large for one message (see the header).
+  if (open_bytes_ >= std::max(options_.max_response_bytes, options_.target_response_bytes)) {
+    CloseOpenResponse();
+  }
   ++open_chunks_;
   return open_.add_chunks();
 }
@@ -82,6 +85,7 @@ void ReadRowsChunker::AddRow(FilterRow row) {
   }
   ++rows_added_;
   cells_added_ += static_cast<int64_t>(row.cells.size());
+  if (open_bytes_ >= options_.target_response_bytes) CloseOpenResponse();
 }
 
 void ReadRowsChunker::AddLastScannedRowKey(std::string_view key) {
@@ -100,9 +104,7 @@ void ReadRowsChunker::Finish(const v2::RequestStats* stats) {
   }
 }
 
-bool ReadRowsChunker::HasFullResponse() const {
-  return !closed_.empty() || (open_chunks_ > 0 && open_bytes_ >= options_.target_response_bytes);
-}
+bool ReadRowsChunker::HasFullResponse() const { return !closed_.empty(); }
 
 v2::ReadRowsResponse ReadRowsChunker::TakeResponse() {
   if (closed_.empty()) CloseOpenResponse();

@@ -9,8 +9,12 @@
 //     value_size = the whole value's length, the last one value_size 0;
 //   * commit_row is set on the row's last chunk (never on a chunk with value_size > 0).
 //
-// Chunks are packed into responses of about target_response_bytes, many small rows to one
-// response, a big row over several. The server loop:
+// Responses hold whole rows: a response is closed only after a row's commit_row, once its
+// chunks add up to target_response_bytes, so many small rows share a response and a big row
+// has one of its own. The API allows a row to span responses, but the Go client (cbt) checks at
+// the end of every response that no row is left open ("invalid state for end of stream"), so
+// a row spans responses only when it alone is larger than max_response_bytes — a size no
+// client's receive limit admits in one message anyway. The server loop:
 //
 //   for each row: filter it; if cells are left, chunker.AddRow(std::move(row));
 //                 while (chunker.HasFullResponse()) Send(chunker.TakeResponse());
@@ -38,9 +42,13 @@ struct ChunkerOptions {
   // --- performance ---
   // Values longer than this are split over several chunks. Must be > 0.
   size_t max_chunk_value_bytes = 1 << 20;
-  // A response is closed once its chunks add up to at least this (approximate wire bytes).
-  // Must be > 0.
+  // A response is closed at the first row boundary once its chunks add up to at least this
+  // (approximate wire bytes). Must be > 0.
   size_t target_response_bytes = 1 << 20;
+  // A response is closed mid-row only when it reaches this; only a row larger than this spans
+  // responses. The official clients accept messages of 256 MiB (Go, Java) or any size (Node,
+  // Python); the server's send limit must be above this. Must be >= target_response_bytes.
+  size_t max_response_bytes = 128 << 20;
 };
 
 class ReadRowsChunker {
