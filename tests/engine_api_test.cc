@@ -1,6 +1,8 @@
 // Direct tests of the engine's API contract (tablet/engine.h): tablet administration and its
 // error codes, argument checks, ReadSpec selections, scan ranges and limits, wide rows, WarmRow,
 // schema changes, in-memory families, commit-log segment deletion, concurrent writers, Close.
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <memory>
@@ -16,6 +18,7 @@
 #include "tessera/tablet/engine.h"
 #include "tessera/util/clock.h"
 #include "tessera/util/mem_file_system.h"
+#include "tessera/util/test_support.h"
 #include "tests/engine_test_util.h"
 
 namespace tessera::test {
@@ -601,6 +604,40 @@ TEST_F(EngineApiTest, CallsAfterCloseFail) {
   engine_.reset();
   ASSERT_NO_FATAL_FAILURE(Open());
   EXPECT_EQ(std::vector<Cell>({{"cf", "q", 1, "v"}}), Cells(1, "r"));
+}
+
+// One process per data folder (leveldb's LOCK): a second opener is refused, naming the folder,
+// until the first closes; a crash releases the lock.
+TEST_F(EngineApiTest, ASecondOpenOfTheFolderIsRefusedUntilTheFirstCloses) {
+  ASSERT_NO_FATAL_FAILURE(Open());
+  StatusOr<std::unique_ptr<Engine>> second = Engine::Open(options_, env_);
+  ASSERT_TRUE(absl::IsFailedPrecondition(second.status())) << second.status();
+  EXPECT_NE(second.status().message().find("data folder /api is in use"), std::string::npos)
+      << second.status();
+  ASSERT_TRUE(engine_->Close().ok());
+  second = Engine::Open(options_, env_);
+  ASSERT_TRUE(second.ok()) << second.status();
+  fs_.SimulateCrash();  // the holder "died": its lock goes with it
+  StatusOr<std::unique_ptr<Engine>> third = Engine::Open(options_, env_);
+  EXPECT_TRUE(third.ok()) << third.status();
+}
+
+TEST(EngineLockTest, PosixLockNamesTheFolderAndTheHoldingProcess) {
+  TempDir dir("tessera-lock");
+  EngineOptions options;
+  options.dir = dir.path();
+  StatusOr<std::unique_ptr<Engine>> first = Engine::Open(options);
+  ASSERT_TRUE(first.ok()) << first.status();
+  StatusOr<std::unique_ptr<Engine>> second = Engine::Open(options);
+  ASSERT_TRUE(absl::IsFailedPrecondition(second.status())) << second.status();
+  const std::string message(second.status().message());
+  EXPECT_NE(message.find("data folder " + dir.path() + " is in use"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("by process " + std::to_string(::getpid())), std::string::npos)
+      << message;
+  ASSERT_TRUE((*first)->Close().ok());
+  second = Engine::Open(options);
+  EXPECT_TRUE(second.ok()) << second.status();
 }
 
 }  // namespace

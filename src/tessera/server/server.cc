@@ -1,7 +1,13 @@
 #include "tessera/server/server.h"
 
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 
 #include "grpcpp/grpcpp.h"
 #include "tessera/cluster/grpc_transport.h"
@@ -14,6 +20,44 @@
 #include "tessera/util/logging.h"
 
 namespace tessera::server {
+
+namespace {
+
+// Why gRPC could not listen on `listen` (HOST:PORT): it says only that it failed, so bind a
+// socket the same way and report the system's reason ("Address already in use").
+std::string ListenFailure(const std::string& listen) {
+  const size_t colon = listen.rfind(':');
+  if (colon == std::string::npos) return "not a HOST:PORT";
+  std::string host = listen.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  const std::string port = listen.substr(colon + 1);
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  if (int rc = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &found);
+      rc != 0) {
+    return tessera::StrCat("cannot resolve '", host, "': ", ::gai_strerror(rc));
+  }
+  std::string why = "gRPC could not start a listener there";
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    int fd = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+    if (fd < 0) continue;
+    const int bound = ::bind(fd, a->ai_addr, a->ai_addrlen);
+    const int err = errno;
+    ::close(fd);
+    if (bound != 0) {
+      why = tessera::StrCat(std::strerror(err), err == EADDRINUSE ? " (another server?)" : "");
+      break;
+    }
+  }
+  ::freeaddrinfo(found);
+  return why;
+}
+
+}  // namespace
 
 struct Server::State {
   ServerOptions options;
@@ -135,6 +179,9 @@ Status Server::StartServices(State* s) {
 
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &s->port);
+  // gRPC sets SO_REUSEPORT by default, so a second server on a port in use would start and
+  // share it with the first, the two answering alternately; refuse as any server does.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   // The official clients ping every 30 s even without calls in flight; accept that forever.
@@ -150,9 +197,8 @@ Status Server::StartServices(State* s) {
   builder.RegisterService(s->cluster_admin.get());
   s->grpc_server = builder.BuildAndStart();
   if (s->grpc_server == nullptr || s->port == 0) {
-    return absl::UnavailableError(
-        tessera::StrCat("cannot listen on ", options.listen,
-                        " (address in use, or not a HOST:PORT this machine has?)"));
+    return absl::UnavailableError(tessera::StrCat("cannot listen on ", options.listen, ": ",
+                                                  ListenFailure(options.listen)));
   }
   const std::string& listen = options.listen;
   s->address = tessera::StrCat(listen.substr(0, listen.rfind(':')), ":", s->port);

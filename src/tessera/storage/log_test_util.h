@@ -79,6 +79,9 @@ class PartialAppendFileSystem : public FileSystem {
     return base_->Truncate(path, size);
   }
   Status SyncDir(const std::string& dir) override { return base_->SyncDir(dir); }
+  StatusOr<std::unique_ptr<FileLock>> LockFile(const std::string& path) override {
+    return base_->LockFile(path);
+  }
 
  private:
   class File : public WritableFile {

@@ -31,6 +31,8 @@ namespace {
 using storage::SequenceNumber;
 
 constexpr char kCommitLogSubdir[] = "commitlog";
+// Held for the engine's lifetime (FileSystem::LockFile), as leveldb's LOCK.
+constexpr char kLockFileName[] = "LOCK";
 // A group commit takes at most this many bytes of records.
 constexpr size_t kMaxGroupBytes = 4 << 20;
 
@@ -231,6 +233,7 @@ class EngineImpl final : public Engine {
   storage::BlockCache block_cache_;
   RateLimiter rate_limiter_;
   std::unique_ptr<storage::Manifest> manifest_;
+  std::unique_ptr<FileLock> dir_lock_;  // released by Close()
   std::unique_ptr<storage::CommitLog> log_;
   std::unique_ptr<Executor> executor_;
   std::atomic<uint64_t> next_file_number_{1};
@@ -262,6 +265,15 @@ class EngineImpl final : public Engine {
 Status EngineImpl::Recover() {
   FileSystem* fs = env_.fs;
   RETURN_IF_ERROR(fs->CreateDirs(options_.dir));
+  // One process per data folder: two would both append commit-log segments.
+  StatusOr<std::unique_ptr<FileLock>> lock = fs->LockFile(JoinPath(options_.dir, kLockFileName));
+  if (!lock.ok()) {
+    if (!absl::IsFailedPrecondition(lock.status())) return lock.status();
+    return absl::FailedPreconditionError(
+        StrCat("data folder ", options_.dir, " is in use by another process (",
+               lock.status().message(), "); stop it, or give this one another --data-dir"));
+  }
+  dir_lock_ = *std::move(lock);
   const std::string log_dir = JoinPath(options_.dir, kCommitLogSubdir);
   RETURN_IF_ERROR(fs->CreateDirs(log_dir));
   RETURN_IF_ERROR(fs->SyncDir(options_.dir));
@@ -1142,6 +1154,7 @@ Status EngineImpl::Close() {
     Status c = log_->Close();
     if (s.ok()) s = c;
   }
+  dir_lock_.reset();
   return s;
 }
 

@@ -59,6 +59,12 @@ class SequentialFile {
   virtual Status Skip(uint64_t n) = 0;
 };
 
+// An exclusive lock on a file, held until this object is destroyed (FileSystem::LockFile).
+class FileLock {
+ public:
+  virtual ~FileLock() = default;
+};
+
 class FileSystem {
  public:
   virtual ~FileSystem() = default;
@@ -85,6 +91,13 @@ class FileSystem {
   virtual Status Truncate(const std::string& path, uint64_t size) = 0;
   // Makes creations, renames and removals in `dir` durable.
   virtual Status SyncDir(const std::string& dir) = 0;
+  // Takes an exclusive lock on `path` (created when missing) for as long as the returned
+  // object lives, and writes this process's id into the file, as leveldb's LOCK. While it is
+  // held, another LockFile of the same path — by another process or by this one — fails with
+  // FailedPrecondition whose message names the path and, where the file tells it, the holder's
+  // pid. The lock goes when its holder dies; the file stays. Advisory: it keeps out only
+  // those who ask for it.
+  virtual StatusOr<std::unique_ptr<FileLock>> LockFile(const std::string& path) = 0;
 };
 
 // The process's POSIX file system. Never null; lives for the whole process.

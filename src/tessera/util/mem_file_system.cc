@@ -245,8 +245,35 @@ Status MemFileSystem::SyncDir(const std::string& dir) {
   return Status();
 }
 
+class MemFileSystem::Lock final : public FileLock {
+ public:
+  Lock(MemFileSystem* fs, std::string path, uint64_t token)
+      : fs_(fs), path_(std::move(path)), token_(token) {}
+  ~Lock() override {
+    absl::MutexLock l(&fs_->mu_);
+    auto it = fs_->locks_.find(path_);
+    if (it != fs_->locks_.end() && it->second == token_) fs_->locks_.erase(it);
+  }
+
+ private:
+  MemFileSystem* const fs_;
+  const std::string path_;
+  const uint64_t token_;
+};
+
+StatusOr<std::unique_ptr<FileLock>> MemFileSystem::LockFile(const std::string& path) {
+  absl::MutexLock l(&mu_);
+  if (locks_.count(path) != 0) {
+    return absl::FailedPreconditionError(StrCat(path, " is locked by this process"));
+  }
+  const uint64_t token = next_lock_token_++;
+  locks_[path] = token;
+  return std::unique_ptr<FileLock>(new Lock(this, path, token));
+}
+
 void MemFileSystem::SimulateCrash() {
   absl::MutexLock l(&mu_);
+  locks_.clear();
   // Fresh state objects: handles opened before the crash keep their old objects and can no
   // longer change what the file system holds.
   std::map<std::string, std::shared_ptr<FileState>> survivors;

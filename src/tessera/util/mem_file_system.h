@@ -15,6 +15,10 @@
 //   - Corrupt / truncate files through ReadFileToString/WriteStringToFile, or
 //     FlipBitForTesting / TruncateForTesting below (these act on durable and live data alike).
 //
+// LockFile keeps its locks in memory only (no file is created, no operation counted), and
+// SimulateCrash releases them all, as a crash ends the process holding them. The file system
+// must outlive its locks.
+//
 // Thread-safety: all methods are safe to call concurrently.
 #pragma once
 
@@ -49,6 +53,7 @@ class MemFileSystem final : public FileSystem {
   Status RemoveDir(const std::string& dir) override;
   Status Truncate(const std::string& path, uint64_t size) override;
   Status SyncDir(const std::string& dir) override;
+  StatusOr<std::unique_ptr<FileLock>> LockFile(const std::string& path) override;
 
   // Drops every non-durable byte and directory change, and clears FailAfterOps.
   void SimulateCrash();
@@ -69,6 +74,7 @@ class MemFileSystem final : public FileSystem {
  private:
   class Writable;
   class Reader;
+  class Lock;
   friend class Writable;
 
   // Returns a non-OK status when the next mutating op must fail; counts the op otherwise.
@@ -84,6 +90,9 @@ class MemFileSystem final : public FileSystem {
   int64_t fail_after_ops_ ABSL_GUARDED_BY(mu_) = -1;
   int64_t ops_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;  // bumped by SimulateCrash
+  // Held locks: path -> the holder's token (a Lock releases only its own entry).
+  std::map<std::string, uint64_t> locks_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_lock_token_ ABSL_GUARDED_BY(mu_) = 1;
 };
 
 }  // namespace tessera

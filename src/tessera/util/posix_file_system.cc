@@ -3,6 +3,7 @@
 // ResourceExhausted, anything else -> Unavailable; every message names the path.
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -159,6 +160,20 @@ class PosixSequentialFile final : public SequentialFile {
   int fd_;
 };
 
+// flock(2) locks belong to the open file description, so a second open of the same file
+// conflicts even within one process (fcntl locks would not).
+class PosixFileLock final : public FileLock {
+ public:
+  explicit PosixFileLock(int fd) : fd_(fd) {}
+  ~PosixFileLock() override {
+    ::flock(fd_, LOCK_UN);
+    ::close(fd_);
+  }
+
+ private:
+  int fd_;
+};
+
 class PosixFileSystemImpl final : public FileSystem {
  public:
   StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override {
@@ -248,6 +263,34 @@ class PosixFileSystemImpl final : public FileSystem {
   Status Truncate(const std::string& path, uint64_t size) override {
     if (::truncate(path.c_str(), static_cast<off_t>(size)) != 0) return PosixError(path, errno);
     return Status();
+  }
+
+  StatusOr<std::unique_ptr<FileLock>> LockFile(const std::string& path) override {
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return PosixError(path, errno);
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      const int err = errno;
+      char buf[32] = {};
+      const ssize_t n = ::pread(fd, buf, sizeof(buf) - 1, 0);
+      ::close(fd);
+      if (err != EWOULDBLOCK) return PosixError(path, err);
+      std::string holder;
+      if (n > 0) {
+        std::string_view text(buf, static_cast<size_t>(n));
+        while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+        if (!text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos) {
+          holder = StrCat(" by process ", text);
+        }
+      }
+      return absl::FailedPreconditionError(StrCat(path, " is locked", holder));
+    }
+    const std::string pid = StrCat(::getpid(), "\n");
+    if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) < 0) {
+      const int err = errno;
+      ::close(fd);
+      return PosixError(path, err);
+    }
+    return std::unique_ptr<FileLock>(new PosixFileLock(fd));
   }
 
   Status SyncDir(const std::string& dir) override {
