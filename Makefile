@@ -6,6 +6,7 @@
 #   make bench   engine vs RocksDB and LevelDB; tessera serve vs the official emulator (YCSB,
 #                scripts/bench_server.sh); the cluster simulator's detection and gossip figures
 #   make fuzz    run every fuzzer for FUZZ_SECONDS each (default 20)
+#   make inbox-search  the Cassandra paper's inbox search example, end to end
 
 BUILD_DIR    ?= build
 FUZZ_DIR     := build-fuzz
@@ -16,7 +17,7 @@ CTEST_ARGS   ?=
 BENCH_ARGS   ?=
 SERVE_ARGS   ?=
 
-.PHONY: all deps configure build run test unit-test fuzz fuzz-build bench clean
+.PHONY: all deps configure build run test unit-test fuzz fuzz-build bench inbox-search clean
 
 all: build
 
@@ -50,6 +51,11 @@ test: fuzz unit-test
 
 bench: build
 	@BUILD_DIR=$(abspath $(BUILD_DIR)) bash scripts/bench.sh $(BENCH_ARGS)
+
+# The Cassandra paper's inbox search (examples/inbox_search/README.md) in one command.
+inbox-search: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target tessera inbox_search
+	@bash examples/inbox_search/run.sh $(abspath $(BUILD_DIR))
 
 clean:
 	rm -rf $(BUILD_DIR) $(FUZZ_DIR)
