@@ -26,40 +26,16 @@ if [[ $# -ne 1 ]]; then
   exit 2
 fi
 server_cmd=$1
-CBT=${CBT:-$(command -v cbt || true)}
-if [[ -z $CBT || ! -x $CBT ]]; then
-  echo "SKIPPED: cbt not found (install the Google Cloud CLI's cbt component or set CBT=)"
-  exit 77
-fi
-
+require_cbt
 export TZ=UTC
-work=$(mktemp -d "${TMPDIR:-/tmp}/tessera-cbt-large.XXXXXX")
-failures=0
-checks=0
-cleanup() {
-  stop_server
-  if ((failures == 0)); then rm -rf "$work"; else echo "work folder kept: $work"; fi
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
+begin_checks cbt-large
 start_server "$server_cmd" "$work"
 export BIGTABLE_EMULATOR_HOST=$SERVER_HOST
 
-rc=0
-cbt_run() {
-  timeout 60 "$CBT" -project p -instance i -creds /dev/null "$@" >"$work/out" 2>"$work/err"
-  rc=$?
-}
-fail() {
-  echo "FAIL: $1" >&2
-  failures=$((failures + 1))
-}
 # check_same <description> <expected-output-file> <cbt args...>
 check_same() {
   local desc=$1 expected=$2
   shift 2
-  checks=$((checks + 1))
   cbt_run "$@"
   if ((rc != 0)); then
     fail "$desc: cbt $* exited $rc: $(grep -v 'creds flag' "$work/err" | head -4)"
@@ -70,7 +46,7 @@ check_same() {
     diff <(cut -c1-120 "$expected") <(cut -c1-120 "$work/out") | head -10 >&2
     return
   fi
-  echo "ok: $desc"
+  check_passed "$desc"
 }
 
 # The generator: one awk program writes both the CSV that cbt imports and the text cbt must
@@ -142,12 +118,11 @@ check_same "read reversed=true start= end= count=" "$work/e_rev_range" \
   read big reversed=true start=r0300 end=r0900 count=300
 gen expect 'r%04d' 777 777 3 1000 >"$work/e_one"
 check_same "lookup one 3 KB row" "$work/e_one" lookup big r0777
-checks=$((checks + 1))
 cbt_run count big
 if ((rc != 0)) || [[ "$(cat "$work/out")" != 1000 ]]; then
   fail "count big: rc=$rc, printed $(head -c 100 "$work/out")"
 else
-  echo "ok: count 1000 rows"
+  check_passed "count 1000 rows"
 fi
 
 # ---- wide rows and large cells (one row per import batch) ----
@@ -186,5 +161,4 @@ gen expect 'cell%d' 4 4 1 3145728 >>"$work/e_scan_rev"
 check_same "read reversed=true count=2 over the big cells" "$work/e_scan_rev" \
   read huge reversed=true prefix=cell count=2
 
-echo "$((checks - failures)) passed, $failures failed"
-((failures == 0))
+end_checks

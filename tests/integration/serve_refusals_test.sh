@@ -15,27 +15,13 @@ if [[ $# -ne 1 || ! -x $1 ]]; then
   exit 2
 fi
 tessera=$1
-work=$(mktemp -d "${TMPDIR:-/tmp}/tessera-refusals.XXXXXX")
-failures=0
-checks=0
-cleanup() {
-  stop_server
-  if ((failures == 0)); then rm -rf "$work"; else echo "work folder kept: $work"; fi
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-fail() {
-  echo "FAIL: $1" >&2
-  failures=$((failures + 1))
-}
+begin_checks refusals
 
 # expect_refusal <description> <stderr ERE> <serve args...>: the server exits non-zero within
 # 30 s and says why on stderr.
 expect_refusal() {
   local desc=$1 pattern=$2 rc
   shift 2
-  checks=$((checks + 1))
   timeout 30 "$tessera" serve --log-level warn "$@" >"$work/second.out" 2>"$work/second.err"
   rc=$?
   if ((rc == 0 || rc == 124)); then
@@ -46,7 +32,7 @@ expect_refusal() {
     fail "$desc: stderr does not match /$pattern/: $(head -c 400 "$work/second.err")"
     return
   fi
-  echo "ok: $desc ($(grep -E -- "$pattern" "$work/second.err" | head -1))"
+  check_passed "$desc ($(grep -E -- "$pattern" "$work/second.err" | head -1))"
 }
 
 port_answers() {  # port_answers <host:port>
@@ -64,28 +50,23 @@ expect_refusal "a second server on a data folder in use" \
   "data folder $work/data is in use by another process .*by process $first_pid" \
   --listen 127.0.0.1:0 --data-dir "$work/data"
 
-checks=$((checks + 1))
 if process_running "$first_pid" && port_answers "$first_host"; then
-  echo "ok: the first server still serves"
+  check_passed "the first server still serves"
 else
   fail "the first server is gone after the refusals"
 fi
 
 # Once the first has stopped, its folder opens again: the lock went with it.
+# (start_server exits the script if the server does not come up.)
 stop_server
-checks=$((checks + 1))
 rm -f "$work/port"
 start_server "$tessera" "$work"
-if [[ -n $SERVER_PID ]]; then
-  echo "ok: the folder opens again after a clean stop"
-fi
+check_passed "the folder opens again after a clean stop"
 kill -KILL "$SERVER_PID" 2>/dev/null
 wait "$SERVER_PID" 2>/dev/null
 SERVER_PID=""
-checks=$((checks + 1))
 rm -f "$work/port"
 start_server "$tessera" "$work"
-echo "ok: the folder opens again after kill -9 of its holder"
+check_passed "the folder opens again after kill -9 of its holder"
 
-echo "$((checks - failures)) passed, $failures failed"
-((failures == 0))
+end_checks

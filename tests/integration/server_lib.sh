@@ -13,6 +13,15 @@
 #   stop_server
 #     SIGTERM, wait (at most 10 s), then SIGKILL. Sets SERVER_EXIT to the server's exit status
 #     (137 when it had to be killed). Safe to call twice; install it in an EXIT trap.
+#
+# And the scaffolding of a checking script:
+#   begin_checks <name>   sets $work (a fresh folder) and installs an EXIT trap that stops the
+#                         server and removes $work unless a check failed
+#   check_passed <desc>   / fail <desc>: count one check
+#   end_checks            prints "N passed, M failed" and returns non-zero on a failure
+#   require_cbt           sets CBT (from $CBT or PATH), or exits 77 (skipped) without it
+#   cbt_run <args...>     cbt with a 60 s bound: stdout in $work/out, stderr in $work/err,
+#                         exit code in $rc
 
 SERVER_PID=""
 SERVER_HOST=""
@@ -90,4 +99,50 @@ stop_server() {
   wait "$pid" 2>/dev/null
   SERVER_EXIT=137
   return 0
+}
+
+work=""
+checks=0
+failures=0
+rc=0
+
+begin_checks() {
+  work=$(mktemp -d "${TMPDIR:-/tmp}/tessera-$1.XXXXXX")
+  trap end_of_script EXIT
+  trap 'exit 1' INT TERM
+}
+
+end_of_script() {
+  stop_server
+  if ((failures == 0)); then rm -rf "$work"; else echo "work folder kept: $work"; fi
+}
+
+check_passed() {
+  checks=$((checks + 1))
+  echo "ok: $1"
+}
+
+fail() {
+  checks=$((checks + 1))
+  failures=$((failures + 1))
+  echo "FAIL: $1" >&2
+}
+
+end_checks() {
+  echo "$((checks - failures)) passed, $failures failed"
+  ((failures == 0))
+}
+
+require_cbt() {
+  CBT=${CBT:-$(command -v cbt || true)}
+  if [[ -z $CBT || ! -x $CBT ]]; then
+    echo "SKIPPED: cbt not found (install the Google Cloud CLI's cbt component or set CBT=)"
+    exit 77
+  fi
+}
+
+# -creds skips the slow gcloud credential lookup (unused with BIGTABLE_EMULATOR_HOST).
+cbt_run() {
+  timeout 60 "$CBT" -project p -instance i -creds /dev/null "$@" >"$work/out" 2>"$work/err"
+  rc=$?
 }
