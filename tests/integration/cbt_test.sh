@@ -349,6 +349,14 @@ else
   check_ok_etag "getappprofile after the update" \
     "$(printf 'Name: projects/p/instances/i/appProfiles/prof1\nEtag: <etag>\nDescription: new desc\nRoutingPolicy: &{}')" \
     getappprofile i prof1
+  # A restart keeps the profile (the embedded lock service's snapshot in the data folder).
+  stop_server
+  rm -f "$work/port"
+  start_server "$server_cmd" "$work"
+  export BIGTABLE_EMULATOR_HOST=$SERVER_HOST
+  check_ok_etag "getappprofile after a restart" \
+    "$(printf 'Name: projects/p/instances/i/appProfiles/prof1\nEtag: <etag>\nDescription: new desc\nRoutingPolicy: &{}')" \
+    getappprofile i prof1
   check_fail "createappprofile of an existing profile" \
     'code = AlreadyExists desc = app profile "projects/p/instances/i/appProfiles/prof1" already exists' \
     createappprofile i prof1 "again" route-any
