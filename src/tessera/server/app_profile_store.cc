@@ -35,8 +35,8 @@ Status NotFoundProfile(const AppProfileName& name) {
 }
 
 bool IsIdChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-         c == '_' || c == '-' || c == '.';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-' || c == '.';
 }
 
 }  // namespace
@@ -75,12 +75,12 @@ StatusOr<AppProfileRecord> AppProfileRecord::Decode(std::string_view in) {
 Status ValidateAppProfileId(std::string_view id) {
   if (id.empty()) return absl::InvalidArgumentError("app profile id is empty");
   if (id.size() > kMaxProfileIdBytes) {
-    return absl::InvalidArgumentError(tessera::StrCat(
-        "app profile id \"", id.substr(0, 80), "\" is longer than ", kMaxProfileIdBytes));
+    return absl::InvalidArgumentError(tessera::StrCat("app profile id \"", id.substr(0, 80),
+                                                      "\" is longer than ", kMaxProfileIdBytes));
   }
   if (!std::all_of(id.begin(), id.end(), IsIdChar) || id[0] == '-' || id[0] == '.') {
-    return absl::InvalidArgumentError(tessera::StrCat(
-        "app profile id \"", id, "\" must match [_a-zA-Z0-9][-_.a-zA-Z0-9]*"));
+    return absl::InvalidArgumentError(
+        tessera::StrCat("app profile id \"", id, "\" must match [_a-zA-Z0-9][-_.a-zA-Z0-9]*"));
   }
   return Status();
 }
@@ -119,7 +119,8 @@ AppProfileStore::~AppProfileStore() { Detach(); }
 
 void AppProfileStore::Attach(coord::Session* session) {
   absl::MutexLock lock(&mu_);
-  mu_.Await(absl::Condition(+[](int* in_flight) { return *in_flight == 0; }, &in_flight_));
+  mu_.Await(absl::Condition(
+      +[](int* in_flight) { return *in_flight == 0; }, &in_flight_));
   session_ = session;
 }
 
@@ -179,8 +180,7 @@ StatusOr<admin::AppProfile> AppProfileStore::Get(const AppProfileName& name) {
   return FromFile(name, *got);
 }
 
-StatusOr<std::vector<admin::AppProfile>> AppProfileStore::ListUnder(
-    const std::string& key_prefix) {
+StatusOr<std::vector<admin::AppProfile>> AppProfileStore::ListUnder(const std::string& key_prefix) {
   ASSIGN_OR_RETURN(coord::Session * session, BeginUse());
   absl::Cleanup end = [this] { EndUse(); };
   StatusOr<coord::Listing> listing = session->List(key_prefix);

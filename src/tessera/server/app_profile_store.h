@@ -100,8 +100,7 @@ class AppProfileStore {
   StatusOr<::google::bigtable::admin::v2::AppProfile> Get(const AppProfileName& name);
   // The profiles of `instance`, by id; `instance` "projects/p/instances/-" means every instance
   // of project p (ordered by full name).
-  StatusOr<std::vector<::google::bigtable::admin::v2::AppProfile>> List(
-      std::string_view instance);
+  StatusOr<std::vector<::google::bigtable::admin::v2::AppProfile>> List(std::string_view instance);
   // The names of the instances of project `project` ("projects/p") holding a profile, sorted.
   StatusOr<std::vector<std::string>> ListInstances(std::string_view project);
   // Runs `change` on the stored settings and stores the result. With a non-empty

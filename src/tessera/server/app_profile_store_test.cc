@@ -151,7 +151,8 @@ TEST_F(AppProfileStoreTest, CreateGetListUpdateDeleteAcrossNodes) {
   EXPECT_EQ(node(0)->Get(kProf1)->description(), "second");
 
   // A stale etag loses; a failing change stores nothing.
-  auto stale = node(0)->Update(kProf1, created->etag(), [](admin::AppProfile*) { return Status(); });
+  auto stale =
+      node(0)->Update(kProf1, created->etag(), [](admin::AppProfile*) { return Status(); });
   EXPECT_TRUE(absl::IsAborted(stale.status())) << stale.status();
   auto refused = node(0)->Update(kProf1, "", [](admin::AppProfile* p) {
     p->set_description("never");
@@ -177,8 +178,9 @@ TEST_F(AppProfileStoreTest, CreateGetListUpdateDeleteAcrossNodes) {
             (std::vector<std::string>{"projects/p/instances/i", "projects/p/instances/j"}));
 
   ASSERT_TRUE(node(1)->Delete(kProf1).ok());
-  EXPECT_EQ(node(0)->Get(kProf1).status(),
-            absl::NotFoundError("app profile \"projects/p/instances/i/appProfiles/prof1\" not found"));
+  EXPECT_EQ(
+      node(0)->Get(kProf1).status(),
+      absl::NotFoundError("app profile \"projects/p/instances/i/appProfiles/prof1\" not found"));
   EXPECT_TRUE(absl::IsNotFound(node(0)->Delete(kProf1)));
   EXPECT_TRUE(absl::IsNotFound(
       node(0)->Update(kProf1, "", [](admin::AppProfile*) { return Status(); }).status()));

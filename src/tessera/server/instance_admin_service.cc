@@ -34,8 +34,8 @@ grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context, const Stat
   return reactor;
 }
 
-grpc::ServerUnaryReactor* Unsupported(grpc::CallbackServerContext* context,
-                                      std::string_view rpc, std::string_view why) {
+grpc::ServerUnaryReactor* Unsupported(grpc::CallbackServerContext* context, std::string_view rpc,
+                                      std::string_view why) {
   return Reply(context, absl::UnimplementedError(
                             tessera::StrCat(rpc, " is not supported by Tessera: ", why)));
 }
@@ -80,6 +80,62 @@ admin::Cluster ClusterProto(const std::string& instance, const ClusterView& view
 
 Status BadProfile(const AppProfileName& name, std::string_view what) {
   return absl::InvalidArgumentError(tessera::StrCat("app profile \"", name.Full(), "\": ", what));
+}
+
+// InvalidArgument unless `path` is an update_mask path UpdateAppProfile takes, and a routing
+// path names the routing policy `given` sets (the Go client sends the policy's field name).
+Status CheckMaskPath(const AppProfileName& name, const std::string& path,
+                     const admin::AppProfile& given) {
+  static const std::set<std::string, std::less<>> kPaths = {"description",
+                                                            "multi_cluster_routing_use_any",
+                                                            "single_cluster_routing",
+                                                            "standard_isolation",
+                                                            "priority",
+                                                            "data_boost_isolation_read_only"};
+  if (!kPaths.contains(path)) {
+    return BadProfile(name,
+                      tessera::StrCat("update_mask path \"", path,
+                                      "\" is not one of description, "
+                                      "multi_cluster_routing_use_any, single_cluster_routing, "
+                                      "standard_isolation, priority"));
+  }
+  if ((path == "multi_cluster_routing_use_any" && !given.has_multi_cluster_routing_use_any()) ||
+      (path == "single_cluster_routing" && !given.has_single_cluster_routing())) {
+    return BadProfile(name, tessera::StrCat("update_mask names \"", path,
+                                            "\" but the request's profile does not set it"));
+  }
+  return Status();
+}
+
+// Copies the field `path` names from `given` to `profile`. Besides CheckMaskPath's paths, the
+// oneof names "routing_policy" and "isolation" (an empty mask) replace the whole oneof.
+void ApplyMaskPath(const std::string& path, const admin::AppProfile& given,
+                   admin::AppProfile* profile) {
+  if (path == "description") {
+    profile->set_description(given.description());
+  } else if (path == "multi_cluster_routing_use_any" ||
+             (path == "routing_policy" && given.has_multi_cluster_routing_use_any())) {
+    *profile->mutable_multi_cluster_routing_use_any() = given.multi_cluster_routing_use_any();
+  } else if (path == "single_cluster_routing" ||
+             (path == "routing_policy" && given.has_single_cluster_routing())) {
+    *profile->mutable_single_cluster_routing() = given.single_cluster_routing();
+  } else if (path == "routing_policy") {
+    profile->clear_routing_policy();  // NormalizeProfile refuses it: a profile needs one
+  } else if (path == "standard_isolation" ||
+             (path == "isolation" && given.has_standard_isolation())) {
+    *profile->mutable_standard_isolation() = given.standard_isolation();
+  } else if (path == "priority") {
+    profile->mutable_standard_isolation()->set_priority(
+        given.has_standard_isolation() ? given.standard_isolation().priority() : given.priority());
+  } else if (path == "data_boost_isolation_read_only" ||
+             (path == "isolation" && given.has_data_boost_isolation_read_only())) {
+    *profile->mutable_data_boost_isolation_read_only() = given.data_boost_isolation_read_only();
+  } else if (path == "isolation") {
+    profile->clear_isolation();
+    if (given.isolation_case() == admin::AppProfile::kPriority) {
+      profile->set_priority(given.priority());
+    }
+  }
 }
 
 }  // namespace
@@ -158,9 +214,8 @@ StatusOr<admin::Cluster> InstanceAdminService::DoGetCluster(
   const ClusterView view = cluster_();
   const std::string id = name.substr(pos + kClusters.size());
   if (id != view.id) {
-    return absl::NotFoundError(tessera::StrCat("cluster \"", name,
-                                               "\" not found (the Tessera cluster is \"",
-                                               view.id, "\")"));
+    return absl::NotFoundError(tessera::StrCat(
+        "cluster \"", name, "\" not found (the Tessera cluster is \"", view.id, "\")"));
   }
   RETURN_IF_ERROR(CheckInstanceExists(instance));
   return ClusterProto(instance, view);
@@ -175,8 +230,7 @@ Status InstanceAdminService::NormalizeProfile(const AppProfileName& name,
     if (id == cluster_id) return Status();
     return absl::InvalidArgumentError(
         tessera::StrCat("app profile \"", name.Full(), "\" routes to cluster \"", id,
-                        "\", which does not exist (the Tessera cluster is \"", cluster_id,
-                        "\")"));
+                        "\", which does not exist (the Tessera cluster is \"", cluster_id, "\")"));
   };
   switch (profile->routing_policy_case()) {
     case admin::AppProfile::kMultiClusterRoutingUseAny:
@@ -220,8 +274,8 @@ StatusOr<admin::AppProfile> InstanceAdminService::DoCreateAppProfile(
     const admin::CreateAppProfileRequest& request) {
   RETURN_IF_ERROR(ValidateInstanceName(request.parent()));
   if (IsWildcardInstance(request.parent())) {
-    return absl::InvalidArgumentError(tessera::StrCat(
-        "CreateAppProfile needs one instance, not \"", request.parent(), "\""));
+    return absl::InvalidArgumentError(
+        tessera::StrCat("CreateAppProfile needs one instance, not \"", request.parent(), "\""));
   }
   RETURN_IF_ERROR(ValidateAppProfileId(request.app_profile_id()));
   const AppProfileName name{request.parent(), request.app_profile_id()};
@@ -271,69 +325,11 @@ StatusOr<::google::longrunning::Operation> InstanceAdminService::DoUpdateAppProf
   ASSIGN_OR_RETURN(AppProfileName name, AppProfileName::Parse(given.name()));
   std::vector<std::string> paths(request.update_mask().paths().begin(),
                                  request.update_mask().paths().end());
-  if (paths.empty()) {
-    // The API: an unset mask replaces every field.
-    paths = {"description", "routing_policy", "isolation"};
-  }
-  // Check the mask before reading anything, so that a bad request fails the same way whether
-  // or not the profile exists.
-  for (const std::string& path : paths) {
-    static const std::set<std::string, std::less<>> kKnown = {
-        "description",        "multi_cluster_routing_use_any",  "single_cluster_routing",
-        "standard_isolation", "priority",                       "data_boost_isolation_read_only",
-        "routing_policy",     "isolation"};
-    if (!kKnown.contains(path)) {
-      return BadProfile(name, tessera::StrCat("update_mask path \"", path,
-                                              "\" is not one of description, "
-                                              "multi_cluster_routing_use_any, "
-                                              "single_cluster_routing, standard_isolation, "
-                                              "priority"));
-    }
-    if ((path == "multi_cluster_routing_use_any" &&
-         given.routing_policy_case() != admin::AppProfile::kMultiClusterRoutingUseAny) ||
-        (path == "single_cluster_routing" &&
-         given.routing_policy_case() != admin::AppProfile::kSingleClusterRouting)) {
-      return BadProfile(name, tessera::StrCat("update_mask names \"", path,
-                                              "\" but the request's profile does not set it"));
-    }
-  }
+  // Checked before anything is read, so a bad request fails alike whether or not it exists.
+  for (const std::string& path : paths) RETURN_IF_ERROR(CheckMaskPath(name, path, given));
+  if (paths.empty()) paths = {"description", "routing_policy", "isolation"};  // the API's rule
   auto change = [&](admin::AppProfile* profile) -> Status {
-    for (const std::string& path : paths) {
-      if (path == "description") {
-        profile->set_description(given.description());
-      } else if (path == "multi_cluster_routing_use_any") {
-        *profile->mutable_multi_cluster_routing_use_any() = given.multi_cluster_routing_use_any();
-      } else if (path == "single_cluster_routing") {
-        *profile->mutable_single_cluster_routing() = given.single_cluster_routing();
-      } else if (path == "routing_policy") {
-        if (given.has_multi_cluster_routing_use_any()) {
-          *profile->mutable_multi_cluster_routing_use_any() =
-              given.multi_cluster_routing_use_any();
-        } else if (given.has_single_cluster_routing()) {
-          *profile->mutable_single_cluster_routing() = given.single_cluster_routing();
-        } else {
-          profile->clear_routing_policy();  // refused below: a profile needs one
-        }
-      } else if (path == "standard_isolation") {
-        *profile->mutable_standard_isolation() = given.standard_isolation();
-      } else if (path == "priority") {
-        profile->set_priority(given.has_standard_isolation() ? given.standard_isolation().priority()
-                                                             : given.priority());
-      } else if (path == "data_boost_isolation_read_only") {
-        *profile->mutable_data_boost_isolation_read_only() =
-            given.data_boost_isolation_read_only();
-      } else if (path == "isolation") {
-        profile->clear_isolation();
-        if (given.has_standard_isolation()) {
-          *profile->mutable_standard_isolation() = given.standard_isolation();
-        } else if (given.has_data_boost_isolation_read_only()) {
-          *profile->mutable_data_boost_isolation_read_only() =
-              given.data_boost_isolation_read_only();
-        } else if (given.isolation_case() == admin::AppProfile::kPriority) {
-          profile->set_priority(given.priority());
-        }
-      }
-    }
+    for (const std::string& path : paths) ApplyMaskPath(path, given, profile);
     return NormalizeProfile(name, profile);
   };
   ASSIGN_OR_RETURN(admin::AppProfile updated, profiles_->Update(name, given.etag(), change));
@@ -417,9 +413,9 @@ constexpr std::string_view kOneCluster =
     "the lock service (see docs/cluster_membership.md)";
 }  // namespace
 
-grpc::ServerUnaryReactor* InstanceAdminService::CreateInstance(
-    grpc::CallbackServerContext* context, const admin::CreateInstanceRequest*,
-    ::google::longrunning::Operation*) {
+grpc::ServerUnaryReactor* InstanceAdminService::CreateInstance(grpc::CallbackServerContext* context,
+                                                               const admin::CreateInstanceRequest*,
+                                                               ::google::longrunning::Operation*) {
   return Unsupported(context, "CreateInstance", kNoInstanceObjects);
 }
 
@@ -435,15 +431,15 @@ grpc::ServerUnaryReactor* InstanceAdminService::PartialUpdateInstance(
   return Unsupported(context, "PartialUpdateInstance", kNoInstanceObjects);
 }
 
-grpc::ServerUnaryReactor* InstanceAdminService::DeleteInstance(
-    grpc::CallbackServerContext* context, const admin::DeleteInstanceRequest*,
-    ::google::protobuf::Empty*) {
+grpc::ServerUnaryReactor* InstanceAdminService::DeleteInstance(grpc::CallbackServerContext* context,
+                                                               const admin::DeleteInstanceRequest*,
+                                                               ::google::protobuf::Empty*) {
   return Unsupported(context, "DeleteInstance", kNoInstanceObjects);
 }
 
-grpc::ServerUnaryReactor* InstanceAdminService::CreateCluster(
-    grpc::CallbackServerContext* context, const admin::CreateClusterRequest*,
-    ::google::longrunning::Operation*) {
+grpc::ServerUnaryReactor* InstanceAdminService::CreateCluster(grpc::CallbackServerContext* context,
+                                                              const admin::CreateClusterRequest*,
+                                                              ::google::longrunning::Operation*) {
   return Unsupported(context, "CreateCluster", kOneCluster);
 }
 
@@ -459,9 +455,9 @@ grpc::ServerUnaryReactor* InstanceAdminService::PartialUpdateCluster(
   return Unsupported(context, "PartialUpdateCluster", kOneCluster);
 }
 
-grpc::ServerUnaryReactor* InstanceAdminService::DeleteCluster(
-    grpc::CallbackServerContext* context, const admin::DeleteClusterRequest*,
-    ::google::protobuf::Empty*) {
+grpc::ServerUnaryReactor* InstanceAdminService::DeleteCluster(grpc::CallbackServerContext* context,
+                                                              const admin::DeleteClusterRequest*,
+                                                              ::google::protobuf::Empty*) {
   return Unsupported(context, "DeleteCluster", kOneCluster);
 }
 

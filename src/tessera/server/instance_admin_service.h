@@ -119,9 +119,9 @@ class InstanceAdminService final
       grpc::CallbackServerContext* context,
       const ::google::bigtable::admin::v2::CreateInstanceRequest* request,
       ::google::longrunning::Operation* response) override;
-  grpc::ServerUnaryReactor* UpdateInstance(grpc::CallbackServerContext* context,
-                                           const ::google::bigtable::admin::v2::Instance* request,
-                                           ::google::bigtable::admin::v2::Instance* response) override;
+  grpc::ServerUnaryReactor* UpdateInstance(
+      grpc::CallbackServerContext* context, const ::google::bigtable::admin::v2::Instance* request,
+      ::google::bigtable::admin::v2::Instance* response) override;
   grpc::ServerUnaryReactor* PartialUpdateInstance(
       grpc::CallbackServerContext* context,
       const ::google::bigtable::admin::v2::PartialUpdateInstanceRequest* request,

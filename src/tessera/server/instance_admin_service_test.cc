@@ -126,7 +126,8 @@ class InstanceAdminServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
     OpenLockService();
-    node_ = std::make_unique<Node>(lock_service_.get(), ClusterView{"tessera-test", "dc7", 3, true});
+    node_ =
+        std::make_unique<Node>(lock_service_.get(), ClusterView{"tessera-test", "dc7", 3, true});
     node_->Start();
   }
   void TearDown() override {
@@ -252,9 +253,9 @@ TEST_F(InstanceAdminServiceTest, AppProfileLifecycle) {
   EXPECT_EQ(created->standard_isolation().priority(), admin::AppProfile::PRIORITY_HIGH);
 
   auto again = Call(stub(), &Stub::CreateAppProfile, CreateRequest("prof1", "x"));
-  EXPECT_EQ(again.status(), absl::AlreadyExistsError(
-                                "app profile \"projects/p/instances/i/appProfiles/prof1\" "
-                                "already exists"));
+  EXPECT_EQ(again.status(),
+            absl::AlreadyExistsError("app profile \"projects/p/instances/i/appProfiles/prof1\" "
+                                     "already exists"));
   admin::CreateAppProfileRequest no_routing = CreateRequest("prof2", "");
   no_routing.mutable_app_profile()->clear_routing_policy();
   auto refused = Call(stub(), &Stub::CreateAppProfile, no_routing);
@@ -323,13 +324,33 @@ TEST_F(InstanceAdminServiceTest, AppProfileLifecycle) {
   update.mutable_app_profile()->set_name("projects/p/instances/i/appProfiles/nosuch");
   EXPECT_TRUE(absl::IsNotFound(Call(stub(), &Stub::UpdateAppProfile, update).status()));
 
+  // An empty mask replaces every field (the API's rule); a routing path must match the policy.
+  admin::UpdateAppProfileRequest replace;
+  replace.mutable_app_profile()->set_name(kProf1);
+  replace.mutable_app_profile()->set_description("replaced");
+  replace.mutable_app_profile()->mutable_single_cluster_routing()->set_cluster_id("tessera-test");
+  op = Call(stub(), &Stub::UpdateAppProfile, replace);
+  ASSERT_TRUE(op.ok()) << op.status();
+  ASSERT_TRUE(op->response().UnpackTo(&updated));
+  EXPECT_EQ(updated.description(), "replaced");
+  EXPECT_EQ(updated.single_cluster_routing().cluster_id(), "tessera-test");
+  EXPECT_EQ(updated.standard_isolation().priority(), admin::AppProfile::PRIORITY_HIGH);
+  replace.mutable_update_mask()->add_paths("multi_cluster_routing_use_any");
+  EXPECT_TRUE(absl::IsInvalidArgument(Call(stub(), &Stub::UpdateAppProfile, replace).status()));
+  replace.mutable_app_profile()->clear_routing_policy();
+  replace.clear_update_mask();
+  auto unrouted = Call(stub(), &Stub::UpdateAppProfile, replace);
+  EXPECT_TRUE(absl::IsInvalidArgument(unrouted.status())) << unrouted.status();
+  EXPECT_EQ(Call(stub(), &Stub::GetAppProfile, get)->description(), "replaced");
+
   admin::DeleteAppProfileRequest del;
   del.set_name(kProf1);
   del.set_ignore_warnings(true);
   ASSERT_TRUE(Call(stub(), &Stub::DeleteAppProfile, del).ok());
   auto gone = Call(stub(), &Stub::GetAppProfile, get);
-  EXPECT_EQ(gone.status(),
-            absl::NotFoundError("app profile \"projects/p/instances/i/appProfiles/prof1\" not found"));
+  EXPECT_EQ(
+      gone.status(),
+      absl::NotFoundError("app profile \"projects/p/instances/i/appProfiles/prof1\" not found"));
   EXPECT_TRUE(absl::IsNotFound(Call(stub(), &Stub::DeleteAppProfile, del).status()));
 }
 
@@ -388,8 +409,7 @@ TEST_F(InstanceAdminServiceTest, EveryNodeOfAClusterSeesEveryProfile) {
 TEST_F(InstanceAdminServiceTest, UnsupportedRpcsAnswerUnimplementedNamingThemselves) {
   auto created = Call(stub(), &Stub::CreateInstance, admin::CreateInstanceRequest());
   EXPECT_TRUE(absl::IsUnimplemented(created.status()));
-  EXPECT_EQ(created.status().message().substr(0, 42),
-            "CreateInstance is not supported by Tessera");
+  EXPECT_EQ(created.status().message().substr(0, 42), "CreateInstance is not supported by Tessera");
   auto deleted = Call(stub(), &Stub::DeleteCluster, admin::DeleteClusterRequest());
   EXPECT_TRUE(absl::IsUnimplemented(deleted.status()));
   EXPECT_EQ(deleted.status().message().substr(0, 41), "DeleteCluster is not supported by Tessera");

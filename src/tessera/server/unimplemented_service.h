@@ -24,7 +24,8 @@ std::string UnimplementedMessage(std::string_view method_path);
 
 class UnimplementedService final : public grpc::CallbackGenericService {
  public:
-  grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* context) override;
+  grpc::ServerGenericBidiReactor* CreateReactor(
+      grpc::GenericCallbackServerContext* context) override;
 };
 
 }  // namespace tessera::server
