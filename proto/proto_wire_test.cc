@@ -3,10 +3,12 @@
 // generated descriptors), and hand-encoded bytes that official clients send.
 
 #include <string>
+#include <tuple>
 #include <string_view>
 #include <vector>
 
 #include "absl/strings/escaping.h"
+#include "google/bigtable/admin/v2/bigtable_instance_admin.grpc.pb.h"
 #include "google/bigtable/admin/v2/bigtable_table_admin.grpc.pb.h"
 #include "google/bigtable/v2/bigtable.grpc.pb.h"
 #include "google/bigtable/v2/feature_flags.pb.h"
@@ -164,6 +166,182 @@ TEST(ProtoWireTest, TableAdminServiceMethods) {
                 ->FindServiceByName(btadmin::BigtableTableAdmin::service_full_name())
                 ->method_count(),
             static_cast<int>(methods.size()));
+}
+
+TEST(ProtoWireTest, InstanceAdminServiceMethods) {
+  ASSERT_NE(btadmin::GetInstanceRequest::descriptor(), nullptr);  // keep the file linked
+  constexpr char kSvc[] = "/google.bigtable.admin.v2.BigtableInstanceAdmin/";
+  constexpr char kPkg[] = "google.bigtable.admin.v2.";
+  struct Rpc {
+    const char* method;
+    const char* request;   // relative to kPkg unless it starts with "google.protobuf."
+    const char* response;  // likewise; "google.longrunning.Operation" is absolute
+  };
+  const std::vector<Rpc> rpcs = {
+      {"CreateInstance", "CreateInstanceRequest", "google.longrunning.Operation"},
+      {"GetInstance", "GetInstanceRequest", "Instance"},
+      {"ListInstances", "ListInstancesRequest", "ListInstancesResponse"},
+      {"UpdateInstance", "Instance", "Instance"},
+      {"PartialUpdateInstance", "PartialUpdateInstanceRequest", "google.longrunning.Operation"},
+      {"DeleteInstance", "DeleteInstanceRequest", "google.protobuf.Empty"},
+      {"CreateCluster", "CreateClusterRequest", "google.longrunning.Operation"},
+      {"GetCluster", "GetClusterRequest", "Cluster"},
+      {"ListClusters", "ListClustersRequest", "ListClustersResponse"},
+      {"UpdateCluster", "Cluster", "google.longrunning.Operation"},
+      {"PartialUpdateCluster", "PartialUpdateClusterRequest", "google.longrunning.Operation"},
+      {"DeleteCluster", "DeleteClusterRequest", "google.protobuf.Empty"},
+      {"CreateAppProfile", "CreateAppProfileRequest", "AppProfile"},
+      {"GetAppProfile", "GetAppProfileRequest", "AppProfile"},
+      {"ListAppProfiles", "ListAppProfilesRequest", "ListAppProfilesResponse"},
+      {"UpdateAppProfile", "UpdateAppProfileRequest", "google.longrunning.Operation"},
+      {"DeleteAppProfile", "DeleteAppProfileRequest", "google.protobuf.Empty"},
+  };
+  auto full = [&](std::string_view name) {
+    return name.substr(0, 7) == "google." ? std::string(name) : kPkg + std::string(name);
+  };
+  for (const Rpc& r : rpcs) {
+    const std::string path = kSvc + std::string(r.method);
+    const std::string request = full(r.request), response = full(r.response);
+    ExpectMethod({path.c_str(), Kind::kUnary, request.c_str(), response.c_str()});
+  }
+  EXPECT_EQ(DescriptorPool::generated_pool()
+                ->FindServiceByName(btadmin::BigtableInstanceAdmin::service_full_name())
+                ->method_count(),
+            static_cast<int>(rpcs.size()));
+}
+
+TEST(ProtoWireTest, InstanceAdminFieldNumbers) {
+  const std::string p = "google.bigtable.admin.v2.";
+  const std::string inst = p + "Instance", cl = p + "Cluster", ap = p + "AppProfile";
+  const std::string multi = ap + ".MultiClusterRoutingUseAny", single = ap + ".SingleClusterRouting";
+  const std::string iso = ap + ".StandardIsolation";
+  const std::vector<std::tuple<std::string, const char*, int, FieldDescriptor::Type, const char*,
+                               std::string, bool>>
+      fields = {
+          // Instance
+          {inst, "name", 1, kString, "", "", false},
+          {inst, "display_name", 2, kString, "", "", false},
+          {inst, "state", 3, kEnum, "", inst + ".State", false},
+          {inst, "type", 4, kEnum, "", inst + ".Type", false},
+          {inst, "labels", 5, kMsg, "", inst + ".LabelsEntry", true},
+          {inst, "create_time", 7, kMsg, "", "google.protobuf.Timestamp", false},
+          {inst, "satisfies_pzs", 8, kBool, "", "", false},
+          {inst, "satisfies_pzi", 11, kBool, "", "", false},
+          {inst, "tags", 12, kMsg, "", inst + ".TagsEntry", true},
+          {inst, "edition", 14, kEnum, "", inst + ".Edition", false},
+          // Cluster
+          {cl, "name", 1, kString, "", "", false},
+          {cl, "location", 2, kString, "", "", false},
+          {cl, "state", 3, kEnum, "", cl + ".State", false},
+          {cl, "serve_nodes", 4, kInt32, "", "", false},
+          {cl, "node_scaling_factor", 9, kEnum, "", cl + ".NodeScalingFactor", false},
+          {cl, "cluster_config", 7, kMsg, "config", cl + ".ClusterConfig", false},
+          {cl, "default_storage_type", 5, kEnum, "", p + "StorageType", false},
+          {cl, "encryption_config", 6, kMsg, "", cl + ".EncryptionConfig", false},
+          {cl + ".ClusterConfig", "cluster_autoscaling_config", 1, kMsg, "",
+           cl + ".ClusterAutoscalingConfig", false},
+          {cl + ".ClusterAutoscalingConfig", "autoscaling_limits", 1, kMsg, "",
+           p + "AutoscalingLimits", false},
+          {cl + ".ClusterAutoscalingConfig", "autoscaling_targets", 2, kMsg, "",
+           p + "AutoscalingTargets", false},
+          {p + "AutoscalingLimits", "min_serve_nodes", 1, kInt32, "", "", false},
+          {p + "AutoscalingLimits", "max_serve_nodes", 2, kInt32, "", "", false},
+          {p + "AutoscalingTargets", "cpu_utilization_percent", 2, kInt32, "", "", false},
+          {p + "AutoscalingTargets", "storage_utilization_gib_per_node", 3, kInt32, "", "", false},
+          // AppProfile
+          {ap, "name", 1, kString, "", "", false},
+          {ap, "etag", 2, kString, "", "", false},
+          {ap, "description", 3, kString, "", "", false},
+          {ap, "multi_cluster_routing_use_any", 5, kMsg, "routing_policy", multi, false},
+          {ap, "single_cluster_routing", 6, kMsg, "routing_policy", single, false},
+          {ap, "priority", 7, kEnum, "isolation", ap + ".Priority", false},
+          {ap, "standard_isolation", 11, kMsg, "isolation", iso, false},
+          {ap, "data_boost_isolation_read_only", 10, kMsg, "isolation",
+           ap + ".DataBoostIsolationReadOnly", false},
+          {multi, "cluster_ids", 1, kString, "", "", true},
+          {multi, "row_affinity", 3, kMsg, "affinity", multi + ".RowAffinity", false},
+          {single, "cluster_id", 1, kString, "", "", false},
+          {single, "allow_transactional_writes", 2, kBool, "", "", false},
+          {iso, "priority", 1, kEnum, "", ap + ".Priority", false},
+          {iso, "memory_config", 2, kMsg, "", iso + ".MemoryConfig", false},
+          {ap + ".DataBoostIsolationReadOnly", "compute_billing_owner", 1, kEnum, "",
+           ap + ".DataBoostIsolationReadOnly.ComputeBillingOwner", false},
+          // Requests and responses
+          {p + "CreateInstanceRequest", "parent", 1, kString, "", "", false},
+          {p + "CreateInstanceRequest", "instance_id", 2, kString, "", "", false},
+          {p + "CreateInstanceRequest", "instance", 3, kMsg, "", inst, false},
+          {p + "CreateInstanceRequest", "clusters", 4, kMsg, "",
+           p + "CreateInstanceRequest.ClustersEntry", true},
+          {p + "GetInstanceRequest", "name", 1, kString, "", "", false},
+          {p + "ListInstancesRequest", "parent", 1, kString, "", "", false},
+          {p + "ListInstancesRequest", "page_token", 2, kString, "", "", false},
+          {p + "ListInstancesResponse", "instances", 1, kMsg, "", inst, true},
+          {p + "ListInstancesResponse", "failed_locations", 2, kString, "", "", true},
+          {p + "ListInstancesResponse", "next_page_token", 3, kString, "", "", false},
+          {p + "PartialUpdateInstanceRequest", "instance", 1, kMsg, "", inst, false},
+          {p + "PartialUpdateInstanceRequest", "update_mask", 2, kMsg, "",
+           "google.protobuf.FieldMask", false},
+          {p + "DeleteInstanceRequest", "name", 1, kString, "", "", false},
+          {p + "CreateClusterRequest", "parent", 1, kString, "", "", false},
+          {p + "CreateClusterRequest", "cluster_id", 2, kString, "", "", false},
+          {p + "CreateClusterRequest", "cluster", 3, kMsg, "", cl, false},
+          {p + "GetClusterRequest", "name", 1, kString, "", "", false},
+          {p + "ListClustersRequest", "parent", 1, kString, "", "", false},
+          {p + "ListClustersRequest", "page_token", 2, kString, "", "", false},
+          {p + "ListClustersResponse", "clusters", 1, kMsg, "", cl, true},
+          {p + "ListClustersResponse", "failed_locations", 2, kString, "", "", true},
+          {p + "ListClustersResponse", "next_page_token", 3, kString, "", "", false},
+          {p + "DeleteClusterRequest", "name", 1, kString, "", "", false},
+          {p + "PartialUpdateClusterRequest", "cluster", 1, kMsg, "", cl, false},
+          {p + "PartialUpdateClusterRequest", "update_mask", 2, kMsg, "",
+           "google.protobuf.FieldMask", false},
+          {p + "CreateAppProfileRequest", "parent", 1, kString, "", "", false},
+          {p + "CreateAppProfileRequest", "app_profile_id", 2, kString, "", "", false},
+          {p + "CreateAppProfileRequest", "app_profile", 3, kMsg, "", ap, false},
+          {p + "CreateAppProfileRequest", "ignore_warnings", 4, kBool, "", "", false},
+          {p + "GetAppProfileRequest", "name", 1, kString, "", "", false},
+          {p + "ListAppProfilesRequest", "parent", 1, kString, "", "", false},
+          {p + "ListAppProfilesRequest", "page_size", 3, kInt32, "", "", false},
+          {p + "ListAppProfilesRequest", "page_token", 2, kString, "", "", false},
+          {p + "ListAppProfilesResponse", "app_profiles", 1, kMsg, "", ap, true},
+          {p + "ListAppProfilesResponse", "next_page_token", 2, kString, "", "", false},
+          {p + "ListAppProfilesResponse", "failed_locations", 3, kString, "", "", true},
+          {p + "UpdateAppProfileRequest", "app_profile", 1, kMsg, "", ap, false},
+          {p + "UpdateAppProfileRequest", "update_mask", 2, kMsg, "", "google.protobuf.FieldMask",
+           false},
+          {p + "UpdateAppProfileRequest", "ignore_warnings", 3, kBool, "", "", false},
+          {p + "DeleteAppProfileRequest", "name", 1, kString, "", "", false},
+          {p + "DeleteAppProfileRequest", "ignore_warnings", 2, kBool, "", "", false},
+      };
+  for (const auto& [message, field, number, type, oneof, type_name, repeated] : fields) {
+    ExpectField({message.c_str(), field, number, type, oneof, type_name.c_str(), repeated});
+  }
+  // Enum values the clients print or send.
+  EXPECT_EQ(btadmin::Instance::READY, 1);
+  EXPECT_EQ(btadmin::Instance::PRODUCTION, 1);
+  EXPECT_EQ(btadmin::Cluster::READY, 1);
+  EXPECT_EQ(btadmin::Cluster::DISABLED, 4);
+  EXPECT_EQ(btadmin::Cluster::NODE_SCALING_FACTOR_1X, 1);
+  EXPECT_EQ(btadmin::SSD, 1);
+  EXPECT_EQ(btadmin::HDD, 2);
+  EXPECT_EQ(btadmin::AppProfile::PRIORITY_HIGH, 3);
+}
+
+TEST(ProtoWireTest, HandEncodedAppProfileRequestParses) {
+  // CreateAppProfileRequest{parent "projects/p/instances/i" (1), app_profile_id "prof1" (2),
+  // app_profile{description "d" (3), multi_cluster_routing_use_any{} (5)} (3)}, as cbt's
+  // `createappprofile i prof1 d route-any` sends it.
+  const std::string wire = "\x0a\x16projects/p/instances/i\x12\x05prof1\x1a\x05\x1a\x01" "d"
+                           "\x2a\x00"s;
+  btadmin::CreateAppProfileRequest request;
+  ASSERT_TRUE(request.ParseFromString(wire));
+  EXPECT_EQ(request.parent(), "projects/p/instances/i");
+  EXPECT_EQ(request.app_profile_id(), "prof1");
+  EXPECT_EQ(request.app_profile().description(), "d");
+  EXPECT_EQ(request.app_profile().routing_policy_case(),
+            btadmin::AppProfile::kMultiClusterRoutingUseAny);
+  EXPECT_TRUE(Unknown(request).empty());
+  EXPECT_EQ(request.SerializeAsString(), wire);
 }
 
 TEST(ProtoWireTest, DataApiFieldNumbers) {

@@ -288,6 +288,104 @@ check_fail "deletefamily of an unknown family" "$bad_family_code" deletefamily t
 check_fail "setgcpolicy of an unknown family" "$bad_family_code" setgcpolicy t1 nofam maxversions=1
 check_fail "read with a bad regex" 'code = InvalidArgument' read t1 'regex=('
 
+# ---- instance admin: instances, clusters, app profiles ----
+# Tables t1, aged and other exist in instance i here. The emulator answers every instance-admin
+# RPC UNIMPLEMENTED ("unimplemented feature"; bigtable-api.md §2.3): against it the test checks
+# exactly that and says so. Against tessera: the instances holding tables or profiles, the
+# Tessera cluster (--cluster-name, default "tessera"; zone = --dc, default "dc1") and app
+# profiles kept in the lock service. Etags are lock-service revisions, so they are masked.
+
+# check_ok_etag: like check_ok, with every etag printed by getappprofile / listappprofile
+# replaced by <etag>.
+check_ok_etag() {
+  local desc=$1 expected=$2
+  shift 2
+  cbt_run "$@"
+  if ((rc != 0)); then
+    fail "$desc: cbt $* exited $rc: $(grep -v 'creds flag' "$work/err" | head -4)"
+    return
+  fi
+  sed -E -e 's/^Etag: [0-9]+$/Etag: <etag>/' \
+    -e 's/^(projects[^\t]*\t[^\t]*\t+)[0-9]+(\t)/\1<etag>\2/' "$work/out" >"$work/out.masked"
+  if [[ "$(cat "$work/out.masked")" != "$expected" ]]; then
+    fail "$desc: cbt $* printed something else (diff expected actual):"
+    diff <(printf '%s\n' "$expected") "$work/out.masked" >&2
+    return
+  fi
+  echo "ok: $desc"
+}
+
+if [[ $SERVER_KIND == emulator ]]; then
+  echo "note: the emulator does not implement the instance admin API; checking it says so"
+  unimpl='code = Unimplemented'
+  check_fail "listinstances (emulator: unimplemented)" "$unimpl" listinstances
+  check_fail "listclusters (emulator: unimplemented)" "$unimpl" listclusters
+  check_fail "createappprofile (emulator: unimplemented)" "$unimpl" \
+    createappprofile i prof1 "desc" route-any
+  check_fail "getappprofile (emulator: unimplemented)" "$unimpl" getappprofile i prof1
+  check_fail "listappprofile (emulator: unimplemented)" "$unimpl" listappprofile i
+  check_fail "updateappprofile (emulator: unimplemented)" "$unimpl" \
+    updateappprofile i prof1 "new desc" route-any
+  check_fail "deleteappprofile (emulator: unimplemented)" "$unimpl" deleteappprofile i prof1
+else
+  check_ok "listinstances: the instance of the tables" \
+    "$(printf 'Instance Name\t\tInfo\n-------------\t\t----\ni\t\t\ti')" listinstances
+  check_ok "listclusters: the Tessera cluster with its one node" \
+    "$(printf 'Cluster Name\tZone\t\tState\n------------\t----\t\t----\ntessera\t\tdc1\t\tREADY (1 serve nodes)')" \
+    listclusters
+  check_fail "listclusters of an instance holding nothing" \
+    'code = NotFound desc = instance "projects/p/instances/nosuch" not found' \
+    -instance nosuch listclusters
+  check_ok "createappprofile route-any" \
+    "$(printf 'Name: projects/p/instances/i/appProfiles/prof1\nRoutingPolicy: &{}')" \
+    createappprofile i prof1 "desc" route-any
+  check_ok_etag "getappprofile" \
+    "$(printf 'Name: projects/p/instances/i/appProfiles/prof1\nEtag: <etag>\nDescription: desc\nRoutingPolicy: &{}')" \
+    getappprofile i prof1
+  check_ok_etag "listappprofile" \
+    "$(printf 'AppProfile\t\t\t\t\tProfile Description\tProfile Etag\tProfile Routing Policy\n-----------\t\t\t\t\t--------------------\t------------\t----------------------\nprojects/p/instances/i/appProfiles/prof1\tdesc\t\t\t<etag>\t\t&{}')" \
+    listappprofile i
+  check_ok "updateappprofile" "" updateappprofile i prof1 "new desc" route-any
+  check_ok_etag "getappprofile after the update" \
+    "$(printf 'Name: projects/p/instances/i/appProfiles/prof1\nEtag: <etag>\nDescription: new desc\nRoutingPolicy: &{}')" \
+    getappprofile i prof1
+  # A restart keeps the profile (the embedded lock service's snapshot in the data folder).
+  stop_server
+  rm -f "$work/port"
+  start_server "$server_cmd" "$work"
+  export BIGTABLE_EMULATOR_HOST=$SERVER_HOST
+  check_ok_etag "getappprofile after a restart" \
+    "$(printf 'Name: projects/p/instances/i/appProfiles/prof1\nEtag: <etag>\nDescription: new desc\nRoutingPolicy: &{}')" \
+    getappprofile i prof1
+  check_fail "createappprofile of an existing profile" \
+    'code = AlreadyExists desc = app profile "projects/p/instances/i/appProfiles/prof1" already exists' \
+    createappprofile i prof1 "again" route-any
+  check_fail "createappprofile routed to an unknown cluster" \
+    'code = InvalidArgument desc = app profile "projects/p/instances/i/appProfiles/prof2" routes to cluster "nosuch"' \
+    createappprofile i prof2 "d" route-to=nosuch
+  check_ok "createappprofile in an instance without tables" \
+    "$(printf 'Name: projects/p/instances/j/appProfiles/only\nRoutingPolicy: &{}')" \
+    createappprofile j only "" route-any
+  check_ok "listinstances: an instance holding only a profile is listed" \
+    "$(printf 'Instance Name\t\tInfo\n-------------\t\t----\ni\t\t\ti\nj\t\t\tj')" listinstances
+  check_ok "deleteappprofile" "" deleteappprofile i prof1
+  check_ok "deleteappprofile j only" "" deleteappprofile j only
+  check_fail "getappprofile of the deleted profile" \
+    'code = NotFound desc = app profile "projects/p/instances/i/appProfiles/prof1" not found' \
+    getappprofile i prof1
+  check_fail "updateappprofile of the deleted profile" 'code = NotFound' \
+    updateappprofile i prof1 "x" route-any
+  check_ok_etag "listappprofile after the delete" \
+    "$(printf 'AppProfile\tProfile Description\tProfile Etag\tProfile Routing Policy\n-----------\t--------------------\t------------\t----------------------')" \
+    listappprofile i
+  check_fail "createinstance is unimplemented, naming the RPC" \
+    'code = Unimplemented desc = CreateInstance is not supported by Tessera' \
+    createinstance x y c1 us-east1-b 1 SSD
+  check_fail "createcluster is unimplemented, naming the RPC" \
+    'code = Unimplemented desc = CreateCluster is not supported by Tessera' \
+    createcluster c2 us-east1-b 1 SSD
+fi
+
 # ---- deleteallrows, deletetable ----
 
 check_ok "deleteallrows" "" deleteallrows t1

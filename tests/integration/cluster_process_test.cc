@@ -14,6 +14,7 @@
 #include <set>
 #include <thread>
 
+#include "google/bigtable/admin/v2/bigtable_instance_admin.grpc.pb.h"
 #include "google/bigtable/admin/v2/bigtable_table_admin.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "server_process.h"
@@ -375,6 +376,72 @@ TEST_F(ClusterTest, SchemaCreatedOnOneNodeIsSeenOnAll) {
   for (size_t i = 0; i < nodes_.size(); ++i) {
     ASSERT_TRUE(WaitFor([&] { return absl::IsNotFound(get(i).status()); }, milliseconds(10'000)))
         << nodes_[i]->endpoint() << " still has the table";
+  }
+}
+
+TEST_F(ClusterTest, AppProfilesAndTheClusterAreTheSameOnEveryNode) {
+  StartCluster(3);
+  ASSERT_TRUE(WaitFor([&] { return Converged(Endpoints()); }, milliseconds(20'000)));
+  auto stub_of = [&](size_t i) {
+    return admin::BigtableInstanceAdmin::NewStub(nodes_[i]->NewChannel());
+  };
+  const std::string profile = StrCat(kInstance, "/appProfiles/web");
+  {  // Created on node 0, in an instance that holds no table.
+    grpc::ClientContext ctx;
+    admin::CreateAppProfileRequest req;
+    req.set_parent(kInstance);
+    req.set_app_profile_id("web");
+    req.mutable_app_profile()->set_description("the web tier");
+    req.mutable_app_profile()->mutable_multi_cluster_routing_use_any();
+    admin::AppProfile created;
+    grpc::Status s = stub_of(0)->CreateAppProfile(&ctx, req, &created);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  for (size_t i = 0; i < nodes_.size(); ++i) {  // read through etcd: no waiting
+    SCOPED_TRACE(nodes_[i]->endpoint());
+    grpc::ClientContext ctx;
+    admin::GetAppProfileRequest req;
+    req.set_name(profile);
+    admin::AppProfile got;
+    grpc::Status s = stub_of(i)->GetAppProfile(&ctx, req, &got);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    EXPECT_EQ(got.description(), "the web tier");
+
+    grpc::ClientContext list_ctx;
+    admin::ListInstancesRequest list;
+    list.set_parent("projects/p");
+    admin::ListInstancesResponse instances;
+    s = stub_of(i)->ListInstances(&list_ctx, list, &instances);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    ASSERT_EQ(instances.instances_size(), 1);
+    EXPECT_EQ(instances.instances(0).name(), kInstance);
+
+    // The one cluster, with every node of it.
+    grpc::ClientContext cluster_ctx;
+    admin::ListClustersRequest clusters_req;
+    clusters_req.set_parent(kInstance);
+    admin::ListClustersResponse clusters;
+    s = stub_of(i)->ListClusters(&cluster_ctx, clusters_req, &clusters);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    ASSERT_EQ(clusters.clusters_size(), 1);
+    EXPECT_EQ(clusters.clusters(0).name(), StrCat(kInstance, "/clusters/c1"));
+    EXPECT_EQ(clusters.clusters(0).serve_nodes(), 3);
+    EXPECT_EQ(clusters.clusters(0).state(), admin::Cluster::READY);
+  }
+  {  // Deleted on node 2: gone on node 1.
+    grpc::ClientContext ctx;
+    admin::DeleteAppProfileRequest req;
+    req.set_name(profile);
+    req.set_ignore_warnings(true);
+    google::protobuf::Empty empty;
+    grpc::Status s = stub_of(2)->DeleteAppProfile(&ctx, req, &empty);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    grpc::ClientContext get_ctx;
+    admin::GetAppProfileRequest get;
+    get.set_name(profile);
+    admin::AppProfile got;
+    EXPECT_EQ(stub_of(1)->GetAppProfile(&get_ctx, get, &got).error_code(),
+              grpc::StatusCode::NOT_FOUND);
   }
 }
 

@@ -3,7 +3,7 @@
 // GetTable, UpdateTable (deletion_protection), DeleteTable, ModifyColumnFamilies (create,
 // update GC rule, drop — a dropped family's data is gone for good), DropRowRange (a prefix or
 // every row), GenerateConsistencyToken / CheckConsistency. Methods not declared here answer
-// UNIMPLEMENTED (gRPC's default).
+// UNIMPLEMENTED naming the RPC (the server's fallback, unimplemented_service.h).
 //
 // Errors use the codes production Bigtable uses: NOT_FOUND for a missing table or family,
 // ALREADY_EXISTS, FAILED_PRECONDITION for deletion protection, INVALID_ARGUMENT for bad names,

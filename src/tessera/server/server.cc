@@ -14,8 +14,11 @@
 #include "tessera/cluster/status_service.h"
 #include "tessera/coord/open_lock_service.h"
 #include "tessera/server/admin_service.h"
+#include "tessera/server/app_profile_store.h"
 #include "tessera/server/cluster_schema.h"
+#include "tessera/server/instance_admin_service.h"
 #include "tessera/server/table_catalog.h"
+#include "tessera/server/unimplemented_service.h"
 #include "tessera/util/executor.h"
 #include "tessera/util/logging.h"
 
@@ -66,9 +69,13 @@ struct Server::State {
   std::unique_ptr<Executor> workers;
   std::unique_ptr<DataService> data;
   std::unique_ptr<AdminService> admin;
+  std::unique_ptr<InstanceAdminService> instance_admin;
+  std::unique_ptr<UnimplementedService> unimplemented;
   std::unique_ptr<coord::LockService> lock_service;
   // Cluster mode (etcd) only: the schema decided in the lock service.
   std::unique_ptr<ClusterSchema> schema;
+  // App profiles, in the lock service in both modes (attached with the node's session).
+  std::unique_ptr<AppProfileStore> profiles;
   std::unique_ptr<cluster::GrpcTransport> transport;
   std::unique_ptr<cluster::GossipService> gossip_service;
   std::unique_ptr<cluster::ClusterAdminService> cluster_admin;
@@ -99,10 +106,13 @@ Status Server::State::Stop() {
   // Work already handed to the workers finishes before the engine closes.
   workers.reset();
   grpc_server.reset();
+  instance_admin.reset();
+  unimplemented.reset();
   admin.reset();
   data.reset();
   cluster_admin.reset();
   schema.reset();
+  profiles.reset();
   gossip_service.reset();
   transport.reset();
   lock_service.reset();
@@ -176,6 +186,23 @@ Status Server::StartServices(State* s) {
                                           data_options);
   s->admin = std::make_unique<AdminService>(s->catalog.get(), s->data->row_locks(),
                                             s->schema.get());
+  ASSIGN_OR_RETURN(s->profiles, AppProfileStore::Open(AppProfileStoreOptions{}));
+  const std::string cluster_name = options.cluster.node.cluster_name;
+  const std::string dc = options.cluster.node.dc;
+  s->instance_admin = std::make_unique<InstanceAdminService>(
+      s->catalog.get(), s->profiles.get(), [s, cluster_name, dc] {
+        ClusterView view{cluster_name, dc, 1, false};
+        cluster::ClusterNode* node = s->serving_node.load(std::memory_order_acquire);
+        if (node == nullptr) return view;
+        view.serving = node->serving();
+        int up = 0;
+        for (const cluster::PeerSummary& peer : node->gossiper()->Summaries()) {
+          if (peer.liveness != cluster::Liveness::kDown) ++up;
+        }
+        view.serve_nodes = std::max(up, 1);
+        return view;
+      });
+  s->unimplemented = std::make_unique<UnimplementedService>();
 
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &s->port);
@@ -193,8 +220,10 @@ Status Server::StartServices(State* s) {
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20000);
   builder.RegisterService(s->data.get());
   builder.RegisterService(s->admin.get());
+  builder.RegisterService(s->instance_admin.get());
   builder.RegisterService(s->gossip_service.get());
   builder.RegisterService(s->cluster_admin.get());
+  builder.RegisterCallbackGenericService(s->unimplemented.get());
   s->grpc_server = builder.BuildAndStart();
   if (s->grpc_server == nullptr || s->port == 0) {
     return absl::UnavailableError(tessera::StrCat("cannot listen on ", options.listen, ": ",
@@ -214,11 +243,17 @@ Status Server::StartServices(State* s) {
   };
   cluster::NodeHooks hooks;
   hooks.on_fatal = options.cluster.on_fatal;
-  if (s->schema != nullptr) {
-    ClusterSchema* schema = s->schema.get();
-    hooks.on_registered = [schema](coord::Session* session) { return schema->Attach(session); };
-    hooks.on_session_lost = [schema] { schema->Detach(); };
-  }
+  ClusterSchema* schema = s->schema.get();
+  AppProfileStore* profiles = s->profiles.get();
+  hooks.on_registered = [schema, profiles](coord::Session* session) {
+    if (schema != nullptr) RETURN_IF_ERROR(schema->Attach(session));
+    profiles->Attach(session);
+    return Status();
+  };
+  hooks.on_session_lost = [schema, profiles] {
+    profiles->Detach();
+    if (schema != nullptr) schema->Detach();
+  };
   ASSIGN_OR_RETURN(s->node, cluster::ClusterNode::Start(std::move(node_options),
                                                         s->lock_service.get(),
                                                         s->transport.get(), std::move(hooks)));

@@ -1,7 +1,9 @@
 // Server: one Tessera node's process wiring — the engine over a data folder, the table catalog,
-// the Bigtable data and table-admin services on one gRPC port (insecure h2c, as the official
-// emulator: clients reach it through BIGTABLE_EMULATOR_HOST), and the worker threads that run
-// engine I/O off gRPC's threads.
+// the Bigtable data, table-admin and instance-admin services on one gRPC port (insecure h2c, as
+// the official emulator: clients reach it through BIGTABLE_EMULATOR_HOST), a fallback that
+// answers every undeclared method UNIMPLEMENTED naming it, and the worker threads that run
+// engine I/O off gRPC's threads. App profiles live in the lock service (embedded or etcd) and
+// are reachable once the node has registered (server/app_profile_store.h).
 //
 // Lifecycle: Start() opens the engine (recovering the commit log) and listens; Shutdown() stops
 // accepting calls, lets running calls finish (up to a deadline, then cancels them), stops the

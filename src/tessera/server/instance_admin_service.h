@@ -1,0 +1,163 @@
+// The Bigtable instance-admin service (google.bigtable.admin.v2.BigtableInstanceAdmin): the
+// read side of instances and clusters, and app profiles.
+//
+// Instances: Tessera has no instance objects. An instance exists while it holds a table or an
+// app profile (the table catalog knows full table names, projects/P/instances/I/tables/T; the
+// AppProfileStore knows the profiles' instances), so cbt's `createappprofile` works on a fresh
+// instance as `createtable` does. ListInstances (parent projects/P) lists them by name,
+// GetInstance describes one (NOT_FOUND for another); both are READY PRODUCTION instances whose
+// display name is the instance id.
+//
+// Clusters: the Tessera cluster is the one cluster of every instance. Its id is the cluster
+// name (--cluster-name), its location projects/P/locations/<this node's dc>, serve_nodes the
+// number of the cluster's nodes this node sees up (itself included), its state READY while this
+// node serves (holds its lock-service session), STATE_NOT_KNOWN otherwise; storage SSD, scaling
+// 1X. ListClusters takes an instance or projects/P/instances/- (every instance of P).
+//
+// App profiles: Create, Get, List (paged; instance "-" for all of a project), Update (update
+// mask; returns an Operation that is already done, as admin_service's UpdateTable does), Delete
+// (ignore_warnings accepted; Tessera has nothing to warn about). Kept in the AppProfileStore
+// (app_profile_store.h). A profile needs a routing policy; the clusters it names must be the
+// Tessera cluster; an unset priority becomes PRIORITY_HIGH (the API's rule); Data Boost
+// isolation is refused as unsupported.
+//
+// Every other method of the service — instance and cluster changes here, the rest through the
+// server's fallback (unimplemented_service.h) — answers UNIMPLEMENTED naming the RPC.
+//
+// Errors: NOT_FOUND, ALREADY_EXISTS, INVALID_ARGUMENT, ABORTED (etag mismatch), each naming the
+// instance, cluster or profile; UNAVAILABLE while the node has no lock-service session.
+//
+// Thread-safety: gRPC calls the handlers concurrently; state lives in the catalog and the
+// store, both thread-safe. Handlers block on the lock service (app profile calls are rare).
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "google/bigtable/admin/v2/bigtable_instance_admin.grpc.pb.h"
+#include "tessera/server/app_profile_store.h"
+#include "tessera/server/table_catalog.h"
+
+namespace tessera::server {
+
+// What a node knows of its cluster, for ListClusters and GetCluster.
+struct ClusterView {
+  std::string id = "tessera";  // the cluster name
+  std::string zone = "dc1";    // this node's data centre
+  int serve_nodes = 1;         // nodes seen up, this one included
+  bool serving = true;         // this node holds its lock-service session
+};
+
+class InstanceAdminService final
+    : public ::google::bigtable::admin::v2::BigtableInstanceAdmin::CallbackService {
+ public:
+  // `catalog` and `profiles` must outlive the service. `cluster` is called on each cluster
+  // call, on gRPC's threads, so it must be thread-safe.
+  InstanceAdminService(TableCatalog* catalog, AppProfileStore* profiles,
+                       std::function<ClusterView()> cluster)
+      : catalog_(catalog), profiles_(profiles), cluster_(std::move(cluster)) {}
+
+  // --- The logic, callable without gRPC (tests) ---
+  StatusOr<::google::bigtable::admin::v2::ListInstancesResponse> DoListInstances(
+      const ::google::bigtable::admin::v2::ListInstancesRequest& request);
+  StatusOr<::google::bigtable::admin::v2::Instance> DoGetInstance(
+      const ::google::bigtable::admin::v2::GetInstanceRequest& request);
+  StatusOr<::google::bigtable::admin::v2::ListClustersResponse> DoListClusters(
+      const ::google::bigtable::admin::v2::ListClustersRequest& request);
+  StatusOr<::google::bigtable::admin::v2::Cluster> DoGetCluster(
+      const ::google::bigtable::admin::v2::GetClusterRequest& request);
+  StatusOr<::google::bigtable::admin::v2::AppProfile> DoCreateAppProfile(
+      const ::google::bigtable::admin::v2::CreateAppProfileRequest& request);
+  StatusOr<::google::bigtable::admin::v2::AppProfile> DoGetAppProfile(
+      const ::google::bigtable::admin::v2::GetAppProfileRequest& request);
+  StatusOr<::google::bigtable::admin::v2::ListAppProfilesResponse> DoListAppProfiles(
+      const ::google::bigtable::admin::v2::ListAppProfilesRequest& request);
+  StatusOr<::google::longrunning::Operation> DoUpdateAppProfile(
+      const ::google::bigtable::admin::v2::UpdateAppProfileRequest& request);
+  Status DoDeleteAppProfile(const ::google::bigtable::admin::v2::DeleteAppProfileRequest& request);
+
+  // --- gRPC handlers: served ---
+  grpc::ServerUnaryReactor* ListInstances(
+      grpc::CallbackServerContext* context,
+      const ::google::bigtable::admin::v2::ListInstancesRequest* request,
+      ::google::bigtable::admin::v2::ListInstancesResponse* response) override;
+  grpc::ServerUnaryReactor* GetInstance(
+      grpc::CallbackServerContext* context,
+      const ::google::bigtable::admin::v2::GetInstanceRequest* request,
+      ::google::bigtable::admin::v2::Instance* response) override;
+  grpc::ServerUnaryReactor* ListClusters(
+      grpc::CallbackServerContext* context,
+      const ::google::bigtable::admin::v2::ListClustersRequest* request,
+      ::google::bigtable::admin::v2::ListClustersResponse* response) override;
+  grpc::ServerUnaryReactor* GetCluster(
+      grpc::CallbackServerContext* context,
+      const ::google::bigtable::admin::v2::GetClusterRequest* request,
+      ::google::bigtable::admin::v2::Cluster* response) override;
+  grpc::ServerUnaryReactor* CreateAppProfile(
+      grpc::CallbackServerContext* context,
+      const ::google::bigtable::admin::v2::CreateAppProfileRequest* request,
+      ::google::bigtable::admin::v2::AppProfile* response) override;
+  grpc::ServerUnaryReactor* GetAppProfile(
+      grpc::CallbackServerContext* context,
+      const ::google::bigtable::admin::v2::GetAppProfileRequest* request,
+      ::google::bigtable::admin::v2::AppProfile* response) override;
+  grpc::ServerUnaryReactor* ListAppProfiles(
+      grpc::CallbackServerContext* context,
+      const ::google::bigtable::admin::v2::ListAppProfilesRequest* request,
+      ::google::bigtable::admin::v2::ListAppProfilesResponse* response) override;
+  grpc::ServerUnaryReactor* UpdateAppProfile(
+      grpc::CallbackServerContext* context,
+      const ::google::bigtable::admin::v2::UpdateAppProfileRequest* request,
+      ::google::longrunning::Operation* response) override;
+  grpc::ServerUnaryReactor* DeleteAppProfile(
+      grpc::CallbackServerContext* context,
+      const ::google::bigtable::admin::v2::DeleteAppProfileRequest* request,
+      ::google::protobuf::Empty* response) override;
+
+  // --- gRPC handlers: UNIMPLEMENTED, naming the RPC ---
+  grpc::ServerUnaryReactor* CreateInstance(
+      grpc::CallbackServerContext* context,
+      const ::google::bigtable::admin::v2::CreateInstanceRequest* request,
+      ::google::longrunning::Operation* response) override;
+  grpc::ServerUnaryReactor* UpdateInstance(
+      grpc::CallbackServerContext* context, const ::google::bigtable::admin::v2::Instance* request,
+      ::google::bigtable::admin::v2::Instance* response) override;
+  grpc::ServerUnaryReactor* PartialUpdateInstance(
+      grpc::CallbackServerContext* context,
+      const ::google::bigtable::admin::v2::PartialUpdateInstanceRequest* request,
+      ::google::longrunning::Operation* response) override;
+  grpc::ServerUnaryReactor* DeleteInstance(
+      grpc::CallbackServerContext* context,
+      const ::google::bigtable::admin::v2::DeleteInstanceRequest* request,
+      ::google::protobuf::Empty* response) override;
+  grpc::ServerUnaryReactor* CreateCluster(
+      grpc::CallbackServerContext* context,
+      const ::google::bigtable::admin::v2::CreateClusterRequest* request,
+      ::google::longrunning::Operation* response) override;
+  grpc::ServerUnaryReactor* UpdateCluster(grpc::CallbackServerContext* context,
+                                          const ::google::bigtable::admin::v2::Cluster* request,
+                                          ::google::longrunning::Operation* response) override;
+  grpc::ServerUnaryReactor* PartialUpdateCluster(
+      grpc::CallbackServerContext* context,
+      const ::google::bigtable::admin::v2::PartialUpdateClusterRequest* request,
+      ::google::longrunning::Operation* response) override;
+  grpc::ServerUnaryReactor* DeleteCluster(
+      grpc::CallbackServerContext* context,
+      const ::google::bigtable::admin::v2::DeleteClusterRequest* request,
+      ::google::protobuf::Empty* response) override;
+
+ private:
+  // OK if `instance` holds a table or an app profile; NotFound naming it otherwise.
+  Status CheckInstanceExists(const std::string& instance);
+  // The instances of `project` ("projects/P"), sorted.
+  StatusOr<std::vector<std::string>> InstancesOf(const std::string& project);
+  // Checks a profile's settings as Create and Update store them, and fills in the defaults.
+  Status NormalizeProfile(const AppProfileName& name,
+                          ::google::bigtable::admin::v2::AppProfile* profile) const;
+
+  TableCatalog* const catalog_;
+  AppProfileStore* const profiles_;
+  const std::function<ClusterView()> cluster_;
+};
+
+}  // namespace tessera::server
