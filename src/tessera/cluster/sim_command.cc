@@ -9,6 +9,7 @@
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "tessera/cluster/scenarios.h"
+#include "tessera/util/version.h"
 
 namespace tessera::cluster {
 namespace {
@@ -69,6 +70,8 @@ void PrintRow(std::ostream& out, const ScenarioResult& r) {
 int RunSimCommand(int argc, char** argv, std::ostream& out, std::ostream& err) {
   CLI::App app("Runs gossip / failure-detection scenarios on the deterministic cluster simulator",
                "tessera sim");
+  app.set_version_flag("--version", VersionLine("tessera sim"),
+                       "print the version and the commit it was built from, then exit");
   std::vector<std::string> scenarios;
   std::vector<int> nodes = {100};
   double phi = 0;
@@ -120,7 +123,8 @@ int RunSimCommand(int argc, char** argv, std::ostream& out, std::ostream& err) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e, out, err);
+    // 0 for --help and --version; every usage error is 2, as for the other commands.
+    return app.exit(e, out, err) == 0 ? 0 : 2;
   }
 
   std::vector<Scenario> runs;
