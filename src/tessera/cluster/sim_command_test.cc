@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "nlohmann/json.hpp"
+#include "tessera/cluster/scenarios.h"
 #include "tessera/util/version.h"
 
 namespace tessera::cluster {
@@ -116,6 +117,22 @@ TEST(SimCommandTest, VersionNamesTheCommit) {
   EXPECT_EQ(r.code, 0);
   EXPECT_EQ(r.out, VersionLine("tessera sim") + "\n");
   EXPECT_THAT(r.out, HasSubstr("(commit "));
+}
+
+// Issue 9: `--nodes 3000` died of std::bad_alloc under a 1.5 GB limit; the estimate says so first.
+TEST(SimCommandTest, MemoryEstimateGrowsWithNodesSquaredAndTheRunsLength) {
+  ScenarioOptions o;
+  o.scenario = Scenario::kCrash;
+  o.nodes = 3000;
+  EXPECT_GT(EstimateScenarioBytes(o), uint64_t{3} << 30);  // far above 1.5 GB
+  o.nodes = 100;
+  const uint64_t hundred = EstimateScenarioBytes(o);
+  EXPECT_LT(hundred, uint64_t{100} << 20);
+  o.nodes = 200;
+  EXPECT_GT(EstimateScenarioBytes(o), 3 * (hundred - (uint64_t{32} << 20)));
+  o.nodes = 100;
+  o.scenario = Scenario::kLoss;  // an hour of rounds fills every detector window
+  EXPECT_GT(EstimateScenarioBytes(o), hundred);
 }
 
 TEST(SimCommandTest, HelpSucceeds) {
