@@ -15,18 +15,22 @@ StatusOr<LockServiceAddress> ParseLockServiceAddress(std::string_view address) {
         "HOST:PORT, several separated by commas): ", why));
   };
   out.backend = LockServiceAddress::Backend::kEtcd;
+  // The scheme comes once, in front ("etcd://h1:p1,h2:p2"); members may also be written as
+  // etcd's own client URLs ("http://h1:p1,http://h2:p2").
+  std::string_view members = address;
+  for (std::string_view scheme : {"etcd://", "http://"}) {
+    if (members.starts_with(scheme)) members.remove_prefix(scheme.size());
+  }
   size_t start = 0;
-  while (start <= address.size()) {
-    size_t comma = address.find(',', start);
-    if (comma == std::string_view::npos) comma = address.size();
-    std::string_view member = address.substr(start, comma - start);
+  while (start <= members.size()) {
+    size_t comma = members.find(',', start);
+    if (comma == std::string_view::npos) comma = members.size();
+    std::string_view member = members.substr(start, comma - start);
     start = comma + 1;
     while (!member.empty() && member.front() == ' ') member.remove_prefix(1);
     while (!member.empty() && member.back() == ' ') member.remove_suffix(1);
     if (member.starts_with("https://")) return refuse("TLS (https://) is not supported");
-    for (std::string_view scheme : {"etcd://", "http://"}) {
-      if (member.starts_with(scheme)) member.remove_prefix(scheme.size());
-    }
+    if (member.starts_with("http://")) member.remove_prefix(7);
     while (member.ends_with('/')) member.remove_suffix(1);
     if (member.empty()) return refuse("a member is empty");
     StatusOr<HostPort> hp = ParseHostPort(member, PortZero::kRefused);

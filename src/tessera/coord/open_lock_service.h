@@ -33,8 +33,9 @@ struct LockServiceAddress {
   std::vector<HostPort> etcd_members;  // kEtcd: one or more, in the order given
 };
 
-// Reads "embedded" (or "") or a comma list of etcd members, each HOST:PORT with an optional
-// "etcd://" or "http://" in front and '/' behind; ports 1..65535. InvalidArgument quoting
+// Reads "embedded" (or "") or a comma list of etcd members, HOST:PORT each, with "etcd://" or
+// "http://" once in front, or "http://" before each member; a '/' may follow a member; ports
+// 1..65535. InvalidArgument quoting
 // `address` otherwise. The one parser of the address: `tessera serve --lock-service` checks
 // its flag with it, and OpenLockService opens what it returns.
 StatusOr<LockServiceAddress> ParseLockServiceAddress(std::string_view address);

@@ -22,7 +22,8 @@ TEST(OpenLockServiceTest, AnAddressThatIsNotEtcdIsRefusedByName) {
   for (const char* bad : {"foo://x", "x", "etcd://", "etcd://host", "http://h:port", "h:123456",
                           ":2379", "etcd://h:2379/path", "zookeeper://h:2181", "etcd://h:0",
                           "etcd://h:99999", "etcd://h1:1,", "etcd://h1:1,h2:x",
-                          "https://h:2379", "etcd://::1:2379"}) {
+                          "https://h:2379", "etcd://::1:2379", "h:0", "h:99999",
+                          "etcd://a:1,b:x", "etcd://a:1,,b:2", "etcd://a:1,etcd://b:2"}) {
     LockServiceConfig config;
     config.address = bad;
     auto opened = OpenLockService(config);
@@ -46,9 +47,13 @@ TEST(OpenLockServiceTest, ParsesEveryMemberOfAnEtcdList) {
   StatusOr<LockServiceAddress> address =
       ParseLockServiceAddress("etcd://10.0.0.1:2379,10.0.0.2:2379, http://10.0.0.3:2379/");
   ASSERT_TRUE(address.ok()) << address.status();
+  EXPECT_EQ(address->etcd_members.size(), 3u);
+  address = ParseLockServiceAddress("http://[::1]:2379,http://localhost:2379");
+  ASSERT_TRUE(address.ok()) << address.status();
   EXPECT_EQ(address->backend, LockServiceAddress::Backend::kEtcd);
-  ASSERT_EQ(address->etcd_members.size(), 3u);
-  EXPECT_EQ(address->etcd_members[2].ToString(), "10.0.0.3:2379");
+  ASSERT_EQ(address->etcd_members.size(), 2u);
+  EXPECT_EQ(address->etcd_members[0].ToString(), "[::1]:2379");
+  EXPECT_EQ(address->etcd_members[1].ToString(), "localhost:2379");
   address = ParseLockServiceAddress("embedded");
   ASSERT_TRUE(address.ok()) << address.status();
   EXPECT_EQ(address->backend, LockServiceAddress::Backend::kEmbedded);
