@@ -56,8 +56,8 @@ void LogGrpcLine(gpr_log_func_args* args) {
 }  // namespace
 
 void InstallProcessLogging() {
-  (void)SetUpLogging("info", "text");
   gpr_set_log_function(LogGrpcLine);
+  (void)SetUpLogging("info", "text");
 }
 
 Status SetUpLogging(const std::string& level, const std::string& format) {
