@@ -6,9 +6,10 @@
 
 #include "CLI/CLI.hpp"
 #include "fmt/format.h"
-#include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
+#include "tessera/cli/cli_flags.h"
 #include "tessera/cli/commands.h"
+#include "tessera/cli/proto_json.h"
 #include "tessera/v1/cluster.grpc.pb.h"
 
 namespace tessera::cli {
@@ -72,12 +73,7 @@ int RunStatus(const std::string& addr, int64_t timeout_ms, bool json) {
     return 1;
   }
   if (json) {
-    std::string out;
-    google::protobuf::util::JsonPrintOptions options;
-    options.always_print_primitive_fields = true;
-    options.preserve_proto_field_names = true;
-    (void)google::protobuf::util::MessageToJsonString(status, &out, options);
-    std::printf("%s\n", out.c_str());
+    std::printf("%s\n", ProtoToJson(status).dump().c_str());
   } else {
     PrintStatus(status);
   }
@@ -88,9 +84,11 @@ int RunStatus(const std::string& addr, int64_t timeout_ms, bool json) {
 
 int RunAdmin(int argc, char** argv) {
   CLI::App app{"tessera admin: operator commands against a running node", "tessera admin"};
+  SetUpCommandLine(&app);
   app.require_subcommand(1);
   const char* env = std::getenv("BIGTABLE_EMULATOR_HOST");
-  std::string addr = env != nullptr && *env != '\0' ? env : "127.0.0.1:8086";
+  const bool from_env = env != nullptr && *env != '\0';
+  std::string addr = from_env ? env : "127.0.0.1:8086";
   int64_t timeout_ms = 10000;
   bool json = false;
   CLI::App* status = app.add_subcommand(
@@ -99,6 +97,7 @@ int RunAdmin(int argc, char** argv) {
       "up/suspect/down with phi, load, generation, and which one is master");
   status->add_option("--addr", addr, "HOST:PORT of any node (default: $BIGTABLE_EMULATOR_HOST "
                                      "or 127.0.0.1:8086)")
+      ->check(HostPortCheck())
       ->capture_default_str();
   status->add_option("--timeout-ms", timeout_ms, "give up after this long")
       ->check(CLI::Range(int64_t{1}, int64_t{600000}))
@@ -107,9 +106,17 @@ int RunAdmin(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return ExitForParseError(app, e);
   }
-  if (status->parsed()) return RunStatus(addr, timeout_ms, json);
+  if (status->parsed()) {
+    if (status->get_option("--addr")->count() == 0 && from_env) {
+      if (Status s = CheckHostPort("$BIGTABLE_EMULATOR_HOST", addr); !s.ok()) {
+        std::fprintf(stderr, "tessera admin: %s\n", std::string(s.message()).c_str());
+        return 2;
+      }
+    }
+    return RunStatus(addr, timeout_ms, json);
+  }
   return 2;
 }
 

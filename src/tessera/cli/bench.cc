@@ -8,6 +8,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/synchronization/mutex.h"
 #include "fmt/format.h"
+#include "tessera/cli/cli_flags.h"
 #include "tessera/cli/commands.h"
 #include "tessera/cli/ycsb_bigtable_db.h"
 #include "tessera/cli/ycsb_driver.h"
@@ -62,9 +63,11 @@ int RunBench(int argc, char** argv) {
       "read/read-modify-write.\nExit status: 0 when every call succeeded, 1 on any error, 2 on "
       "bad flags.",
       "tessera bench"};
+  SetUpCommandLine(&app);
   app.add_option("--endpoint", f.endpoint,
                  "HOST:PORT (default $BIGTABLE_EMULATOR_HOST, else "
-                 "127.0.0.1:8086)");
+                 "127.0.0.1:8086)")
+      ->check(HostPortCheck());
   app.add_option("--project", f.target.project, "project id")->capture_default_str();
   app.add_option("--instance", f.target.instance, "instance id")->capture_default_str();
   app.add_option("--table", f.target.table, "table; created with --family if missing")
@@ -107,7 +110,7 @@ int RunBench(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    return ExitForParseError(app, e);
   }
 
   auto usage_error = [](const Status& s) {
@@ -126,7 +129,11 @@ int RunBench(int argc, char** argv) {
   if (f.rpc_timeout_s <= 0 || f.connect_timeout_s <= 0) {
     return usage_error(absl::InvalidArgumentError("timeouts must be positive"));
   }
-  if (f.endpoint.empty()) return usage_error(absl::InvalidArgumentError("--endpoint is empty"));
+  if (app.get_option("--endpoint")->count() == 0) {  // the default: from the environment
+    if (Status s = CheckHostPort("$BIGTABLE_EMULATOR_HOST", f.endpoint); !s.ok()) {
+      return usage_error(s);
+    }
+  }
   f.target.endpoint = f.endpoint;
 
   const int channels = f.channels > 0 ? f.channels : std::min(f.run.threads, 4);

@@ -3,7 +3,7 @@
 tessera_add_library(tessera_cmd_bench
   SOURCES bench.cc ycsb_bigtable_db.cc ycsb_driver.cc ycsb_generators.cc ycsb_histogram.cc
           ycsb_report.cc ycsb_workload.cc
-  DEPS tessera_proto tessera_util CLI11::CLI11 nlohmann_json::nlohmann_json fmt::fmt
+  DEPS tessera_proto tessera_util tessera_cli_common CLI11::CLI11 nlohmann_json::nlohmann_json fmt::fmt
        absl::synchronization Threads::Threads)
 target_link_libraries(tessera PRIVATE tessera_cmd_bench)
 target_compile_definitions(tessera PRIVATE TESSERA_HAVE_BENCH)

@@ -1,7 +1,10 @@
 #include "tessera/cli/log_setup.h"
 
+#include <cstdlib>
 #include <memory>
+#include <string_view>
 
+#include "grpc/support/log.h"
 #include "spdlog/pattern_formatter.h"
 #include "spdlog/sinks/stdout_sinks.h"
 #include "spdlog/spdlog.h"
@@ -37,7 +40,25 @@ class JsonMessageFlag final : public spdlog::custom_flag_formatter {
   }
 };
 
+// gRPC's log lines, as Tessera's: errors are warnings (gRPC's errors are often expected, and
+// the caller reports what failed), the rest debug. The source file helps a bug report.
+void LogGrpcLine(gpr_log_func_args* args) {
+  std::string_view file = args->file != nullptr ? args->file : "?";
+  if (const size_t slash = file.rfind('/'); slash != std::string_view::npos) {
+    file.remove_prefix(slash + 1);
+  }
+  const spdlog::level::level_enum level =
+      args->severity == GPR_LOG_SEVERITY_ERROR ? spdlog::level::warn : spdlog::level::debug;
+  spdlog::log(level, "grpc: {} ({}:{})", args->message != nullptr ? args->message : "", file,
+              args->line);
+}
+
 }  // namespace
+
+void InstallProcessLogging() {
+  gpr_set_log_function(LogGrpcLine);
+  (void)SetUpLogging("info", "text");
+}
 
 Status SetUpLogging(const std::string& level, const std::string& format) {
   const spdlog::level::level_enum lvl = spdlog::level::from_str(level);
@@ -60,6 +81,11 @@ Status SetUpLogging(const std::string& level, const std::string& format) {
   }
   logger->set_level(lvl);
   spdlog::set_default_logger(std::move(logger));
+  const char* verbosity = std::getenv("GRPC_VERBOSITY");
+  if (verbosity == nullptr || *verbosity == '\0') {
+    gpr_set_log_verbosity(lvl <= spdlog::level::debug ? GPR_LOG_SEVERITY_INFO
+                                                      : GPR_LOG_SEVERITY_ERROR);
+  }
   return Status();
 }
 

@@ -4,6 +4,8 @@
 #include <string_view>
 
 #include "tessera/cli/commands.h"
+#include "tessera/cli/log_setup.h"
+#include "tessera/util/version.h"
 
 namespace {
 
@@ -32,13 +34,17 @@ constexpr Command kCommands[] = {
 };
 
 void Usage(FILE* out) {
-  std::fprintf(out, "usage: tessera <command> [flags]   (tessera <command> --help)\n\ncommands:\n");
+  std::fprintf(out,
+               "usage: tessera <command> [flags]   (tessera <command> --help)\n"
+               "       tessera --version\n\ncommands:\n");
   for (const Command& c : kCommands) std::fprintf(out, "  %-7s %s\n", c.name, c.summary);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before anything can call gRPC: its log lines go through Tessera's logger.
+  tessera::cli::InstallProcessLogging();
   if (argc < 2) {
     Usage(stderr);
     return 2;
@@ -46,6 +52,10 @@ int main(int argc, char** argv) {
   const std::string_view name = argv[1];
   if (name == "--help" || name == "-h" || name == "help") {
     Usage(stdout);
+    return 0;
+  }
+  if (name == "--version" || name == "version") {
+    std::printf("%s\n", tessera::VersionLine("tessera").c_str());
     return 0;
   }
   for (const Command& c : kCommands) {

@@ -9,8 +9,11 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/synchronization/mutex.h"
+#include "tessera/cli/cli_flags.h"
 #include "tessera/cli/commands.h"
+#include "tessera/cli/config_file.h"
 #include "tessera/cli/log_setup.h"
+#include "tessera/coord/open_lock_service.h"
 #include "tessera/server/server.h"
 #include "tessera/util/logging.h"
 
@@ -34,6 +37,16 @@ Status WritePortFile(const std::string& path, int port) {
   return Status();
 }
 
+// --lock-service: what coord::OpenLockService will accept.
+CLI::Validator LockServiceCheck() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        StatusOr<coord::LockServiceAddress> a = coord::ParseLockServiceAddress(value);
+        return a.ok() ? std::string() : std::string(a.status().message());
+      },
+      "embedded|etcd://HOST:PORT[,HOST:PORT...]");
+}
+
 absl::Mutex g_fatal_mu;
 Status g_fatal ABSL_GUARDED_BY(g_fatal_mu);
 
@@ -47,8 +60,12 @@ int RunServe(int argc, char** argv) {
       "default; with --lock-service etcd://HOST:PORT and --seeds, one node of a cluster "
       "(`tessera admin status` shows it).",
       "tessera serve"};
-  app.set_config("--config", "", "read flags from this TOML file (keys are the flag names)");
-  app.get_config_ptr()->check(CLI::ExistingFile);
+  SetUpCommandLine(&app);
+  std::string config_path;
+  app.add_option("--config", config_path,
+                 "read flags from this TOML file (keys are the flag names without the dashes; "
+                 "flags on the command line win)")
+      ->check(CLI::ExistingFile);
 
   server::ServerOptions options;
   options.engine.dir = "./data";
@@ -69,6 +86,7 @@ int RunServe(int argc, char** argv) {
   std::string log_format = "text";
 
   app.add_option("--listen", options.listen, "HOST:PORT to serve on; port 0 picks a free port")
+      ->check(HostPortCheck(PortZero::kPicksFreePort))
       ->capture_default_str();
   app.add_option("--data-dir", options.engine.dir, "folder holding the node's data")
       ->capture_default_str();
@@ -109,12 +127,10 @@ int RunServe(int argc, char** argv) {
                  "threads running engine reads and writes for requests")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
-  app.add_flag("--inline-reads,!--no-inline-reads", options.data.inline_reads,
-               "serve ReadRows on gRPC's threads instead of the worker threads")
-      ->capture_default_str();
-  app.add_flag("--inline-writes,!--no-inline-writes", options.data.inline_writes,
-               "apply MutateRow on gRPC's threads instead of the worker threads")
-      ->capture_default_str();
+  AddSwitch(&app, "inline-reads", &options.data.inline_reads,
+            "serve ReadRows on gRPC's threads instead of the worker threads");
+  AddSwitch(&app, "inline-writes", &options.data.inline_writes,
+            "apply MutateRow on gRPC's threads instead of the worker threads");
   // --- cluster ---
   cluster::NodeOptions& node = options.cluster.node;
   std::string on_session_loss = "reregister";
@@ -126,12 +142,14 @@ int RunServe(int argc, char** argv) {
   app.add_option("--lock-service", options.cluster.lock_service,
                  "embedded (one node, kept in the data folder) or etcd://HOST:PORT (a cluster: "
                  "every node names the same etcd; the schema lives there)")
+      ->check(LockServiceCheck())
       ->capture_default_str()
       ->group("Cluster");
   app.add_option("--seeds", node.seeds,
                  "comma-separated HOST:PORT of nodes to join through; a node may list itself "
                  "(it may then start alone)")
       ->delimiter(',')
+      ->check(HostPortCheck())
       ->group("Cluster");
   app.add_option("--dc", node.dc, "this node's data centre")->capture_default_str()->group(
       "Cluster");
@@ -139,6 +157,7 @@ int RunServe(int argc, char** argv) {
       "Cluster");
   app.add_option("--advertise", node.endpoint,
                  "HOST:PORT other nodes reach this one at (default: the bound --listen address)")
+      ->check(HostPortCheck())
       ->group("Cluster");
   app.add_option("--gossip-interval-ms", gossip_interval_ms, "one gossip round this often")
       ->check(CLI::Range(int64_t{10}, int64_t{60000}))
@@ -177,7 +196,13 @@ int RunServe(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return ExitForParseError(app, e);
+  }
+  if (!config_path.empty()) {
+    if (Status s = ApplyConfigFile(&app, config_path); !s.ok()) {
+      std::fprintf(stderr, "tessera serve: %s\n", std::string(s.message()).c_str());
+      return 2;
+    }
   }
   if (Status s = SetUpLogging(log_level, log_format); !s.ok()) {
     std::fprintf(stderr, "tessera serve: %s\n", std::string(s.message()).c_str());

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "CLI/CLI.hpp"
+#include "tessera/cli/cli_flags.h"
 #include "tessera/cli/commands.h"
 #include "tessera/cli/shell_executor.h"
 #include "tessera/cli/shell_line_editor.h"
@@ -139,8 +140,10 @@ int RunShell(int argc, char** argv) {
       "emulator).\nInteractive when stdin is a terminal; otherwise runs -e commands, a -f "
       "script, or commands piped on stdin. \"help\" inside lists the commands (docs/shell.md).",
       "tessera shell"};
+  SetUpCommandLine(&app);
   app.add_option("--endpoint", flags.endpoint,
-                 "server host:port (default: $BIGTABLE_EMULATOR_HOST, else 127.0.0.1:8086)");
+                 "server HOST:PORT (default: $BIGTABLE_EMULATOR_HOST, else 127.0.0.1:8086)")
+      ->check(HostPortCheck());
   app.add_option("--project", flags.project, "project id (default: $TESSERA_PROJECT, else p)");
   app.add_option("--instance", flags.instance, "instance id (default: $TESSERA_INSTANCE, else i)");
   app.add_option("-e,--execute", flags.commands, "run these commands (';'-separated) and exit");
@@ -159,13 +162,19 @@ int RunShell(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    return ExitForParseError(app, e);
   }
   if (!flags.commands.empty() && !flags.file.empty()) {
     std::fprintf(stderr, "tessera shell: give -e or -f, not both\n");
     return 2;
   }
-  if (flags.endpoint.empty()) flags.endpoint = EnvOr("BIGTABLE_EMULATOR_HOST", "127.0.0.1:8086");
+  if (flags.endpoint.empty()) {
+    flags.endpoint = EnvOr("BIGTABLE_EMULATOR_HOST", "127.0.0.1:8086");
+    if (Status s = CheckHostPort("$BIGTABLE_EMULATOR_HOST", flags.endpoint); !s.ok()) {
+      std::fprintf(stderr, "tessera shell: %s\n", std::string(s.message()).c_str());
+      return 2;
+    }
+  }
   if (flags.project.empty()) flags.project = EnvOr("TESSERA_PROJECT", "p");
   if (flags.instance.empty()) flags.instance = EnvOr("TESSERA_INSTANCE", "i");
 

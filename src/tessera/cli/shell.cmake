@@ -5,7 +5,7 @@ pkg_check_modules(LIBEDIT REQUIRED IMPORTED_TARGET libedit)
 tessera_add_library(tessera_cmd_shell
   SOURCES shell.cc shell_executor.cc shell_format.cc shell_line_editor.cc shell_parser.cc
           shell_progress.cc shell_schema.cc
-  DEPS tessera_client tessera_model tessera_gc_rule_proto tessera_util CLI11::CLI11 fmt::fmt
+  DEPS tessera_client tessera_model tessera_gc_rule_proto tessera_util tessera_cli_common CLI11::CLI11 fmt::fmt
        absl::synchronization PkgConfig::LIBEDIT)
 target_link_libraries(tessera PRIVATE tessera_cmd_shell)
 target_compile_definitions(tessera PRIVATE TESSERA_HAVE_SHELL)

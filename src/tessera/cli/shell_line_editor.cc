@@ -105,6 +105,23 @@ std::vector<std::string> CompleteWord(std::string_view line, const CompletionSou
     } else if ((Is(cmd, {"delete", "increment", "append"}) && n == 3) ||
                (cmd == "put" && n >= 3)) {
       families(words[1], true);
+    } else if (Is(cmd, {"get", "scan"}) && n >= (cmd == "get" ? 3u : 2u) &&
+               current.starts_with("columns=")) {
+      // columns=<family>[:<qualifier>],...: the families of the table, after the last ','.
+      const size_t comma = current.rfind(',');
+      const std::string before =
+          comma == std::string::npos ? std::string("columns=") : current.substr(0, comma + 1);
+      if (source.families) {
+        for (const std::string& f : source.families(words[1])) {
+          // Not a family listed already ("columns=info,inbox:q,<TAB>").
+          const std::string listed = "," + before.substr(8);
+          if (listed.find("," + f + ",") != std::string::npos ||
+              listed.find("," + f + ":") != std::string::npos) {
+            continue;
+          }
+          options.push_back(before + f);
+        }
+      }
     } else if (cmd == "get" && n >= 3) {
       options = {"columns=", "versions="};
     } else if (cmd == "scan" && n >= 2) {

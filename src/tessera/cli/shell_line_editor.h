@@ -12,6 +12,8 @@
 //   <family> positions    family names (drop family, set gc) or "family:" (put, delete,
 //                         increment, append)
 //   options               "prefix=", "limit=", "reverse", ... for the command
+//   columns=<_>           family names of the table (get, scan), after the last ',' too:
+//                         "columns=in" -> "columns=inbox", "columns=info"
 //
 // Thread-safety: LineEditor drives libedit's process-wide readline state: at most one may
 // exist at a time, used by one thread. CompleteWord is pure.

@@ -52,5 +52,20 @@ TEST(ShellCompletionTest, FamiliesAndOptions) {
   EXPECT_TRUE(CompleteWord("scan ", CompletionSource()).empty());
 }
 
+// Issue 9: `scan t columns=c<TAB>` completed nothing.
+TEST(ShellCompletionTest, FamiliesAfterColumns) {
+  EXPECT_EQ(CompleteWord("scan users columns=", Source()),
+            (Words{"columns=inbox", "columns=info"}));
+  EXPECT_EQ(CompleteWord("scan users columns=inf", Source()), (Words{"columns=info"}));
+  EXPECT_EQ(CompleteWord("scan users limit=3 columns=info,i", Source()),
+            (Words{"columns=info,inbox"}));
+  EXPECT_EQ(CompleteWord("scan users columns=inbox:q,", Source()), (Words{"columns=inbox:q,info"}));
+  EXPECT_EQ(CompleteWord("get users r1 columns=inb", Source()), (Words{"columns=inbox"}));
+  EXPECT_EQ(CompleteWord("scan events columns=", Source()), Words{});  // no families
+  EXPECT_EQ(CompleteWord("scan users col", Source()), (Words{"columns="}));
+  EXPECT_TRUE(CompleteWord("get users columns=", Source()).empty());  // the row comes first
+  EXPECT_TRUE(CompleteWord("scan users columns=", CompletionSource()).empty());
+}
+
 }  // namespace
 }  // namespace tessera::cli::shell

@@ -91,8 +91,9 @@ StatusOr<FamilyDef> ParseFamilyItem(std::string_view command, std::string_view i
     } else {
       StatusOr<model::GcRule> rule = model::GcRule::Parse(p);
       if (!rule.ok()) {
-        return Error(command, StrCat("family \"", def.name, "\": bad GC rule \"", p,
-                                     "\": ", rule.status().message()));
+        // The rule's parser quotes the rule: say it once.
+        return Error(command,
+                     StrCat("family \"", def.name, "\": ", std::string(rule.status().message())));
       }
       def.gc_rule = *std::move(rule);
       have_gc = true;
@@ -493,7 +494,7 @@ StatusOr<Command> ParseCommand(const std::vector<Word>& words) {
       if (!gc.empty()) {
         StatusOr<model::GcRule> rule = model::GcRule::Parse(gc);
         if (!rule.ok()) {
-          return Error(name, StrCat("bad GC rule \"", gc, "\": ", rule.status().message()));
+          return Error(name, std::string(rule.status().message()));
         }
         def.gc_rule = *std::move(rule);
       }
@@ -514,7 +515,7 @@ StatusOr<Command> ParseCommand(const std::vector<Word>& words) {
       if (gc.empty()) return Error(name, StrCat("missing GC rule (usage: ", p.Usage(), ")"));
       StatusOr<model::GcRule> rule = model::GcRule::Parse(gc);
       if (!rule.ok()) {
-        return Error(name, StrCat("bad GC rule \"", gc, "\": ", rule.status().message()));
+        return Error(name, std::string(rule.status().message()));
       }
       c.gc_rule = *std::move(rule);
       return c;

@@ -121,6 +121,19 @@ TEST(ShellParseTest, Admin) {
   EXPECT_EQ(c->family, "f");
   EXPECT_NE(ErrorOf("set gc t f").find("missing GC rule"), std::string::npos);
   EXPECT_NE(ErrorOf("set gc t f maxversions=").find("bad GC rule"), std::string::npos);
+  // Issue 9: each error says its thing once (was: bad GC rule "x": bad gc rule "x" at ...).
+  EXPECT_EQ(ErrorOf("set gc t f maxversions=0"),
+            "set gc: bad GC rule \"maxversions=0\" at position 12: expected a number of versions "
+            ">= 1 near \"0\"");
+  EXPECT_EQ(ErrorOf("set gc t f maxage=0"),
+            "set gc: bad GC rule \"maxage=0\" at position 7: bad duration \"0\": missing unit "
+            "(d, h, m, s, ms, us)");
+  EXPECT_EQ(ErrorOf("create family t f bogus"),
+            "create family: bad GC rule \"bogus\" at position 0: expected a rule (maxversions=N, "
+            "maxage=D, never, or parentheses) near \"bogus\"");
+  EXPECT_EQ(ErrorOf("create table t families=cf:maxversions=0"),
+            "create table: family \"cf\": bad GC rule \"maxversions=0\" at position 12: expected a "
+            "number of versions >= 1 near \"0\"");
 
   c = Parse("drop family t f");
   ASSERT_TRUE(c.ok());

@@ -1,5 +1,9 @@
 #include "tessera/cluster/sim_command.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdint>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -9,6 +13,7 @@
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "tessera/cluster/scenarios.h"
+#include "tessera/util/version.h"
 
 namespace tessera::cluster {
 namespace {
@@ -64,11 +69,66 @@ void PrintRow(std::ostream& out, const ScenarioResult& r) {
       Cell(r.max_phi_live, "{:.2f}"), converge, r.gossip_bytes_per_node_per_s);
 }
 
+// What this process may allocate: the smallest of `ulimit -v` (RLIMIT_AS), `ulimit -d`
+// (RLIMIT_DATA) and the machine's memory, with the name of the one that binds.
+struct MemoryLimit {
+  uint64_t bytes = UINT64_MAX;
+  std::string what;
+};
+
+MemoryLimit ProcessMemoryLimit() {
+  MemoryLimit limit;
+  auto consider = [&](uint64_t bytes, const char* what) {
+    if (bytes < limit.bytes) limit = {bytes, what};
+  };
+  rlimit rl{};
+  if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+    consider(rl.rlim_cur, "the address-space limit (ulimit -v)");
+  }
+  if (getrlimit(RLIMIT_DATA, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+    consider(rl.rlim_cur, "the data-size limit (ulimit -d)");
+  }
+  const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page_size > 0) {
+    consider(static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size),
+             "this machine's memory");
+  }
+  return limit;
+}
+
+std::string Bytes(uint64_t b) {
+  const double gib = static_cast<double>(b) / (1ull << 30);
+  return gib >= 1 ? fmt::format("{:.1f} GiB", gib)
+                  : fmt::format("{:.0f} MiB", static_cast<double>(b) / (1ull << 20));
+}
+
+// Refuses, before anything runs, a run whose estimated memory (EstimateScenarioBytes) is above
+// what the process may allocate, saying both and the largest cluster that fits.
+Status CheckMemory(ScenarioOptions o, const MemoryLimit& limit) {
+  const uint64_t need = EstimateScenarioBytes(o);
+  if (need <= limit.bytes) return Status();
+  const int asked = o.nodes;
+  int lo = 1, hi = asked;  // the largest n with an estimate that fits is in [lo, hi)
+  while (hi - lo > 1) {
+    o.nodes = lo + (hi - lo) / 2;
+    (EstimateScenarioBytes(o) <= limit.bytes ? lo : hi) = o.nodes;
+  }
+  o.nodes = lo;
+  const bool any = lo >= 2 && EstimateScenarioBytes(o) <= limit.bytes;
+  return absl::ResourceExhaustedError(fmt::format(
+      "{} with {} nodes needs about {} of memory (estimated: every node keeps state for every "
+      "other), more than {} allows ({}); {}",
+      ScenarioName(o.scenario), asked, Bytes(need), limit.what, Bytes(limit.bytes),
+      any ? fmt::format("at most {} nodes fit", lo) : std::string("not even 2 nodes fit")));
+}
+
 }  // namespace
 
 int RunSimCommand(int argc, char** argv, std::ostream& out, std::ostream& err) {
   CLI::App app("Runs gossip / failure-detection scenarios on the deterministic cluster simulator",
                "tessera sim");
+  app.set_version_flag("--version", VersionLine("tessera sim"),
+                       "print the version and the commit it was built from, then exit");
   std::vector<std::string> scenarios;
   std::vector<int> nodes = {100};
   double phi = 0;
@@ -120,7 +180,8 @@ int RunSimCommand(int argc, char** argv, std::ostream& out, std::ostream& err) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e, out, err);
+    // 0 for --help and --version; every usage error is 2, as for the other commands.
+    return app.exit(e, out, err) == 0 ? 0 : 2;
   }
 
   std::vector<Scenario> runs;
@@ -151,7 +212,9 @@ int RunSimCommand(int argc, char** argv, std::ostream& out, std::ostream& err) {
   if (window > 0) gossip.detector.window_size = window;
   gossip.cluster_name = "sim";
 
-  if (!json) PrintHeader(out);
+  // Every run is built first and checked against the memory limit, so that a run that cannot
+  // fit is refused at once instead of failing with std::bad_alloc (perhaps after others ran).
+  std::vector<ScenarioOptions> planned;
   for (Scenario scenario : runs) {
     for (int n : nodes) {
       ScenarioOptions o;
@@ -166,20 +229,32 @@ int RunSimCommand(int argc, char** argv, std::ostream& out, std::ostream& err) {
       o.duration_s = duration_s;
       o.partition_s = partition_s;
       o.measure_rounds = measure_rounds;
-      StatusOr<ScenarioResult> r = RunScenario(o);
-      if (!r.ok()) {
-        err << "tessera sim: " << ScenarioName(scenario) << " with " << n
-            << " nodes failed (replay with --seed " << seed << "): " << r.status().message()
-            << "\n";
-        return 1;
-      }
-      if (json) {
-        out << ToJson(*r).dump() << "\n";
-      } else {
-        PrintRow(out, *r);
-      }
-      out.flush();
+      planned.push_back(o);
     }
+  }
+  const MemoryLimit limit = ProcessMemoryLimit();
+  for (const ScenarioOptions& o : planned) {
+    if (Status s = CheckMemory(o, limit); !s.ok()) {
+      err << "tessera sim: " << s.message() << "\n";
+      return 2;
+    }
+  }
+
+  if (!json) PrintHeader(out);
+  for (const ScenarioOptions& o : planned) {
+    StatusOr<ScenarioResult> r = RunScenario(o);
+    if (!r.ok()) {
+      err << "tessera sim: " << ScenarioName(o.scenario) << " with " << o.nodes
+          << " nodes failed (replay with --seed " << seed << "): " << r.status().message()
+          << "\n";
+      return 1;
+    }
+    if (json) {
+      out << ToJson(*r).dump() << "\n";
+    } else {
+      PrintRow(out, *r);
+    }
+    out.flush();
   }
   return 0;
 }

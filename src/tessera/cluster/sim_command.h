@@ -16,8 +16,14 @@
 
 namespace tessera::cluster {
 
+// Before running anything, each run's memory is estimated (EstimateScenarioBytes) and a run
+// that would not fit in what the process may allocate (ulimit -v, ulimit -d, the machine's
+// memory) is refused with exit status 2, naming the estimate, the limit and the largest cluster
+// that fits.
+//
 // `argv[0]` is the command's name and is skipped, as in main(). Returns the process exit code:
-// 0 on success, non-zero on bad flags or a failed run (the error goes to `err`).
+// 0 on success (and for --help, --version), 2 on bad flags, 1 on a failed run (the error goes
+// to `err`).
 int RunSimCommand(int argc, char** argv, std::ostream& out, std::ostream& err);
 // Same, on std::cout and std::cerr.
 int RunSimCommand(int argc, char** argv);

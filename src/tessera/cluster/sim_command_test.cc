@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "nlohmann/json.hpp"
+#include "tessera/cluster/scenarios.h"
+#include "tessera/util/version.h"
 
 namespace tessera::cluster {
 namespace {
@@ -99,13 +101,38 @@ TEST(SimCommandTest, TableByDefault) {
   EXPECT_THAT(r.out, HasSubstr("1.0%"));  // the loss scenario's default loss
 }
 
-TEST(SimCommandTest, BadFlagsFail) {
-  EXPECT_NE(RunSim({"--scenario", "bogus"}).code, 0);
-  EXPECT_NE(RunSim({}).code, 0);  // --scenario is required
-  EXPECT_NE(RunSim({"--scenario", "crash", "--nodes", "1"}).code, 0);
-  EXPECT_NE(RunSim({"--scenario", "crash", "--loss", "2"}).code, 0);
-  EXPECT_NE(RunSim({"--scenario", "crash", "--phi", "-1"}).code, 0);
-  EXPECT_NE(RunSim({"--scenario", "crash", "--no-such-flag"}).code, 0);
+// Usage errors exit 2, as every `tessera` command (issue 9: CLI11's 105, 106, 109 leaked out).
+TEST(SimCommandTest, BadFlagsExitTwo) {
+  EXPECT_EQ(RunSim({"--scenario", "bogus"}).code, 2);
+  EXPECT_EQ(RunSim({}).code, 2);  // --scenario is required
+  EXPECT_EQ(RunSim({"--scenario", "crash", "--nodes", "1"}).code, 2);
+  EXPECT_EQ(RunSim({"--scenario", "crash", "--nodes", "x"}).code, 2);
+  EXPECT_EQ(RunSim({"--scenario", "crash", "--loss", "2"}).code, 2);
+  EXPECT_EQ(RunSim({"--scenario", "crash", "--phi", "-1"}).code, 2);
+  EXPECT_EQ(RunSim({"--scenario", "crash", "--no-such-flag"}).code, 2);
+}
+
+TEST(SimCommandTest, VersionNamesTheCommit) {
+  Result r = RunSim({"--version"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out, VersionLine("tessera sim") + "\n");
+  EXPECT_THAT(r.out, HasSubstr("(commit "));
+}
+
+// Issue 9: `--nodes 3000` died of std::bad_alloc under a 1.5 GB limit; the estimate says so first.
+TEST(SimCommandTest, MemoryEstimateGrowsWithNodesSquaredAndTheRunsLength) {
+  ScenarioOptions o;
+  o.scenario = Scenario::kCrash;
+  o.nodes = 3000;
+  EXPECT_GT(EstimateScenarioBytes(o), uint64_t{3} << 30);  // far above 1.5 GB
+  o.nodes = 100;
+  const uint64_t hundred = EstimateScenarioBytes(o);
+  EXPECT_LT(hundred, uint64_t{100} << 20);
+  o.nodes = 200;
+  EXPECT_GT(EstimateScenarioBytes(o), 3 * (hundred - (uint64_t{32} << 20)));
+  o.nodes = 100;
+  o.scenario = Scenario::kLoss;  // an hour of rounds fills every detector window
+  EXPECT_GT(EstimateScenarioBytes(o), hundred);
 }
 
 TEST(SimCommandTest, HelpSucceeds) {

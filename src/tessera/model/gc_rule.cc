@@ -317,10 +317,13 @@ class GcRuleParser {
   }
 
  private:
+  // Names the rule once; "near" the token unless `what` quotes it already.
   Status Error(std::string_view what) const {
+    const bool near = !token_.empty() &&
+                      what.find(tessera::StrCat("\"", token_, "\"")) == std::string_view::npos;
     return absl::InvalidArgumentError(
-        tessera::StrCat("bad gc rule \"", text_, "\" at position ", token_start_, ": ", what,
-                        token_.empty() ? "" : " near \"", token_, token_.empty() ? "" : "\""));
+        tessera::StrCat("bad GC rule \"", text_, "\" at position ", token_start_, ": ", what,
+                        near ? " near \"" : "", near ? token_ : "", near ? "\"" : ""));
   }
 
   // Reads the next token into token_ (empty at the end).

@@ -47,6 +47,10 @@ Status ApplyModification(const admin::ModifyColumnFamiliesRequest::Modification&
     return Status(s.code(), tessera::StrCat("modification #", index, " (family \"", id,
                                             "\"): ", s.message()));
   };
+  // FamilyFromProto and GcRuleFromProto name the family themselves ("column family cf: ...").
+  auto numbered = [&](const Status& s) {
+    return Status(s.code(), tessera::StrCat("modification #", index, ": ", s.message()));
+  };
   switch (m.mod_case()) {
     case admin::ModifyColumnFamiliesRequest::Modification::kCreate: {
       if (schema->Find(id) != nullptr) {
@@ -55,7 +59,7 @@ Status ApplyModification(const admin::ModifyColumnFamiliesRequest::Modification&
                                                         "\" already exists"));
       }
       StatusOr<model::FamilySchema> family = FamilyFromProto(m.create(), id);
-      if (!family.ok()) return context(family.status());
+      if (!family.ok()) return numbered(family.status());
       schema->families[id] = *std::move(family);
       return Status();
     }
@@ -71,7 +75,7 @@ Status ApplyModification(const admin::ModifyColumnFamiliesRequest::Modification&
       for (const std::string& path : paths) {
         if (path == "gc_rule") {
           StatusOr<model::GcRule> rule = GcRuleFromProto(m.update().gc_rule(), id);
-          if (!rule.ok()) return context(rule.status());
+          if (!rule.ok()) return numbered(rule.status());
           it->second.gc_rule = *std::move(rule);
         } else if (path == "value_type") {
           return context(absl::UnimplementedError(

@@ -206,6 +206,18 @@ TEST_F(AdminServiceTest, ModifyColumnFamiliesIsAtomic) {
   EXPECT_EQ(t->column_families().at("cf").gc_rule().max_num_versions(), 5);
   EXPECT_EQ(t->column_families().count("meta"), 0u);
 
+  // Issue 9: a bad GC rule's error names the family once.
+  admin::ModifyColumnFamiliesRequest bad_rule;
+  bad_rule.set_name(kTable);
+  bad_rule.add_modifications()->set_id("cf");
+  bad_rule.mutable_modifications(0)->mutable_update()->mutable_gc_rule()->set_max_num_versions(0);
+  EXPECT_EQ(service_->DoModifyColumnFamilies(bad_rule).status().message(),
+            "modification #0: column family cf: max_num_versions must be at least 1, got 0");
+  bad_rule.mutable_modifications(0)->set_id("new2");
+  bad_rule.mutable_modifications(0)->mutable_create()->mutable_gc_rule()->mutable_max_age();
+  EXPECT_EQ(service_->DoModifyColumnFamilies(bad_rule).status().message(),
+            "modification #0: column family new2: max_age must be at least one microsecond");
+
   // A failing modification leaves the whole request without effect.
   admin::ModifyColumnFamiliesRequest partial;
   partial.set_name(kTable);

@@ -1,0 +1,67 @@
+#include "tessera/cli/cli_flags.h"
+
+#include <memory>
+#include <string>
+
+#include "tessera/util/version.h"
+
+namespace tessera::cli {
+
+namespace {
+
+// A boolean switch with a negated spelling ("--inline-reads,!--no-inline-reads").
+bool IsSwitchPair(const CLI::Option* opt) {
+  return opt->get_expected_min() == 0 && !opt->get_fnames().empty() && !opt->get_lnames().empty();
+}
+
+// CLI11's help shows such a switch as "--x,--no-x{false}": the value --no-x sets, which reads
+// as the default. This formatter shows the names alone; AddSwitch puts the default in the
+// description (CLI11 keeps no default string for flags).
+class HelpFormatter final : public CLI::Formatter {
+ public:
+  std::string make_option_name(const CLI::Option* opt, bool is_positional) const override {
+    if (is_positional || !IsSwitchPair(opt)) {
+      return CLI::Formatter::make_option_name(opt, is_positional);
+    }
+    std::string out;
+    for (const std::string& s : opt->get_snames()) out += (out.empty() ? "-" : ", -") + s;
+    for (const std::string& l : opt->get_lnames()) out += (out.empty() ? "--" : ", --") + l;
+    return out;
+  }
+};
+
+}  // namespace
+
+void SetUpCommandLine(CLI::App* app) {
+  app->set_version_flag("--version", VersionLine(app->get_name()),
+                        "print the version and the commit it was built from, then exit");
+  app->formatter(std::make_shared<HelpFormatter>());
+}
+
+CLI::Option* AddSwitch(CLI::App* app, const std::string& name, bool* value,
+                       const std::string& description) {
+  return app->add_flag(StrCat("--", name, ",!--no-", name), *value,
+                       StrCat(description, " (default: ", *value ? "on" : "off", ")"));
+}
+
+int ExitForParseError(const CLI::App& app, const CLI::ParseError& e, std::ostream& out,
+                      std::ostream& err) {
+  return app.exit(e, out, err) == static_cast<int>(CLI::ExitCodes::Success) ? 0 : 2;
+}
+
+CLI::Validator HostPortCheck(PortZero zero) {
+  return CLI::Validator(
+      [zero](std::string& value) -> std::string {
+        StatusOr<HostPort> hp = ParseHostPort(value, zero);
+        return hp.ok() ? std::string() : std::string(hp.status().message());
+      },
+      "HOST:PORT");
+}
+
+Status CheckHostPort(std::string_view where, std::string_view value, PortZero zero) {
+  StatusOr<HostPort> hp = ParseHostPort(value, zero);
+  if (hp.ok()) return Status();
+  return absl::InvalidArgumentError(StrCat(where, ": ", hp.status().message()));
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,275 @@
+// The `tessera` binary's command-line edges, as a user meets them (issue 9): exit status 2 for
+// usage errors in every subcommand, --version everywhere, HOST:PORT flags checked, strict
+// config files, no raw gRPC log lines, switch defaults in --help, numbers in `admin status
+// --json`, and `sim` refusing a cluster that does not fit in memory.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "nlohmann/json.hpp"
+#include "tessera/client/test_servers.h"
+#include "tessera/util/child_process.h"
+#include "tessera/util/test_support.h"
+
+namespace tessera::cli {
+namespace {
+
+using client::testing::ProcessResult;
+using client::testing::RunProcess;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+ProcessResult Tessera(std::vector<std::string> args, std::vector<std::string> env = {}) {
+  args.insert(args.begin(), TESSERA_BINARY_PATH);
+  auto r = RunProcess(args, "", env, std::chrono::seconds(60));
+  EXPECT_TRUE(r.ok()) << r.status();
+  return r.ok() ? *r : ProcessResult{};
+}
+
+std::string Show(const std::vector<std::string>& args, const ProcessResult& r) {
+  std::string s = "tessera";
+  for (const auto& a : args) s += " " + a;
+  return s + "\nexit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
+}
+
+TEST(CliProcessTest, UsageErrorsExitTwoInEverySubcommand) {
+  const std::vector<std::vector<std::string>> bad = {
+      {"serve", "--memtable-mb", "0"},  // CLI11: 105
+      {"serve", "--memtable-mb", "x"},  // 106
+      {"serve", "--no-such-flag"},      // 109
+      {"shell", "--no-such-flag"},
+      {"bench", "--threads", "x"},
+      {"admin"},  // a subcommand is required
+      {"admin", "--no-such-flag"},
+      {"admin", "status", "--timeout-ms", "0"},
+      {"sim", "--nodes", "x"},
+      {"sim", "--scenario", "crash", "--no-such-flag"},
+      {"no-such-command"},
+  };
+  for (const auto& args : bad) {
+    ProcessResult r = Tessera(args);
+    EXPECT_EQ(r.exit_code, 2) << Show(args, r);
+    EXPECT_THAT(r.err, Not(HasSubstr("terminate called"))) << Show(args, r);
+  }
+  for (const char* command : {"serve", "shell", "bench", "admin", "sim"}) {
+    ProcessResult r = Tessera({command, "--help"});
+    EXPECT_EQ(r.exit_code, 0) << Show({command, "--help"}, r);
+    EXPECT_THAT(r.out, HasSubstr("--version")) << command;
+  }
+  EXPECT_EQ(Tessera({"--help"}).exit_code, 0);
+}
+
+TEST(CliProcessTest, VersionOnTheBinaryAndEverySubcommand) {
+  ProcessResult top = Tessera({"--version"});
+  ASSERT_EQ(top.exit_code, 0) << top.err;
+  const std::regex line(R"(tessera [0-9]+\.[0-9]+\.[0-9]+ \(commit ([0-9a-f]{4,40}|unknown)\)\n)");
+  EXPECT_TRUE(std::regex_match(top.out, line)) << top.out;
+  const std::string rest = top.out.substr(std::string("tessera").size());  // " 0.1.0 (commit x)\n"
+  for (const char* command : {"serve", "shell", "bench", "admin", "sim"}) {
+    ProcessResult r = Tessera({command, "--version"});
+    EXPECT_EQ(r.exit_code, 0) << Show({command, "--version"}, r);
+    EXPECT_EQ(r.out, std::string("tessera ") + command + rest);
+  }
+}
+
+TEST(CliProcessTest, AddressFlagsAreHostPort) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"serve", "--listen", "127.0.0.1:99999"},
+       "--listen: \"127.0.0.1:99999\" is not HOST:PORT: port 99999 is out of range (0..65535)"},
+      {{"serve", "--listen", ":8086"}, "--listen: \":8086\" is not HOST:PORT: the host is empty"},
+      {{"serve", "--advertise", "10.0.0.1:0"}, "--advertise: \"10.0.0.1:0\" is not HOST:PORT"},
+      {{"serve", "--seeds", "10.0.0.1:7000,10.0.0.2"}, "--seeds: \"10.0.0.2\" is not HOST:PORT"},
+      {{"serve", "--lock-service", "etcd://h:2379,h2:99999"},
+       "--lock-service: lock service \"etcd://h:2379,h2:99999\""},
+      {{"shell", "--endpoint", "localhost:http", "-e", "ls"},
+       "--endpoint: \"localhost:http\" is not HOST:PORT"},
+      {{"bench", "--endpoint", "localhost"}, "--endpoint: \"localhost\" is not HOST:PORT"},
+      {{"admin", "status", "--addr", "h:65536"}, "--addr: \"h:65536\" is not HOST:PORT"},
+  };
+  for (const Case& c : cases) {
+    ProcessResult r = Tessera(c.args);
+    EXPECT_EQ(r.exit_code, 2) << Show(c.args, r);
+    EXPECT_THAT(r.err, HasSubstr(c.message)) << Show(c.args, r);
+  }
+  for (const char* command : {"shell", "bench", "admin"}) {
+    std::vector<std::string> args = {command};
+    if (args[0] == "admin") args.push_back("status");
+    if (args[0] == "shell") args.insert(args.end(), {"-e", "ls"});
+    ProcessResult r = Tessera(args, {"BIGTABLE_EMULATOR_HOST=127.0.0.1:99999"});
+    EXPECT_EQ(r.exit_code, 2) << Show(args, r);
+    EXPECT_THAT(r.err, HasSubstr("$BIGTABLE_EMULATOR_HOST: \"127.0.0.1:99999\" is not HOST:PORT"))
+        << Show(args, r);
+  }
+}
+
+class ConfigFileProcessTest : public ::testing::Test {
+ protected:
+  ProcessResult Serve(const std::string& toml, std::vector<std::string> extra = {}) {
+    path_ = dir_.path() + "/tessera.toml";
+    std::ofstream(path_) << toml;
+    std::vector<std::string> args = {"serve", "--config", path_};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return Tessera(args);
+  }
+  testing::TempDir dir_;
+  std::string path_;
+};
+
+TEST_F(ConfigFileProcessTest, UnknownKeysBadValuesAndSyntaxErrorsRefuseToStart) {
+  ProcessResult r = Serve("listen = \"127.0.0.1:0\"\n\ndata_dir = \"x\"\n");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr(path_ + ":3: unknown key 'data_dir'; did you mean 'data-dir'?"));
+  EXPECT_FALSE(std::filesystem::exists("x"));
+
+  r = Serve("listen = \"127.0.0.1:0\"\nmemtable-mb = 0\n");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr(path_ + ":2: bad value for 'memtable-mb': Value 0 not in range"));
+
+  r = Serve("seeds = [\"10.0.0.1:7000\", \"10.0.0.2:99999\"]\n");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr(path_ + ":1: bad value for 'seeds': \"10.0.0.2:99999\""));
+
+  r = Serve("listen = \"127.0.0.1:0\"\ndata-dir = \"unterminated\n");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr(path_ + ":2: TOML syntax error"));
+}
+
+TEST_F(ConfigFileProcessTest, TheFileIsAppliedAndFlagsWin) {
+  const std::string from_file = dir_.path() + "/from-file";
+  const std::string from_flag = dir_.path() + "/from-flag";
+  const std::string port_file = dir_.path() + "/port";
+  path_ = dir_.path() + "/tessera.toml";
+  std::ofstream(path_) << "listen = \"127.0.0.1:0\"\ndata-dir = \"" << from_file
+                       << "\"\nlog-level = \"warn\"\n";
+  for (const std::string& data_dir : {std::string(), from_flag}) {
+    std::vector<std::string> argv = {TESSERA_BINARY_PATH, "serve", "--config", path_,
+                                     "--port-file", port_file};
+    if (!data_dir.empty()) argv.insert(argv.end(), {"--data-dir", data_dir});
+    std::filesystem::remove(port_file);
+    testing::SpawnOptions spawn;
+    spawn.log_path = dir_.path() + "/serve.log";
+    StatusOr<pid_t> pid = testing::Spawn(argv, spawn);
+    ASSERT_TRUE(pid.ok()) << pid.status();
+    const bool up = testing::WaitFor([&] { return std::filesystem::exists(port_file); }, 30000);
+    StatusOr<int> exit = testing::TerminateAndWait(*pid, std::chrono::seconds(10));
+    ASSERT_TRUE(up) << testing::ReadFileTail(spawn.log_path, 2000);
+    ASSERT_TRUE(exit.ok()) << exit.status();
+    EXPECT_EQ(*exit, 0) << testing::ReadFileTail(spawn.log_path, 2000);
+    EXPECT_NE(testing::ReadFileOrEmpty(port_file), "8086\n");  // listen came from the file
+  }
+  EXPECT_TRUE(std::filesystem::exists(from_file));
+  EXPECT_TRUE(std::filesystem::exists(from_flag));
+}
+
+// A socket on the port without SO_REUSEPORT, so gRPC's bind fails with "address in use".
+class PortHolder {
+ public:
+  PortHolder() {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    if (bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 && listen(fd_, 1) == 0 &&
+        getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+      port_ = ntohs(addr.sin_port);
+    }
+  }
+  ~PortHolder() { close(fd_); }
+  int port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+TEST(CliProcessTest, GrpcLogLinesComeThroughTesserasLogger) {
+  PortHolder holder;
+  ASSERT_GT(holder.port(), 0);
+  testing::TempDir dir;
+  // gRPC's own format: "E1201 09:07:47.664067  1234 chttp2_server.cc:1045] ..."
+  const std::regex raw(R"((^|\n)[EWID][0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2})");
+  for (const std::string format : {"text", "json"}) {
+    std::vector<std::string> args = {"serve", "--listen",
+                                     "127.0.0.1:" + std::to_string(holder.port()), "--data-dir",
+                                     dir.path() + "/" + format, "--log-format", format};
+    ProcessResult r = Tessera(args);
+    EXPECT_EQ(r.exit_code, 1) << Show(args, r);
+    EXPECT_FALSE(std::regex_search(r.err, raw)) << Show(args, r);
+    EXPECT_THAT(r.err, HasSubstr("grpc: ")) << Show(args, r);
+    EXPECT_THAT(r.err, HasSubstr("cannot listen on")) << Show(args, r);
+    if (format == "json") {  // every line is a JSON object but the final message
+      std::istringstream lines(r.err);
+      std::string l;
+      while (std::getline(lines, l)) {
+        if (l.starts_with("tessera serve: ")) continue;
+        EXPECT_TRUE(nlohmann::json::accept(l)) << l;
+      }
+    }
+  }
+}
+
+TEST(CliProcessTest, HelpShowsTheDefaultOfSwitches) {
+  ProcessResult r = Tessera({"serve", "--help"});
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.out, Not(HasSubstr("{false}")));
+  EXPECT_THAT(r.out, HasSubstr("--inline-reads, --no-inline-reads"));
+  EXPECT_THAT(r.out, HasSubstr("instead of the worker threads (default: on)"));
+  EXPECT_THAT(r.out, HasSubstr("--inline-writes, --no-inline-writes"));
+  EXPECT_THAT(r.out, HasSubstr("instead of the worker threads (default: off)"));
+}
+
+TEST(CliProcessTest, AdminStatusJsonPrintsNumbers) {
+  testing::TempDir dir;
+  auto server = client::testing::TestServer::StartTesseraServe(TESSERA_BINARY_PATH, dir.path());
+  ASSERT_TRUE(server.ok()) << server.status();
+  ProcessResult r = Tessera({"admin", "status", "--json", "--addr", (*server)->endpoint()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["nodes"].size(), 1u) << r.out;
+  const nlohmann::json& node = j["nodes"][0];
+  for (const char* key : {"load_bytes", "generation", "heartbeat"}) {
+    EXPECT_TRUE(node[key].is_number_integer()) << key << ": " << r.out;
+  }
+  EXPECT_TRUE(j["master_term"].is_number_integer()) << r.out;
+  EXPECT_TRUE(j["refused_messages"].is_number_integer()) << r.out;
+  EXPECT_EQ(node["endpoint"], (*server)->endpoint());
+  EXPECT_TRUE(j.contains("lock_service_error")) << r.out;  // empty fields are kept
+}
+
+// `tessera sim --nodes 3000` aborted with std::bad_alloc under `ulimit -v`; it now refuses what
+// cannot fit before allocating. A 400 MB limit keeps the test quick.
+TEST(CliProcessTest, SimRefusesAClusterThatDoesNotFitInMemory) {
+  const std::string limit = "ulimit -v 400000; exec " + std::string(TESSERA_BINARY_PATH);
+  auto big = RunProcess({"/bin/sh", "-c", limit + " sim --scenario crash --nodes 1000,3000"}, "",
+                        {}, std::chrono::seconds(60));
+  ASSERT_TRUE(big.ok()) << big.status();
+  EXPECT_EQ(big->exit_code, 2) << big->err;
+  EXPECT_THAT(big->err, HasSubstr("more than the address-space limit (ulimit -v) allows")) << big->err;
+  EXPECT_THAT(big->err, HasSubstr("at most")) << big->err;
+  EXPECT_THAT(big->err, Not(HasSubstr("bad_alloc"))) << big->err;
+  EXPECT_EQ(big->out, "");  // refused before the first run
+
+  auto small = RunProcess(
+      {"/bin/sh", "-c", limit + " sim --scenario join --nodes 30 --measure-rounds 5 --json"}, "",
+      {}, std::chrono::seconds(60));
+  ASSERT_TRUE(small.ok()) << small.status();
+  EXPECT_EQ(small->exit_code, 0) << small->err;
+}
+
+}  // namespace
+}  // namespace tessera::cli
