@@ -20,6 +20,7 @@
 #include "tessera/server/table_catalog.h"
 #include "tessera/server/unimplemented_service.h"
 #include "tessera/util/executor.h"
+#include "tessera/util/host_port.h"
 #include "tessera/util/logging.h"
 
 namespace tessera::server {
@@ -29,13 +30,10 @@ namespace {
 // Why gRPC could not listen on `listen` (HOST:PORT): it says only that it failed, so bind a
 // socket the same way and report the system's reason ("Address already in use").
 std::string ListenFailure(const std::string& listen) {
-  const size_t colon = listen.rfind(':');
-  if (colon == std::string::npos) return "not a HOST:PORT";
-  std::string host = listen.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  const std::string port = listen.substr(colon + 1);
+  StatusOr<HostPort> where = ParseHostPort(listen, PortZero::kPicksFreePort);
+  if (!where.ok()) return std::string(where.status().message());
+  const std::string& host = where->host;
+  const std::string port = std::to_string(where->port);
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE;
