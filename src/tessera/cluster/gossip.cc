@@ -82,6 +82,7 @@ void Gossiper::Tick() {
   std::vector<Transition> transitions;
   {
     absl::MutexLock lock(&mu_);
+    if (shut_down_) return;
     const int64_t now = clock_->MonotonicMicros();
     stats_.rounds++;
     self_->state.heartbeat_version = ++version_counter_;
@@ -93,7 +94,7 @@ void Gossiper::Tick() {
     syn.digests.reserve(endpoints_.size());
     for (const auto& [endpoint, peer] : endpoints_) {
       syn.digests.push_back(GossipDigest{endpoint, peer->state.generation, peer->max_version});
-      if (peer.get() == self_) continue;
+      if (peer.get() == self_ || peer->removed) continue;
       (peer->liveness == Liveness::kDown ? unreachable : live).push_back(&endpoint);
     }
     const std::string bytes = EncodeGossipMessage(syn);
@@ -172,6 +173,7 @@ void Gossiper::HandleMessage(std::string_view bytes) {
   std::vector<Transition> transitions;
   {
     absl::MutexLock lock(&mu_);
+    if (shut_down_) return;
     stats_.messages_received++;
     stats_.bytes_received += bytes.size();
     StatusOr<GossipMessage> m = DecodeGossipMessage(bytes);
@@ -335,7 +337,13 @@ void Gossiper::ApplyDeltas(const std::vector<EndpointDelta>& deltas, int64_t now
   auto hint = endpoints_.begin();
   for (const auto& d : deltas) {
     if (d.endpoint == options_.self) {
-      if (d.generation > generation_) {
+      auto st = d.app_states.find(kStatusKey);
+      if (d.generation > generation_ && st != d.app_states.end() &&
+          st->second.value == kStatusRemoved) {
+        TLOG_ERROR("gossip {}: an operator removed this node from the cluster (tessera admin "
+                   "removenode); restart it to join again",
+                   options_.self);
+      } else if (d.generation > generation_) {
         TLOG_WARN(
             "gossip {}: peers hold generation {} of this node, newer than ours ({}): "
             "is another process using this node id?",
@@ -343,6 +351,7 @@ void Gossiper::ApplyDeltas(const std::vector<EndpointDelta>& deltas, int64_t now
       }
       continue;
     }
+    if (RefuseClusterId(d)) continue;
     auto it = FindFrom(&hint, d.endpoint);
     if (it == endpoints_.end()) {
       std::optional<EndpointState> state = StateFromDelta(d);
@@ -360,6 +369,7 @@ void Gossiper::ApplyDeltas(const std::vector<EndpointDelta>& deltas, int64_t now
       // that died long ago is never shown as up.
       peer.liveness = Liveness::kDown;
       peer.detector.Report(now);
+      UpdateStatusFlags(d.endpoint, &peer, now, transitions);
       continue;
     }
     Peer& peer = *it->second;
@@ -383,7 +393,7 @@ void Gossiper::ApplyDeltas(const std::vector<EndpointDelta>& deltas, int64_t now
       case MergeOutcome::kUpdated:
         if (r.heartbeat_advanced) {
           peer.detector.Report(now);
-          if (peer.liveness != Liveness::kUp) {
+          if (peer.liveness != Liveness::kUp && !peer.shutdown && !peer.removed) {
             if (peer.convicted) stats_.recoveries++;
             peer.convicted = false;
             SetLiveness(it->first, &peer, Liveness::kUp, peer.detector.Phi(now), transitions);
@@ -397,7 +407,118 @@ void Gossiper::ApplyDeltas(const std::vector<EndpointDelta>& deltas, int64_t now
         stats_.ignored_deltas++;
         break;
     }
+    if (r.outcome == MergeOutcome::kNewGeneration || r.outcome == MergeOutcome::kUpdated) {
+      UpdateStatusFlags(it->first, &peer, now, transitions);
+    }
   }
+}
+
+bool Gossiper::RefuseClusterId(const EndpointDelta& d) {
+  auto theirs = d.app_states.find(kClusterIdKey);
+  if (theirs == d.app_states.end()) return false;
+  const std::string* ours = self_->state.Find(kClusterIdKey);
+  if (ours == nullptr || *ours == theirs->second.value) return false;
+  stats_.refused_cluster_id++;
+  auto lock_service = d.app_states.find(kLockServiceKey);
+  const std::string* our_lock_service = self_->state.Find(kLockServiceKey);
+  std::string why = StrCat(
+      d.endpoint, " uses the lock service ",
+      lock_service != d.app_states.end() ? lock_service->second.value : "?", " (cluster id ",
+      theirs->second.value, "); this node uses ",
+      our_lock_service != nullptr ? *our_lock_service : "?", " (cluster id ", *ours, ")");
+  if (refused_cluster_ids_.insert_or_assign(d.endpoint, why).second) {
+    TLOG_WARN("gossip {}: refused a node's state: {}; every node of a cluster must name the "
+              "same lock service (--lock-service)",
+              options_.self, why);
+  }
+  return true;
+}
+
+void Gossiper::UpdateStatusFlags(const std::string& endpoint, Peer* peer, int64_t now,
+                                 std::vector<Transition>* transitions) {
+  const std::string* status = peer->state.Find(kStatusKey);
+  const bool shutdown = status != nullptr && *status == kStatusShutdown;
+  const bool removed = status != nullptr && *status == kStatusRemoved;
+  if (options_.log_liveness_changes && shutdown && !peer->shutdown) {
+    TLOG_INFO("gossip {}: {} announced its shutdown", options_.self, endpoint);
+  }
+  if (options_.log_liveness_changes && removed && !peer->removed) {
+    TLOG_INFO("gossip {}: {} was removed from the cluster by an operator", options_.self,
+              endpoint);
+  }
+  peer->shutdown = shutdown;
+  peer->removed = removed;
+  if (shutdown || removed) {
+    peer->convicted = false;  // down by its own word, not by phi
+    SetLiveness(endpoint, peer, Liveness::kDown, peer->detector.Phi(now), transitions);
+  }
+}
+
+void Gossiper::AnnounceShutdown() {
+  std::vector<Outgoing> out;
+  std::vector<Transition> transitions;
+  {
+    absl::MutexLock lock(&mu_);
+    if (shut_down_) return;
+    auto& v = self_->state.app_states[std::string(kStatusKey)];
+    v.value = std::string(kStatusShutdown);
+    v.version = ++version_counter_;
+    self_->state.heartbeat_version = ++version_counter_;
+    self_->max_version = self_->state.heartbeat_version;
+    self_->max_app_version = v.version;
+    // Our whole state, as an ACK2: every receiver merges it as it would any delta.
+    GossipMessage ack2 = NewMessage(GossipMessageType::kAck2);
+    ack2.deltas.push_back(MakeDelta(options_.self, self_->state, 0));
+    for (const auto& [endpoint, peer] : endpoints_) {
+      if (peer.get() == self_ || peer->removed || peer->liveness == Liveness::kDown) continue;
+      Queue(endpoint, ack2, &out);
+    }
+    shut_down_ = true;
+    TLOG_INFO("gossip {}: announced its shutdown to {} live peers", options_.self, out.size());
+  }
+  Flush(&out, &transitions);
+}
+
+bool Gossiper::shut_down() const {
+  absl::MutexLock lock(&mu_);
+  return shut_down_;
+}
+
+Status Gossiper::RemoveEndpoint(std::string_view endpoint) {
+  absl::MutexLock lock(&mu_);
+  if (endpoint == options_.self) {
+    return absl::InvalidArgumentError(
+        StrCat("node ", endpoint, " cannot remove itself; ask another node"));
+  }
+  auto it = endpoints_.find(endpoint);
+  if (it == endpoints_.end() || it->second->removed) {
+    return absl::NotFoundError(StrCat("gossip knows no node ", endpoint));
+  }
+  Peer& peer = *it->second;
+  if (peer.liveness != Liveness::kDown) {
+    return absl::FailedPreconditionError(
+        StrCat("node ", endpoint, " is ", LivenessName(peer.liveness), " (phi ",
+               peer.detector.Phi(clock_->MonotonicMicros()),
+               "); only a node that is down can be removed: stop it first"));
+  }
+  EndpointState tombstone;
+  tombstone.generation = peer.state.generation + 1;
+  tombstone.app_states[std::string(kStatusKey)] = VersionedValue{std::string(kStatusRemoved), 1};
+  peer.state = std::move(tombstone);
+  peer.max_version = 1;
+  peer.max_app_version = 1;
+  peer.detector.Reset();
+  peer.removed = true;
+  peer.shutdown = false;
+  peer.convicted = false;
+  TLOG_INFO("gossip {}: removed {} from the cluster (tombstone at generation {})", options_.self,
+            endpoint, peer.state.generation);
+  return absl::OkStatus();
+}
+
+std::map<NodeId, std::string> Gossiper::ClusterIdRefusals() const {
+  absl::MutexLock lock(&mu_);
+  return refused_cluster_ids_;
 }
 
 PeerView Gossiper::MakeView(const std::string& endpoint, const Peer& peer, int64_t now) const {
@@ -415,28 +536,30 @@ std::vector<PeerView> Gossiper::View() const {
   const int64_t now = clock_->MonotonicMicros();
   std::vector<PeerView> views;
   views.reserve(endpoints_.size());
-  for (const auto& [endpoint, peer] : endpoints_) views.push_back(MakeView(endpoint, *peer, now));
+  for (const auto& [endpoint, peer] : endpoints_) {
+    if (!peer->removed) views.push_back(MakeView(endpoint, *peer, now));
+  }
   return views;
 }
 
 std::optional<PeerView> Gossiper::ViewOf(std::string_view endpoint) const {
   absl::MutexLock lock(&mu_);
   auto it = endpoints_.find(endpoint);
-  if (it == endpoints_.end()) return std::nullopt;
+  if (it == endpoints_.end() || it->second->removed) return std::nullopt;
   return MakeView(it->first, *it->second, clock_->MonotonicMicros());
 }
 
 std::optional<int64_t> Gossiper::GenerationOf(std::string_view endpoint) const {
   absl::MutexLock lock(&mu_);
   auto it = endpoints_.find(endpoint);
-  if (it == endpoints_.end()) return std::nullopt;
+  if (it == endpoints_.end() || it->second->removed) return std::nullopt;
   return it->second->state.generation;
 }
 
 std::optional<Liveness> Gossiper::LivenessOf(std::string_view endpoint) const {
   absl::MutexLock lock(&mu_);
   auto it = endpoints_.find(endpoint);
-  if (it == endpoints_.end()) return std::nullopt;
+  if (it == endpoints_.end() || it->second->removed) return std::nullopt;
   return it->second->liveness;
 }
 
@@ -448,7 +571,9 @@ int64_t Gossiper::AppVersionOf(std::string_view endpoint) const {
 
 size_t Gossiper::KnownEndpoints() const {
   absl::MutexLock lock(&mu_);
-  return endpoints_.size();
+  size_t known = 0;
+  for (const auto& [endpoint, peer] : endpoints_) known += peer->removed ? 0 : 1;
+  return known;
 }
 
 std::vector<PeerSummary> Gossiper::Summaries() const {
@@ -456,6 +581,7 @@ std::vector<PeerSummary> Gossiper::Summaries() const {
   std::vector<PeerSummary> out;
   out.reserve(endpoints_.size());
   for (const auto& [endpoint, peer] : endpoints_) {
+    if (peer->removed) continue;
     out.push_back(PeerSummary{endpoint, peer->state.generation, peer->state.MaxAppVersion(),
                               peer.get() == self_ ? Liveness::kUp : peer->liveness});
   }
