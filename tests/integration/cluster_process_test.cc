@@ -14,7 +14,10 @@
 #include <set>
 #include <thread>
 
+#include <sys/wait.h>
+
 #include "google/bigtable/admin/v2/bigtable_table_admin.grpc.pb.h"
+#include "google/bigtable/v2/bigtable.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "server_process.h"
 #include "tessera/coord/etcd_test_server.h"
@@ -37,16 +40,36 @@ bool WaitFor(const std::function<bool()>& done, milliseconds timeout) {
   return ::tessera::testing::WaitFor(done, timeout.count(), 50);
 }
 
+// Runs `command`, returns its exit status and (in *out) its stdout.
+int RunCommand(const std::string& command, std::string* out) {
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return -1;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out->append(buf, n);
+  const int status = pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+size_t Count(const std::string& text, const std::string& what) {
+  size_t count = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++count;
+  return count;
+}
+
 class ClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto etcd = coord::testing::EtcdTestServer::Start();
+    coord::testing::EtcdTestServerOptions etcd_options;
+    etcd_options.members = etcd_members_;
+    auto etcd = coord::testing::EtcdTestServer::Start(etcd_options);
     if (absl::IsNotFound(etcd.status())) {
       GTEST_SKIP() << "no etcd binary (" << coord::testing::EtcdTestServer::BinaryPath()
                    << "): install etcd-server to run the cluster process tests";
     }
     ASSERT_TRUE(etcd.ok()) << etcd.status();
     etcd_ = std::move(*etcd);
+    lock_service_ = "etcd://" + etcd_->endpoint();
   }
 
   void TearDown() override {
@@ -61,7 +84,7 @@ class ClusterTest : public ::testing::Test {
   }
 
   std::vector<std::string> NodeArgs(const std::string& cluster, const std::string& seeds) {
-    std::vector<std::string> args = {"--lock-service", "etcd://" + etcd_->endpoint(),
+    std::vector<std::string> args = {"--lock-service", lock_service_,
                                      "--cluster-name", cluster,
                                      "--gossip-interval-ms", "100",
                                      "--session-ttl-ms", std::to_string(kSessionTtlMs),
@@ -140,7 +163,12 @@ class ClusterTest : public ::testing::Test {
     return status.ok() ? status->master() : "";
   }
 
+  // Each node's log, whole.
+  std::string FullLog(const ServerProcess& node) const { return node.LogTail(1 << 22); }
+
+  int etcd_members_ = 1;
   std::unique_ptr<coord::testing::EtcdTestServer> etcd_;
+  std::string lock_service_;  // what --lock-service the nodes get
   TempDir dir_{"tessera-cluster-test"};
   std::vector<std::unique_ptr<ServerProcess>> nodes_;
   int launches_ = 0;
@@ -164,8 +192,37 @@ TEST_F(ClusterTest, NodesFormAClusterAndAKilledNodeIsMarkedDown) {
   for (auto& node : nodes_) EXPECT_NE(out.find(node->endpoint()), std::string::npos) << out;
   EXPECT_NE(out.find("master"), std::string::npos) << out;
 
-  // kill -9 a node that is not the master: the others mark it down, then the directory drops it.
   const std::string master = MasterAsSeenBy(*nodes_[0]);
+  // Issue 9: a clean stop is announced through gossip, so peers mark the node down at once
+  // (before, it showed "up normal" until phi convicted it, about 2 s at these settings).
+  size_t stopped = 1;
+  while (nodes_[stopped]->endpoint() == master) ++stopped;
+  const std::string gone = nodes_[stopped]->endpoint();
+  const auto stopped_at = Clock::now();
+  ASSERT_TRUE(nodes_[stopped]->Stop().ok());
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto status = GetStatus(*nodes_[0]);
+        if (!status.ok()) return false;
+        for (const auto& n : status->nodes()) {
+          if (n.endpoint() == gone) return n.liveness() == "down" && n.status() == "shutdown";
+        }
+        return false;
+      },
+      milliseconds(5000)))
+      << "the stopped node was not seen down/shutdown";
+  const auto announce_ms =
+      std::chrono::duration_cast<milliseconds>(Clock::now() - stopped_at).count();
+  std::printf("clean stop: seen down/shutdown %lld ms after SIGTERM (incl. the process's exit)\n",
+              static_cast<long long>(announce_ms));
+  EXPECT_LT(announce_ms, 1500) << "phi alone takes about as long";
+  out.clear();
+  EXPECT_EQ(RunCommand(StrCat(g_tessera_binary, " admin status --addr ", nodes_[2]->endpoint()), &out),
+            0);
+  EXPECT_NE(out.find("shutdown"), std::string::npos) << out;
+  nodes_[stopped].reset();
+
+  // kill -9 a node that is not the master: the others mark it down, then the directory drops it.
   size_t victim = nodes_[3]->endpoint() == master ? 2 : 3;
   const std::string dead = nodes_[victim]->endpoint();
   const auto killed_at = Clock::now();
@@ -189,6 +246,37 @@ TEST_F(ClusterTest, NodesFormAClusterAndAKilledNodeIsMarkedDown) {
         return false;
       },
       milliseconds(kSessionTtlMs + 5000)));
+
+  // Issue 9: dead endpoints stayed in `admin status` forever. removenode forgets them on every
+  // node; it refuses a live one.
+  std::vector<std::string> live;
+  for (auto& node : nodes_) {
+    if (node != nullptr) live.push_back(node->endpoint());
+  }
+  ASSERT_EQ(live.size(), 2u);
+  const std::string admin = StrCat(g_tessera_binary, " admin removenode --addr ", live[0], " ");
+  out.clear();
+  EXPECT_EQ(RunCommand(admin + live[1], &out), 1) << out;
+  EXPECT_NE(out.find("only a node that is down can be removed"), std::string::npos) << out;
+  for (const std::string& endpoint : {dead, gone}) {
+    out.clear();
+    EXPECT_EQ(RunCommand(admin + endpoint, &out), 0) << out;
+    EXPECT_NE(out.find("removed " + endpoint), std::string::npos) << out;
+  }
+  for (auto& node : nodes_) {
+    if (node == nullptr) continue;
+    EXPECT_TRUE(WaitFor(
+        [&] {
+          auto status = GetStatus(*node);
+          if (!status.ok()) return false;
+          for (const auto& n : status->nodes()) {
+            if (n.endpoint() == dead || n.endpoint() == gone) return false;
+          }
+          return status->nodes_size() == 2;
+        },
+        milliseconds(5000)))
+        << node->endpoint() << " still lists a removed node";
+  }
 }
 
 TEST_F(ClusterTest, APausedNodeIsMarkedDownThenUpAgain) {
@@ -277,9 +365,69 @@ TEST_F(ClusterTest, WhenEtcdHangsNodesStopServingAndComeBackAfterIt) {
         return true;
       },
       milliseconds(kSessionTtlMs + 10'000)));
+  // Issue 9: ListTables answered while reads were refused. Every Bigtable call, data and
+  // admin, answers UNAVAILABLE saying why.
+  for (auto& node : nodes_) {
+    auto channel = node->NewChannel();
+    auto admin_stub = admin::BigtableTableAdmin::NewStub(channel);
+    auto data_stub = google::bigtable::v2::Bigtable::NewStub(channel);
+    auto expect_refused = [&](const grpc::Status& s, const char* what) {
+      EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << what << ": " << s.error_message();
+      EXPECT_NE(s.error_message().find("no lock-service session"), std::string::npos)
+          << what << ": " << s.error_message();
+      EXPECT_NE(s.error_message().find("lost its session"), std::string::npos)
+          << what << ": " << s.error_message();
+    };
+    {
+      grpc::ClientContext ctx;
+      admin::ListTablesRequest req;
+      req.set_parent(kInstance);
+      admin::ListTablesResponse resp;
+      expect_refused(admin_stub->ListTables(&ctx, req, &resp), "ListTables");
+    }
+    {
+      grpc::ClientContext ctx;
+      admin::GetTableRequest req;
+      req.set_name(StrCat(kInstance, "/tables/t"));
+      admin::Table resp;
+      expect_refused(admin_stub->GetTable(&ctx, req, &resp), "GetTable");
+    }
+    {
+      grpc::ClientContext ctx;
+      google::bigtable::v2::MutateRowRequest req;
+      req.set_table_name(StrCat(kInstance, "/tables/t"));
+      req.set_row_key("r");
+      google::bigtable::v2::MutateRowResponse resp;
+      expect_refused(data_stub->MutateRow(&ctx, req, &resp), "MutateRow");
+    }
+    {
+      grpc::ClientContext ctx;
+      google::bigtable::v2::PingAndWarmRequest req;
+      req.set_name(kInstance);
+      google::bigtable::v2::PingAndWarmResponse resp;
+      expect_refused(data_stub->PingAndWarm(&ctx, req, &resp), "PingAndWarm");
+    }
+    {
+      google::bigtable::v2::ReadRowsRequest req;
+      req.set_table_name(StrCat(kInstance, "/tables/t"));
+      std::vector<client::Row> rows;
+      Status read = ReadAllRows(data_stub.get(), req, &rows, std::chrono::seconds(5));
+      EXPECT_TRUE(absl::IsUnavailable(read)) << read;
+      EXPECT_NE(read.message().find("no lock-service session"), std::string_view::npos) << read;
+    }
+  }
   etcd_->Resume();
   ASSERT_TRUE(WaitFor([&] { return Converged(Endpoints()); }, milliseconds(20'000)))
       << "the nodes did not register again after etcd came back";
+  // The outage is logged once when it starts and once when it ends, with its duration — not a
+  // warning every 500 ms.
+  for (auto& node : nodes_) {
+    const std::string log = FullLog(*node);
+    EXPECT_EQ(Count(log, "lost its lock-service session"), 1u) << log;
+    EXPECT_LE(Count(log, "cannot register again:"), 1u) << log;
+    EXPECT_EQ(Count(log, "the lock-service outage lasted"), 1u) << log;
+    EXPECT_EQ(Count(log, "cannot re-register yet"), 0u) << log;
+  }
 }
 
 TEST_F(ClusterTest, ANodeOfAnotherClusterIsRefused) {
@@ -294,6 +442,23 @@ TEST_F(ClusterTest, ANodeOfAnotherClusterIsRefused) {
   ASSERT_TRUE(status.ok()) << status.status();
   EXPECT_GT(status->refused_messages(), 0u);
   EXPECT_EQ(status->nodes_size(), 2) << status->DebugString();
+
+  // Issue 9: a node of c1 started with --seeds but without --lock-service (so with its own
+  // embedded one) joined as "unregistered" and stayed down forever. It is refused, and told
+  // what to pass.
+  std::vector<std::string> args = NodeArgs("c1", nodes_[0]->endpoint());
+  args.erase(args.begin(), args.begin() + 2);  // --lock-service etcd://...
+  const auto started = Clock::now();
+  auto embedded = ServerProcess::StartTessera(g_tessera_binary, StrCat(dir_.path(), "/embedded"),
+                                              args);
+  ASSERT_FALSE(embedded.ok()) << "a node with its own lock service joined c1";
+  const std::string refused(embedded.status().message());
+  EXPECT_NE(refused.find("--lock-service"), std::string::npos) << refused;
+  EXPECT_NE(refused.find(lock_service_), std::string::npos) << refused;
+  EXPECT_LT(Clock::now() - started, std::chrono::seconds(8)) << "refused at once, not by timeout";
+  status = GetStatus(*nodes_[0]);
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->nodes_size(), 2) << "the seed refused it too: " << status->DebugString();
 }
 
 TEST_F(ClusterTest, SchemaCreatedOnOneNodeIsSeenOnAll) {
@@ -375,6 +540,117 @@ TEST_F(ClusterTest, SchemaCreatedOnOneNodeIsSeenOnAll) {
   for (size_t i = 0; i < nodes_.size(); ++i) {
     ASSERT_TRUE(WaitFor([&] { return absl::IsNotFound(get(i).status()); }, milliseconds(10'000)))
         << nodes_[i]->endpoint() << " still has the table";
+  }
+}
+
+// Issue 9: one etcd was a single point of failure. With three etcd members, killing the one the
+// nodes talk to (the leader, too: the worst case) changes nothing for clients.
+class ThreeEtcdClusterTest : public ClusterTest {
+ protected:
+  ThreeEtcdClusterTest() { etcd_members_ = 3; }
+};
+
+TEST_F(ThreeEtcdClusterTest, KillingOneEtcdMemberChangesNothingForClients) {
+  // Nodes talk to the first member of their list that answers: put the leader first.
+  StatusOr<int> leader = etcd_->LeaderMember();
+  ASSERT_TRUE(leader.ok()) << leader.status();
+  lock_service_ = "etcd://" + etcd_->member_endpoint(*leader);
+  for (int i = 0; i < etcd_->members(); ++i) {
+    if (i != *leader) lock_service_ += "," + etcd_->member_endpoint(i);
+  }
+  StartCluster(2);
+  ASSERT_TRUE(WaitFor([&] { return Converged(Endpoints()); }, milliseconds(20'000)));
+  auto admin_of = [&](size_t i) {
+    return admin::BigtableTableAdmin::NewStub(nodes_[i]->NewChannel());
+  };
+  auto create_table = [&](size_t i, const std::string& id) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    admin::CreateTableRequest req;
+    req.set_parent(kInstance);
+    req.set_table_id(id);
+    (*req.mutable_table()->mutable_column_families())["cf"];
+    admin::Table created;
+    return admin_of(i)->CreateTable(&ctx, req, &created);
+  };
+  auto has_table = [&](size_t i, const std::string& id) {
+    grpc::ClientContext ctx;
+    admin::GetTableRequest req;
+    req.set_name(StrCat(kInstance, "/tables/", id));
+    admin::Table t;
+    return admin_of(i)->GetTable(&ctx, req, &t).ok();
+  };
+  {
+    grpc::Status s = create_table(0, "t");
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  ASSERT_TRUE(WaitFor([&] { return has_table(1, "t"); }, milliseconds(10'000)));
+  const std::string master = MasterAsSeenBy(*nodes_[0]);
+
+  std::vector<std::unique_ptr<google::bigtable::v2::Bigtable::Stub>> data;
+  for (auto& node : nodes_) data.push_back(google::bigtable::v2::Bigtable::NewStub(node->NewChannel()));
+  // One write and one read back on each node; every one must succeed.
+  int round = 0;
+  auto write_and_read = [&]() -> std::string {
+    ++round;
+    for (size_t i = 0; i < data.size(); ++i) {
+      const std::string row = StrCat("row-", round);
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+      google::bigtable::v2::MutateRowRequest req;
+      req.set_table_name(StrCat(kInstance, "/tables/t"));
+      req.set_row_key(row);
+      auto* set = req.add_mutations()->mutable_set_cell();
+      set->set_family_name("cf");
+      set->set_column_qualifier("q");
+      set->set_timestamp_micros(-1);
+      set->set_value(StrCat("v", round));
+      google::bigtable::v2::MutateRowResponse resp;
+      grpc::Status w = data[i]->MutateRow(&ctx, req, &resp);
+      if (!w.ok()) return StrCat("write to ", nodes_[i]->endpoint(), ": ", w.error_message());
+      google::bigtable::v2::ReadRowsRequest read;
+      read.set_table_name(StrCat(kInstance, "/tables/t"));
+      read.mutable_rows()->add_row_keys(row);
+      std::vector<client::Row> rows;
+      Status r = ReadAllRows(data[i].get(), read, &rows, std::chrono::seconds(5));
+      if (!r.ok()) return StrCat("read from ", nodes_[i]->endpoint(), ": ", r.ToString());
+      if (rows.size() != 1) return StrCat("read from ", nodes_[i]->endpoint(), ": no row");
+    }
+    return "";
+  };
+  ASSERT_EQ(write_and_read(), "");
+
+  etcd_->KillMember(*leader);
+  const auto killed_at = Clock::now();
+  // Three session TTLs: were keepalives not reaching a live member, every session would expire.
+  int failures = 0;
+  while (Clock::now() - killed_at < milliseconds(3 * kSessionTtlMs)) {
+    const std::string failed = write_and_read();
+    if (!failed.empty()) {
+      ++failures;
+      ADD_FAILURE() << "after the etcd member died: " << failed;
+    }
+    for (auto& node : nodes_) {
+      auto status = GetStatus(*node);
+      EXPECT_TRUE(status.ok() && status->serving()) << node->endpoint() << " stopped serving";
+    }
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  std::printf("etcd leader killed: %d rounds of writes and reads on both nodes, %d failed\n",
+              round - 1, failures);
+  // The lock service still works through the survivors: a schema change on node 1 (a Txn) and
+  // its arrival on node 0 (its watch, resumed on a live member).
+  {
+    grpc::Status s = create_table(1, "t2");
+    EXPECT_TRUE(s.ok()) << s.error_message();
+  }
+  EXPECT_TRUE(WaitFor([&] { return has_table(0, "t2"); }, milliseconds(10'000)))
+      << "node 0's schema watch did not move to a live etcd member";
+  EXPECT_EQ(MasterAsSeenBy(*nodes_[0]), master);
+  // No session was lost.
+  for (auto& node : nodes_) {
+    const std::string log = FullLog(*node);
+    EXPECT_EQ(Count(log, "lost its lock-service session"), 0u) << log;
   }
 }
 
