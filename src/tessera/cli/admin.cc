@@ -44,7 +44,7 @@ void PrintStatus(const ::tessera::v1::ClusterStatus& s) {
   }
   size_t width = 8;
   for (const auto& n : s.nodes()) width = std::max(width, n.endpoint().size());
-  fmt::print("{:<{}}  {:<6} {:<8} {:<8} {:>6} {:>10} {:>11} {:>9}  {:<7} {}\n", "ENDPOINT",
+  fmt::print("{:<{}}  {:<6} {:<8} {:<8} {:>6} {:>10} {:>11} {:>9}  {:<8} {}\n", "ENDPOINT",
              width, "DC", "RACK", "STATE", "PHI", "LOAD", "GENERATION", "HEARTBEAT", "STATUS",
              "ROLE");
   for (const auto& n : s.nodes()) {
@@ -53,7 +53,7 @@ void PrintStatus(const ::tessera::v1::ClusterStatus& s) {
     if (n.is_self()) role += "(this node) ";
     if (!n.registered()) role += "unregistered";
     while (!role.empty() && role.back() == ' ') role.pop_back();
-    fmt::print("{:<{}}  {:<6} {:<8} {:<8} {:>6.2f} {:>10} {:>11} {:>9}  {:<7} {}\n",
+    fmt::print("{:<{}}  {:<6} {:<8} {:<8} {:>6.2f} {:>10} {:>11} {:>9}  {:<8} {}\n",
                n.endpoint(), width, n.dc(), n.rack(), n.liveness(), n.phi(),
                HumanBytes(n.load_bytes()), n.generation(), n.heartbeat(), n.status(), role);
   }

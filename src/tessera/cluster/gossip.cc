@@ -421,12 +421,15 @@ bool Gossiper::RefuseClusterId(const EndpointDelta& d) {
   stats_.refused_cluster_id++;
   auto lock_service = d.app_states.find(kLockServiceKey);
   const std::string* our_lock_service = self_->state.Find(kLockServiceKey);
-  std::string why = StrCat(
-      d.endpoint, " uses the lock service ",
-      lock_service != d.app_states.end() ? lock_service->second.value : "?", " (cluster id ",
-      theirs->second.value, "); this node uses ",
-      our_lock_service != nullptr ? *our_lock_service : "?", " (cluster id ", *ours, ")");
-  if (refused_cluster_ids_.insert_or_assign(d.endpoint, why).second) {
+  ClusterIdRefusal refusal;
+  refusal.lock_service =
+      lock_service != d.app_states.end() ? lock_service->second.value : std::string("?");
+  refusal.why = StrCat(d.endpoint, " uses the lock service ", refusal.lock_service,
+                       " (cluster id ", theirs->second.value, "); this node uses ",
+                       our_lock_service != nullptr ? *our_lock_service : "?", " (cluster id ",
+                       *ours, ")");
+  const std::string why = refusal.why;
+  if (refused_cluster_ids_.insert_or_assign(d.endpoint, std::move(refusal)).second) {
     TLOG_WARN("gossip {}: refused a node's state: {}; every node of a cluster must name the "
               "same lock service (--lock-service)",
               options_.self, why);
@@ -516,7 +519,7 @@ Status Gossiper::RemoveEndpoint(std::string_view endpoint) {
   return absl::OkStatus();
 }
 
-std::map<NodeId, std::string> Gossiper::ClusterIdRefusals() const {
+std::map<NodeId, Gossiper::ClusterIdRefusal> Gossiper::ClusterIdRefusals() const {
   absl::MutexLock lock(&mu_);
   return refused_cluster_ids_;
 }

@@ -162,9 +162,12 @@ class Gossiper {
   // sees it down (a live node would only come back; a shut-down one is down).
   Status RemoveEndpoint(std::string_view endpoint);
 
-  // Endpoints whose states were refused because they use another lock service, each with why
-  // (naming their cluster_id and lock_service).
-  std::map<NodeId, std::string> ClusterIdRefusals() const;
+  // Endpoints whose states were refused because they use another lock service.
+  struct ClusterIdRefusal {
+    std::string lock_service;  // the address the refused node was given ("?" if unknown)
+    std::string why;           // a sentence naming both sides' lock services and cluster ids
+  };
+  std::map<NodeId, ClusterIdRefusal> ClusterIdRefusals() const;
 
   // This node's view of every endpoint it knows, itself included, sorted by endpoint.
   std::vector<PeerView> View() const;
@@ -268,7 +271,7 @@ class Gossiper {
   Peer* self_ ABSL_GUARDED_BY(mu_) = nullptr;
   GossipStats stats_ ABSL_GUARDED_BY(mu_);
   std::set<std::string, std::less<>> refused_senders_ ABSL_GUARDED_BY(mu_);
-  std::map<NodeId, std::string> refused_cluster_ids_ ABSL_GUARDED_BY(mu_);
+  std::map<NodeId, ClusterIdRefusal> refused_cluster_ids_ ABSL_GUARDED_BY(mu_);
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;  // AnnounceShutdown() was called
 };
 

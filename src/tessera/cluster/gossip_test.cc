@@ -451,8 +451,8 @@ TEST(GossipTest, StatesOfNodesUsingAnotherLockServiceAreRefused) {
   EXPECT_GT(a->stats().refused_cluster_id, 0u);
   const auto refusals = c->ClusterIdRefusals();
   ASSERT_EQ(refusals.count("a"), 1u);
-  EXPECT_THAT(refusals.at("a"), HasSubstr("etcd://127.0.0.1:2379"));
-  EXPECT_THAT(refusals.at("a"), HasSubstr("this node uses embedded"));
+  EXPECT_EQ(refusals.at("a").lock_service, "etcd://127.0.0.1:2379");
+  EXPECT_THAT(refusals.at("a").why, HasSubstr("this node uses embedded"));
 }
 
 TEST(GossipTest, ValidatesOptions) {

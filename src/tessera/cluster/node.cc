@@ -166,13 +166,13 @@ Status ClusterNode::WaitToJoin() {
   while (true) {
     // A seed that uses another lock service: no waiting will help, and the operator must be
     // told what to pass.
-    std::map<NodeId, std::string> mismatched = gossiper_->ClusterIdRefusals();
+    std::map<NodeId, Gossiper::ClusterIdRefusal> mismatched = gossiper_->ClusterIdRefusals();
     if (!mismatched.empty()) {
-      const auto& [peer, why] = *mismatched.begin();
+      const Gossiper::ClusterIdRefusal& r = mismatched.begin()->second;
       return absl::FailedPreconditionError(tessera::StrCat(
-          "cannot join cluster '", options_.cluster_name, "': ", why,
-          ". Every node of a cluster must name the same lock service: start this node with the "
-          "--lock-service its other nodes were given"));
+          "cannot join cluster '", options_.cluster_name, "': ", r.why,
+          ". Every node of a cluster must name the same lock service: start this node with "
+          "--lock-service ", r.lock_service));
     }
     // Hearing from anyone of our cluster is enough: the rest follows through gossip.
     if (gossiper_->KnownEndpoints() > 1) {
@@ -407,10 +407,14 @@ Status ClusterNode::CheckServing() const {
                                          ? std::string(lock_service_->backend_name())
                                          : options_.lock_service_address;
     if (outage_error_.ok()) {
-      why = fmt::format(": it lost its session {:.1f} s ago and is registering again", lost_s);
+      why = fmt::format(
+          ": it lost its session {:.1f} s ago and is registering again (no answer from the lock "
+          "service yet)",
+          lost_s);
     } else if (absl::IsUnavailable(outage_error_) || absl::IsDeadlineExceeded(outage_error_)) {
       why = fmt::format(
-          ": it lost its session {:.1f} s ago and the lock service ({}) is unreachable: {}",
+          ": it lost its session {:.1f} s ago and the lock service ({}) is unreachable or has "
+          "no quorum: {}",
           lost_s, lock_service, outage_error_.message());
     } else {
       why = fmt::format(": it lost its session {:.1f} s ago and cannot register again: {}",

@@ -71,9 +71,11 @@ TEST(EtcdLockServiceOptionsTest, BadOptionsAreInvalidArgument) {
   EXPECT_TRUE(EtcdLockService::Open(options).ok());
   options.endpoint = "127.0.0.1:2379,http://127.0.0.1:22379";
   EXPECT_TRUE(EtcdLockService::Open(options).ok());
-  options.endpoint = "etcd-a:2379,127.0.0.1:22379";
+  options.endpoint = "no-such-host.invalid:2379,127.0.0.1:22379";
   EXPECT_EQ(EtcdLockService::Open(options).status().code(), absl::StatusCode::kInvalidArgument)
-      << "a list takes IPv4 addresses only";
+      << "a list's host names must resolve";
+  options.endpoint = "localhost:2379,127.0.0.1:22379";
+  EXPECT_TRUE(EtcdLockService::Open(options).ok()) << "names in a list are resolved";
   options.endpoint = "127.0.0.1:2379,";
   EXPECT_EQ(EtcdLockService::Open(options).status().code(), absl::StatusCode::kInvalidArgument);
   options.endpoint = "127.0.0.1:2379";

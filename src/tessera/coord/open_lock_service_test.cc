@@ -20,7 +20,9 @@ TEST(OpenLockServiceTest, EmbeddedNeedsADataFolder) {
 
 TEST(OpenLockServiceTest, AnAddressThatIsNotEtcdIsRefusedByName) {
   for (const char* bad : {"foo://x", "x", "etcd://", "etcd://host", "http://h:port", "h:123456",
-                          ":2379", "etcd://h:2379/path", "zookeeper://h:2181"}) {
+                          ":2379", "etcd://h:2379/path", "zookeeper://h:2181", "h:0",
+                          "h:99999", "etcd://a:1,b:x", "etcd://a:1,,b:2", "etcd://a:1,",
+                          "etcd://a:1,etcd://b:2"}) {
     LockServiceConfig config;
     config.address = bad;
     auto opened = OpenLockService(config);
@@ -31,7 +33,9 @@ TEST(OpenLockServiceTest, AnAddressThatIsNotEtcdIsRefusedByName) {
 
 TEST(OpenLockServiceTest, EtcdAddressesInEveryAcceptedSpelling) {
   for (const char* good : {"etcd://127.0.0.1:2379", "http://127.0.0.1:2379", "127.0.0.1:2379",
-                           "etcd://localhost:2379/"}) {
+                           "etcd://localhost:2379/",
+                           "etcd://127.0.0.1:2379,127.0.0.1:22379,127.0.0.1:32379",
+                           "etcd://localhost:2379,localhost:22379"}) {
     LockServiceConfig config;
     config.address = good;
     auto opened = OpenLockService(config);
