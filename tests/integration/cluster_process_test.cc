@@ -1,6 +1,8 @@
-// A real cluster: etcd and several `tessera serve` processes on 127.0.0.1 (issue 4's process
-// tests). Nodes gossip every 100 ms with 2 s lock-service sessions, so every wait below is a
-// few seconds; each is bounded.
+// A real cluster: etcd (one member, or three) and several `tessera serve` processes on
+// 127.0.0.1 (issue 4's process tests, and issue 9's: a clean stop announced, removenode, a node
+// of another lock service refused, every call refused while the session is lost, an etcd member
+// killed under load). Nodes gossip every 100 ms with 2 s lock-service sessions, so every wait
+// below is a few seconds; each is bounded.
 //
 //   cluster_process_test --tessera=<tessera binary> [gtest flags]
 //
