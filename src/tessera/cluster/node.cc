@@ -164,11 +164,19 @@ Status ClusterNode::WaitToJoin() {
   if (others.empty() || seed_of_itself) return Status();
   const int64_t deadline = clock_->MonotonicMicros() + options_.join_timeout_ms * 1000;
   while (true) {
-    // A seed that uses another lock service: no waiting will help, and the operator must be
-    // told what to pass.
+    // A seed that uses another lock service (or only such nodes heard from): no waiting will
+    // help, and the operator must be told what to pass. A stray node of another lock service
+    // elsewhere in the cluster's gossip is refused but must not keep every joiner out.
     std::map<NodeId, Gossiper::ClusterIdRefusal> mismatched = gossiper_->ClusterIdRefusals();
-    if (!mismatched.empty()) {
-      const Gossiper::ClusterIdRefusal& r = mismatched.begin()->second;
+    auto refused = mismatched.end();
+    for (const NodeId& s : others) {
+      if (auto it = mismatched.find(s); it != mismatched.end()) refused = it;
+    }
+    if (refused == mismatched.end() && !mismatched.empty() && gossiper_->KnownEndpoints() == 1) {
+      refused = mismatched.begin();
+    }
+    if (refused != mismatched.end()) {
+      const Gossiper::ClusterIdRefusal& r = refused->second;
       return absl::FailedPreconditionError(tessera::StrCat(
           "cannot join cluster '", options_.cluster_name, "': ", r.why,
           ". Every node of a cluster must name the same lock service: start this node with "
