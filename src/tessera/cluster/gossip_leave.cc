@@ -27,8 +27,10 @@ bool Gossiper::RefuseClusterId(const EndpointDelta& d) {
   const std::string why = refusal.why;
   if (refused_cluster_ids_.insert_or_assign(d.endpoint, std::move(refusal)).second) {
     TLOG_WARN("gossip {}: refused a node's state: {}; every node of a cluster must name the "
-              "same lock service (--lock-service)",
-              options_.self, why);
+              "same lock service: if {} belongs to this cluster, restart it with "
+              "--lock-service {}",
+              options_.self, why, d.endpoint,
+              our_lock_service != nullptr ? *our_lock_service : "?");
   }
   return true;
 }
