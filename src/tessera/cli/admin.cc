@@ -1,5 +1,6 @@
 // `tessera admin`: operator commands against a running node. `status` shows the cluster as the
-// node sees it (tessera.v1.ClusterAdmin/GetClusterStatus).
+// node sees it (tessera.v1.ClusterAdmin/GetClusterStatus); `removenode HOST:PORT` forgets a dead
+// node on every node (ClusterAdmin/RemoveNode), like Cassandra's `nodetool removenode`.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -44,7 +45,7 @@ void PrintStatus(const ::tessera::v1::ClusterStatus& s) {
   }
   size_t width = 8;
   for (const auto& n : s.nodes()) width = std::max(width, n.endpoint().size());
-  fmt::print("{:<{}}  {:<6} {:<8} {:<8} {:>6} {:>10} {:>11} {:>9}  {:<7} {}\n", "ENDPOINT",
+  fmt::print("{:<{}}  {:<6} {:<8} {:<8} {:>6} {:>10} {:>11} {:>9}  {:<8} {}\n", "ENDPOINT",
              width, "DC", "RACK", "STATE", "PHI", "LOAD", "GENERATION", "HEARTBEAT", "STATUS",
              "ROLE");
   for (const auto& n : s.nodes()) {
@@ -53,7 +54,7 @@ void PrintStatus(const ::tessera::v1::ClusterStatus& s) {
     if (n.is_self()) role += "(this node) ";
     if (!n.registered()) role += "unregistered";
     while (!role.empty() && role.back() == ' ') role.pop_back();
-    fmt::print("{:<{}}  {:<6} {:<8} {:<8} {:>6.2f} {:>10} {:>11} {:>9}  {:<7} {}\n",
+    fmt::print("{:<{}}  {:<6} {:<8} {:<8} {:>6.2f} {:>10} {:>11} {:>9}  {:<8} {}\n",
                n.endpoint(), width, n.dc(), n.rack(), n.liveness(), n.phi(),
                HumanBytes(n.load_bytes()), n.generation(), n.heartbeat(), n.status(), role);
   }
@@ -80,6 +81,26 @@ int RunStatus(const std::string& addr, int64_t timeout_ms, bool json) {
   return 0;
 }
 
+int RunRemoveNode(const std::string& addr, int64_t timeout_ms, const std::string& endpoint,
+                  bool force) {
+  auto channel = grpc::CreateChannel(addr, grpc::InsecureChannelCredentials());
+  auto stub = ::tessera::v1::ClusterAdmin::NewStub(channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));
+  ::tessera::v1::RemoveNodeRequest request;
+  request.set_endpoint(endpoint);
+  request.set_force(force);
+  ::tessera::v1::RemoveNodeResponse response;
+  grpc::Status rpc = stub->RemoveNode(&ctx, request, &response);
+  if (!rpc.ok()) {
+    std::fprintf(stderr, "tessera admin removenode: %s: %s\n", addr.c_str(),
+                 rpc.error_message().c_str());
+    return 1;
+  }
+  std::printf("%s\n", response.message().c_str());
+  return 0;
+}
+
 }  // namespace
 
 int RunAdmin(int argc, char** argv) {
@@ -103,20 +124,39 @@ int RunAdmin(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{600000}))
       ->capture_default_str();
   status->add_flag("--json", json, "print the status as one JSON object");
+  std::string endpoint;
+  bool force = false;
+  CLI::App* removenode = app.add_subcommand(
+      "removenode",
+      "forget a dead node on every node: it no longer shows in `status` (refused while the "
+      "node is up; a restart of it joins again)");
+  removenode->add_option("endpoint", endpoint, "HOST:PORT of the dead node, as `status` lists it")
+      ->check(HostPortCheck())
+      ->required();
+  removenode->add_option("--addr", addr, "HOST:PORT of any live node (default: "
+                                         "$BIGTABLE_EMULATOR_HOST or 127.0.0.1:8086)")
+      ->check(HostPortCheck())
+      ->capture_default_str();
+  removenode->add_option("--timeout-ms", timeout_ms, "give up after this long")
+      ->check(CLI::Range(int64_t{1}, int64_t{600000}))
+      ->capture_default_str();
+  removenode->add_flag("--force", force,
+                       "also when the node, though down in gossip, is still registered (a hung "
+                       "process keeps its lock-service session): end that session");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return ExitForParseError(app, e);
   }
-  if (status->parsed()) {
-    if (status->get_option("--addr")->count() == 0 && from_env) {
-      if (Status s = CheckHostPort("$BIGTABLE_EMULATOR_HOST", addr); !s.ok()) {
-        std::fprintf(stderr, "tessera admin: %s\n", std::string(s.message()).c_str());
-        return 2;
-      }
+  CLI::App* command = status->parsed() ? status : removenode;
+  if (command->get_option("--addr")->count() == 0 && from_env) {
+    if (Status s = CheckHostPort("$BIGTABLE_EMULATOR_HOST", addr); !s.ok()) {
+      std::fprintf(stderr, "tessera admin: %s\n", std::string(s.message()).c_str());
+      return 2;
     }
-    return RunStatus(addr, timeout_ms, json);
   }
+  if (status->parsed()) return RunStatus(addr, timeout_ms, json);
+  if (removenode->parsed()) return RunRemoveNode(addr, timeout_ms, endpoint, force);
   return 2;
 }
 

@@ -140,8 +140,9 @@ int RunServe(int argc, char** argv) {
       ->capture_default_str()
       ->group("Cluster");
   app.add_option("--lock-service", options.cluster.lock_service,
-                 "embedded (one node, kept in the data folder) or etcd://HOST:PORT (a cluster: "
-                 "every node names the same etcd; the schema lives there)")
+                 "embedded (one node, kept in the data folder) or etcd://HOST:PORT[,HOST:PORT...] "
+                 "(a cluster: every node names the same etcd, listing all its members; the "
+                 "schema lives there)")
       ->check(LockServiceCheck())
       ->capture_default_str()
       ->group("Cluster");

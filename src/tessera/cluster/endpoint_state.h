@@ -38,6 +38,18 @@ inline constexpr std::string_view kMasterKey = "master";  // set by the master: 
 inline constexpr std::string_view kStatusJoining = "joining";
 inline constexpr std::string_view kStatusNormal = "normal";
 inline constexpr std::string_view kStatusLeaving = "leaving";
+// A clean stop, announced by the node itself (Gossiper::AnnounceShutdown): peers mark it down at
+// once, without waiting for phi, until a new generation of it appears (Cassandra's "shutdown").
+inline constexpr std::string_view kStatusShutdown = "shutdown";
+// A tombstone an operator put for a dead node (Gossiper::RemoveEndpoint, `tessera admin
+// removenode`): one generation above the dead one, so it wins over every copy; hidden from views.
+inline constexpr std::string_view kStatusRemoved = "removed";
+// Free-form keys (sent by name) every node of a cluster publishes. cluster_id: the id kept in the
+// cluster's lock service (the first node creates it); a node whose cluster_id differs from ours
+// uses another lock service and is refused. lock_service: the address the node was given
+// ("etcd://...", "embedded"), so a refusal can say what to pass.
+inline constexpr std::string_view kClusterIdKey = "cluster_id";
+inline constexpr std::string_view kLockServiceKey = "lock_service";
 
 struct VersionedValue {
   std::string value;

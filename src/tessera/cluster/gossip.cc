@@ -7,91 +7,6 @@
 
 namespace tessera::cluster {
 
-const char* LivenessName(Liveness liveness) {
-  switch (liveness) {
-    case Liveness::kUp:
-      return "up";
-    case Liveness::kSuspect:
-      return "suspect";
-    case Liveness::kDown:
-      return "down";
-  }
-  return "unknown";
-}
-
-void SetGossipInterval(GossipOptions* o, int64_t interval_ms) {
-  o->interval_ms = interval_ms;
-  const int64_t us = interval_ms * 1000;
-  // The first gap assumed for a new peer: two rounds, so a peer learned second-hand is not
-  // convicted before its heartbeat had a fair chance to arrive (Cassandra also starts at 2x).
-  o->detector.bootstrap_interval_us = 2 * us;
-  // A silence of more than 10 rounds is an outage, not a sample of the arrival process.
-  o->detector.max_sample_us = 10 * us;
-  // kNormal: never trust a spread below half a round (rounds are themselves that jittery).
-  o->detector.min_std_dev_us = us / 2;
-}
-
-GossipOptions DefaultGossipOptions() {
-  GossipOptions o;
-  o.fanout = 1;
-  o.convict_phi = 5;
-  o.suspect_phi = 2.5;
-  o.detector.model = PhiModel::kExponential;
-  o.detector.window_size = 1000;
-  SetGossipInterval(&o, 200);
-  return o;
-}
-
-GossipOptions PaperGossipOptions() {
-  // The paper's model and threshold are Tessera's; only the round is five times longer.
-  GossipOptions o = DefaultGossipOptions();
-  SetGossipInterval(&o, 1000);
-  return o;
-}
-
-Status ValidateGossipOptions(const GossipOptions& o) {
-  if (o.self.empty()) return absl::InvalidArgumentError("gossip: self must not be empty");
-  if (o.self.size() > kMaxGossipNameBytes || o.cluster_name.size() > kMaxGossipNameBytes) {
-    return absl::InvalidArgumentError(
-        StrCat("gossip: node id and cluster name must be at most ", kMaxGossipNameBytes, " bytes"));
-  }
-  for (const auto& s : o.seeds) {
-    if (s.empty()) return absl::InvalidArgumentError("gossip: a seed is an empty string");
-  }
-  if (o.interval_ms <= 0) {
-    return absl::InvalidArgumentError(
-        StrCat("gossip: interval_ms must be > 0, not ", o.interval_ms));
-  }
-  if (o.fanout < 1) {
-    return absl::InvalidArgumentError(StrCat("gossip: fanout must be >= 1, not ", o.fanout));
-  }
-  if (!(o.convict_phi > 0) || !(o.suspect_phi > 0) || o.suspect_phi > o.convict_phi) {
-    return absl::InvalidArgumentError(
-        StrCat("gossip: need 0 < suspect_phi <= convict_phi, got suspect_phi ", o.suspect_phi,
-               " and convict_phi ", o.convict_phi));
-  }
-  const auto& d = o.detector;
-  if (d.window_size < 1) {
-    return absl::InvalidArgumentError(
-        StrCat("gossip: detector window_size must be >= 1, not ", d.window_size));
-  }
-  if (d.max_sample_us <= 0 || d.bootstrap_interval_us <= 0 ||
-      (d.model == PhiModel::kNormal && d.min_std_dev_us <= 0)) {
-    return absl::InvalidArgumentError(
-        "gossip: detector max_sample_us, bootstrap_interval_us and (normal model) "
-        "min_std_dev_us must be > 0");
-  }
-  if (d.max_sample_us > kMaxSampleUs || d.bootstrap_interval_us > kMaxSampleUs) {
-    return absl::InvalidArgumentError(
-        StrCat("gossip: detector max_sample_us and bootstrap_interval_us must be at most ",
-               kMaxSampleUs, " (the interval is too long)"));
-  }
-  if (o.max_delta_bytes == 0) {
-    return absl::InvalidArgumentError("gossip: max_delta_bytes must be > 0");
-  }
-  return absl::OkStatus();
-}
-
 StatusOr<std::unique_ptr<Gossiper>> Gossiper::Create(GossipOptions options, int64_t generation,
                                                      Clock* clock, Random* random,
                                                      Transport* transport) {
@@ -167,6 +82,7 @@ void Gossiper::Tick() {
   std::vector<Transition> transitions;
   {
     absl::MutexLock lock(&mu_);
+    if (shut_down_) return;
     const int64_t now = clock_->MonotonicMicros();
     stats_.rounds++;
     self_->state.heartbeat_version = ++version_counter_;
@@ -178,7 +94,7 @@ void Gossiper::Tick() {
     syn.digests.reserve(endpoints_.size());
     for (const auto& [endpoint, peer] : endpoints_) {
       syn.digests.push_back(GossipDigest{endpoint, peer->state.generation, peer->max_version});
-      if (peer.get() == self_) continue;
+      if (peer.get() == self_ || peer->removed) continue;
       (peer->liveness == Liveness::kDown ? unreachable : live).push_back(&endpoint);
     }
     const std::string bytes = EncodeGossipMessage(syn);
@@ -257,6 +173,7 @@ void Gossiper::HandleMessage(std::string_view bytes) {
   std::vector<Transition> transitions;
   {
     absl::MutexLock lock(&mu_);
+    if (shut_down_) return;
     stats_.messages_received++;
     stats_.bytes_received += bytes.size();
     StatusOr<GossipMessage> m = DecodeGossipMessage(bytes);
@@ -420,7 +337,13 @@ void Gossiper::ApplyDeltas(const std::vector<EndpointDelta>& deltas, int64_t now
   auto hint = endpoints_.begin();
   for (const auto& d : deltas) {
     if (d.endpoint == options_.self) {
-      if (d.generation > generation_) {
+      auto st = d.app_states.find(kStatusKey);
+      if (d.generation > generation_ && st != d.app_states.end() &&
+          st->second.value == kStatusRemoved) {
+        TLOG_ERROR("gossip {}: an operator removed this node from the cluster (tessera admin "
+                   "removenode); restart it to join again",
+                   options_.self);
+      } else if (d.generation > generation_) {
         TLOG_WARN(
             "gossip {}: peers hold generation {} of this node, newer than ours ({}): "
             "is another process using this node id?",
@@ -428,6 +351,7 @@ void Gossiper::ApplyDeltas(const std::vector<EndpointDelta>& deltas, int64_t now
       }
       continue;
     }
+    if (RefuseClusterId(d)) continue;
     auto it = FindFrom(&hint, d.endpoint);
     if (it == endpoints_.end()) {
       std::optional<EndpointState> state = StateFromDelta(d);
@@ -445,6 +369,7 @@ void Gossiper::ApplyDeltas(const std::vector<EndpointDelta>& deltas, int64_t now
       // that died long ago is never shown as up.
       peer.liveness = Liveness::kDown;
       peer.detector.Report(now);
+      UpdateStatusFlags(d.endpoint, &peer, now, transitions);
       continue;
     }
     Peer& peer = *it->second;
@@ -468,7 +393,7 @@ void Gossiper::ApplyDeltas(const std::vector<EndpointDelta>& deltas, int64_t now
       case MergeOutcome::kUpdated:
         if (r.heartbeat_advanced) {
           peer.detector.Report(now);
-          if (peer.liveness != Liveness::kUp) {
+          if (peer.liveness != Liveness::kUp && !peer.shutdown && !peer.removed) {
             if (peer.convicted) stats_.recoveries++;
             peer.convicted = false;
             SetLiveness(it->first, &peer, Liveness::kUp, peer.detector.Phi(now), transitions);
@@ -481,6 +406,9 @@ void Gossiper::ApplyDeltas(const std::vector<EndpointDelta>& deltas, int64_t now
       case MergeOutcome::kRejectedHole:
         stats_.ignored_deltas++;
         break;
+    }
+    if (r.outcome == MergeOutcome::kNewGeneration || r.outcome == MergeOutcome::kUpdated) {
+      UpdateStatusFlags(it->first, &peer, now, transitions);
     }
   }
 }
@@ -500,28 +428,30 @@ std::vector<PeerView> Gossiper::View() const {
   const int64_t now = clock_->MonotonicMicros();
   std::vector<PeerView> views;
   views.reserve(endpoints_.size());
-  for (const auto& [endpoint, peer] : endpoints_) views.push_back(MakeView(endpoint, *peer, now));
+  for (const auto& [endpoint, peer] : endpoints_) {
+    if (!peer->removed) views.push_back(MakeView(endpoint, *peer, now));
+  }
   return views;
 }
 
 std::optional<PeerView> Gossiper::ViewOf(std::string_view endpoint) const {
   absl::MutexLock lock(&mu_);
   auto it = endpoints_.find(endpoint);
-  if (it == endpoints_.end()) return std::nullopt;
+  if (it == endpoints_.end() || it->second->removed) return std::nullopt;
   return MakeView(it->first, *it->second, clock_->MonotonicMicros());
 }
 
 std::optional<int64_t> Gossiper::GenerationOf(std::string_view endpoint) const {
   absl::MutexLock lock(&mu_);
   auto it = endpoints_.find(endpoint);
-  if (it == endpoints_.end()) return std::nullopt;
+  if (it == endpoints_.end() || it->second->removed) return std::nullopt;
   return it->second->state.generation;
 }
 
 std::optional<Liveness> Gossiper::LivenessOf(std::string_view endpoint) const {
   absl::MutexLock lock(&mu_);
   auto it = endpoints_.find(endpoint);
-  if (it == endpoints_.end()) return std::nullopt;
+  if (it == endpoints_.end() || it->second->removed) return std::nullopt;
   return it->second->liveness;
 }
 
@@ -533,7 +463,9 @@ int64_t Gossiper::AppVersionOf(std::string_view endpoint) const {
 
 size_t Gossiper::KnownEndpoints() const {
   absl::MutexLock lock(&mu_);
-  return endpoints_.size();
+  size_t known = 0;
+  for (const auto& [endpoint, peer] : endpoints_) known += peer->removed ? 0 : 1;
+  return known;
 }
 
 std::vector<PeerSummary> Gossiper::Summaries() const {
@@ -541,6 +473,7 @@ std::vector<PeerSummary> Gossiper::Summaries() const {
   std::vector<PeerSummary> out;
   out.reserve(endpoints_.size());
   for (const auto& [endpoint, peer] : endpoints_) {
+    if (peer->removed) continue;
     out.push_back(PeerSummary{endpoint, peer->state.generation, peer->state.MaxAppVersion(),
                               peer.get() == self_ ? Liveness::kUp : peer->liveness});
   }

@@ -16,7 +16,19 @@
 //   kDown     convicted (phi reached convict_phi), or learned second-hand and not yet seen to
 //             advance its heartbeat. A down peer is marked up again the moment its heartbeat
 //             advances (a new generation restarts its detector).
-// Liveness changes are evaluated in Tick(), so conviction happens at round granularity.
+// Liveness changes are evaluated in Tick(), so conviction happens at round granularity, with two
+// exceptions that take effect the moment the news arrives, first- or second-hand:
+//   * a peer whose status is kStatusShutdown (it announced a clean stop: AnnounceShutdown) is
+//     down at once and stays down, whatever its heartbeat does, until a new generation of it;
+//   * a peer whose state is a kStatusRemoved tombstone (RemoveEndpoint, an operator's
+//     `removenode`) is forgotten: absent from View(), Summaries() and KnownEndpoints(), never
+//     gossiped to; the tombstone itself still travels in digests so every node learns it, and
+//     a later generation of the endpoint (it was restarted) replaces it.
+//
+// Lock-service check: a node publishes kClusterIdKey (the id its lock service holds). A state
+// whose kClusterIdKey differs from ours is refused (the endpoint is never added), logged once per
+// endpoint and counted (stats().refused_cluster_id); ClusterIdRefusals() says who and why, so a
+// joiner that named the wrong lock service can fail with a message saying what to pass.
 //
 // Every message carries the cluster name; one from another cluster is refused, logged once per
 // sender and counted (stats().refused_cluster_name). Malformed bytes are counted and logged.
@@ -27,6 +39,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -102,6 +115,7 @@ struct GossipStats {
   uint64_t messages_received = 0;
   uint64_t bytes_received = 0;
   uint64_t refused_cluster_name = 0;  // messages from another cluster
+  uint64_t refused_cluster_id = 0;    // states of nodes that use another lock service
   uint64_t decode_errors = 0;         // malformed messages
   uint64_t ignored_deltas = 0;        // stale generation, or would break the prefix rule
   uint64_t convictions = 0;           // transitions to kDown by phi
@@ -136,6 +150,25 @@ class Gossiper {
   // Sets (or changes) one of this node's application states; it spreads with the next rounds.
   void SetApplicationState(std::string_view key, std::string_view value);
 
+  // A clean stop: sets this node's status to kStatusShutdown and pushes its state (an ACK2) to
+  // every live peer at once, so they mark it down without waiting for phi. Afterwards Tick() and
+  // HandleMessage() do nothing: the node is silent. Idempotent.
+  void AnnounceShutdown();
+  bool shut_down() const;
+
+  // Forgets a dead endpoint everywhere: replaces its state with a kStatusRemoved tombstone one
+  // generation above the one known, which then spreads through gossip. NotFound if unknown (or
+  // already removed), InvalidArgument for this node itself, FailedPrecondition unless this node
+  // sees it down (a live node would only come back; a shut-down one is down).
+  Status RemoveEndpoint(std::string_view endpoint);
+
+  // Endpoints whose states were refused because they use another lock service.
+  struct ClusterIdRefusal {
+    std::string lock_service;  // the address the refused node was given ("?" if unknown)
+    std::string why;           // a sentence naming both sides' lock services and cluster ids
+  };
+  std::map<NodeId, ClusterIdRefusal> ClusterIdRefusals() const;
+
   // This node's view of every endpoint it knows, itself included, sorted by endpoint.
   std::vector<PeerView> View() const;
   // One endpoint's view, or nullopt if unknown.
@@ -169,6 +202,8 @@ class Gossiper {
     PhiAccrualDetector detector;
     Liveness liveness = Liveness::kDown;
     bool convicted = false;  // down because phi crossed convict_phi (not merely never seen up)
+    bool shutdown = false;   // its status is kStatusShutdown: down until a new generation
+    bool removed = false;    // a kStatusRemoved tombstone: hidden, never a gossip target
   };
   struct Outgoing {
     NodeId to;
@@ -204,6 +239,11 @@ class Gossiper {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CheckLiveness(int64_t now, std::vector<Transition>* transitions)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether a delta's kClusterIdKey (if it has one) differs from ours; records the refusal.
+  bool RefuseClusterId(const EndpointDelta& d) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Re-reads peer's shutdown/removed flags from its status after a merge; marks it down if set.
+  void UpdateStatusFlags(const std::string& endpoint, Peer* peer, int64_t now,
+                         std::vector<Transition>* transitions) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SetLiveness(const std::string& endpoint, Peer* peer, Liveness to, double phi,
                    std::vector<Transition>* transitions) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   GossipMessage NewMessage(GossipMessageType type) const;
@@ -231,6 +271,8 @@ class Gossiper {
   Peer* self_ ABSL_GUARDED_BY(mu_) = nullptr;
   GossipStats stats_ ABSL_GUARDED_BY(mu_);
   std::set<std::string, std::less<>> refused_senders_ ABSL_GUARDED_BY(mu_);
+  std::map<NodeId, ClusterIdRefusal> refused_cluster_ids_ ABSL_GUARDED_BY(mu_);
+  bool shut_down_ ABSL_GUARDED_BY(mu_) = false;  // AnnounceShutdown() was called
 };
 
 }  // namespace tessera::cluster

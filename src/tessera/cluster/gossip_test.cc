@@ -355,6 +355,106 @@ TEST(GossipTest, OwnStateFromPeersIsIgnored) {
   EXPECT_EQ(a->ViewOf("a")->state.generation, 1);
 }
 
+// Issue 9: a stopped node showed "up normal" until phi convicted it (about 2 s) and never
+// "leaving". An announced shutdown is down everywhere at once, first- or second-hand.
+TEST(GossipTest, AnnouncedShutdownIsDownAtOnceWithoutWaitingForPhi) {
+  GossipHarness h;
+  Gossiper* a = h.Add("a", {"b"});
+  Gossiper* b = h.Add("b", {"a"});
+  Gossiper* c = h.Add("c", {"a"});
+  for (int i = 0; i < 30; ++i) h.Round(200 * kMs);
+  ASSERT_EQ(a->LivenessOf("c"), Liveness::kUp);
+  ASSERT_EQ(b->LivenessOf("c"), Liveness::kUp);
+
+  h.Pause("b");  // b misses the announcement and must learn it second-hand
+  c->AnnounceShutdown();
+  EXPECT_TRUE(c->shut_down());
+  h.Pump();  // no time passes: the push alone does it
+  EXPECT_EQ(a->LivenessOf("c"), Liveness::kDown);
+  EXPECT_EQ(*a->ViewOf("c")->state.Find(kStatusKey), kStatusShutdown);
+  EXPECT_LT(a->ViewOf("c")->phi, a->options().suspect_phi);
+  h.Resume("b");
+  int rounds = 0;
+  for (; rounds < 10 && b->LivenessOf("c") != Liveness::kDown; ++rounds) h.Round(200 * kMs);
+  EXPECT_LE(rounds, 2) << "b learned of the shutdown through a within a round or two";
+
+  // c is silent now (its Tick and receiver do nothing), and stays down with no conviction.
+  const uint64_t sent = c->stats().messages_sent;
+  for (int i = 0; i < 30; ++i) h.Round(200 * kMs);
+  EXPECT_EQ(c->stats().messages_sent, sent);
+  EXPECT_EQ(a->LivenessOf("c"), Liveness::kDown);
+  EXPECT_EQ(a->stats().convictions, 0u);
+  EXPECT_EQ(b->stats().convictions, 0u);
+
+  // A restart (new generation) is up again.
+  h.Remove("c");
+  h.Add("c", {"a"}, /*generation=*/2);
+  for (int i = 0; i < 5 && a->LivenessOf("c") != Liveness::kUp; ++i) h.Round(200 * kMs);
+  EXPECT_EQ(a->LivenessOf("c"), Liveness::kUp);
+  EXPECT_EQ(a->ViewOf("c")->state.Find(kStatusKey), nullptr);
+}
+
+// Issue 9: a dead endpoint stayed in every view forever. RemoveEndpoint forgets it everywhere.
+TEST(GossipTest, ARemovedEndpointIsForgottenEverywhereUntilItRestarts) {
+  GossipHarness h;
+  Gossiper* a = h.Add("a", {"b"});
+  Gossiper* b = h.Add("b", {"a"});
+  h.Add("c", {"a"}, /*generation=*/7);
+  for (int i = 0; i < 20; ++i) h.Round(200 * kMs);
+  EXPECT_EQ(a->RemoveEndpoint("c").code(), absl::StatusCode::kFailedPrecondition);  // up
+  EXPECT_EQ(a->RemoveEndpoint("a").code(), absl::StatusCode::kInvalidArgument);     // itself
+  EXPECT_EQ(a->RemoveEndpoint("zz").code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(Known(b), ElementsAre("a", "b", "c"));
+
+  h.Remove("c");  // crashed
+  for (int i = 0; i < 40 && a->LivenessOf("c") != Liveness::kDown; ++i) h.Round(200 * kMs);
+  ASSERT_EQ(a->LivenessOf("c"), Liveness::kDown);
+  ASSERT_TRUE(a->RemoveEndpoint("c").ok());
+  EXPECT_THAT(Known(a), ElementsAre("a", "b"));
+  EXPECT_EQ(a->RemoveEndpoint("c").code(), absl::StatusCode::kNotFound);
+  for (int i = 0; i < 3; ++i) h.Round(200 * kMs);
+  EXPECT_THAT(Known(b), ElementsAre("a", "b"));
+  EXPECT_EQ(b->KnownEndpoints(), 2u);
+  EXPECT_FALSE(b->LivenessOf("c").has_value());
+
+  // A node joining later does not learn it either, and nobody gossips to it.
+  Gossiper* d = h.Add("d", {"b"});
+  for (int i = 0; i < 5; ++i) h.Round(200 * kMs);
+  EXPECT_THAT(Known(d), ElementsAre("a", "b", "d"));
+
+  // c restarted (a new generation, above the tombstone's): known and up again.
+  h.Add("c", {"a"}, /*generation=*/20);
+  for (int i = 0; i < 10 && (b->LivenessOf("c") != Liveness::kUp || Known(d).size() < 4); ++i) {
+    h.Round(200 * kMs);
+  }
+  EXPECT_EQ(b->LivenessOf("c"), Liveness::kUp);
+  EXPECT_THAT(Known(d), ElementsAre("a", "b", "c", "d"));
+}
+
+// Issue 9: a node started without the cluster's lock service joined its gossip as
+// "unregistered". States carrying another cluster_id are refused on both sides.
+TEST(GossipTest, StatesOfNodesUsingAnotherLockServiceAreRefused) {
+  GossipHarness h;
+  Gossiper* a = h.Add("a", {});
+  Gossiper* b = h.Add("b", {"a"});
+  Gossiper* c = h.Add("c", {"a"});
+  for (Gossiper* g : {a, b}) {
+    g->SetApplicationState(kClusterIdKey, "id-etcd");
+    g->SetApplicationState(kLockServiceKey, "etcd://127.0.0.1:2379");
+  }
+  c->SetApplicationState(kClusterIdKey, "id-embedded");
+  c->SetApplicationState(kLockServiceKey, "embedded");
+  for (int i = 0; i < 10; ++i) h.Round(200 * kMs);
+  EXPECT_THAT(Known(a), ElementsAre("a", "b"));
+  EXPECT_THAT(Known(b), ElementsAre("a", "b"));
+  EXPECT_THAT(Known(c), ElementsAre("c"));
+  EXPECT_GT(a->stats().refused_cluster_id, 0u);
+  const auto refusals = c->ClusterIdRefusals();
+  ASSERT_EQ(refusals.count("a"), 1u);
+  EXPECT_EQ(refusals.at("a").lock_service, "etcd://127.0.0.1:2379");
+  EXPECT_THAT(refusals.at("a").why, HasSubstr("this node uses embedded"));
+}
+
 TEST(GossipTest, ValidatesOptions) {
   GossipOptions o = DefaultGossipOptions();
   o.self = "";

@@ -95,6 +95,11 @@ std::map<NodeId, std::string> GrpcTransport::Refusals() const {
   return refusals_;
 }
 
+void GrpcTransport::Drain(int64_t timeout_ms) {
+  std::unique_lock<std::mutex> lock(mu_);
+  idle_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [this] { return calls_.empty(); });
+}
+
 void GrpcTransport::Shutdown() {
   std::unique_lock<std::mutex> lock(mu_);
   shut_down_ = true;

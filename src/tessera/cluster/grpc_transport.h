@@ -50,6 +50,9 @@ class GrpcTransport final : public Transport {
   // Peers that refused our packets, with the cluster name each one reported ("cluster 'x'").
   std::map<NodeId, std::string> Refusals() const override;
 
+  // Waits until every call started so far has finished, or `timeout_ms` passed.
+  void Drain(int64_t timeout_ms) override;
+
   // Cancels pending calls and waits for their callbacks; later Sends are dropped. Idempotent.
   void Shutdown();
 

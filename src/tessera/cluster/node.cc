@@ -12,6 +12,10 @@ namespace tessera::cluster {
 namespace {
 
 constexpr std::string_view kGenerationFile = "gossip_generation";
+// The persistent file in the lock service that names the cluster's state there.
+constexpr std::string_view kClusterIdFile = "cluster_id";
+// How long AnnounceShutdown waits for its pushes to leave.
+constexpr int64_t kAnnounceDrainMs = 1000;
 
 std::string DirectoryName(std::string_view endpoint) {
   return tessera::StrCat(kDirectoryPrefix, endpoint);
@@ -96,6 +100,11 @@ StatusOr<std::unique_ptr<ClusterNode>> ClusterNode::Start(NodeOptions options,
   const NodeOptions& o = node->options_;
   ASSIGN_OR_RETURN(node->gossiper_, Gossiper::Create(o.gossip, generation, clock, &node->random_,
                                                      transport));
+  ASSIGN_OR_RETURN(const std::string cluster_id, node->ReadClusterId());
+  node->gossiper_->SetApplicationState(kClusterIdKey, cluster_id);
+  node->gossiper_->SetApplicationState(
+      kLockServiceKey, o.lock_service_address.empty() ? std::string(lock_service->backend_name())
+                                                      : o.lock_service_address);
   node->gossiper_->SetApplicationState(kDcKey, o.dc);
   node->gossiper_->SetApplicationState(kRackKey, o.rack);
   node->gossiper_->SetApplicationState(kStatusKey, kStatusJoining);
@@ -118,6 +127,33 @@ StatusOr<std::unique_ptr<ClusterNode>> ClusterNode::Start(NodeOptions options,
 
 ClusterNode::~ClusterNode() { Stop(); }
 
+StatusOr<std::string> ClusterNode::ReadClusterId() {
+  coord::SessionOptions so;
+  so.ttl_ms = options_.session_ttl_ms;
+  StatusOr<std::unique_ptr<coord::Session>> session = lock_service_->CreateSession(so);
+  if (!session.ok()) {
+    return absl::Status(session.status().code(),
+                        tessera::StrCat("cannot reach the lock service: ", session.status().message()));
+  }
+  coord::PutOptions create;
+  create.expected_version = 0;  // only the first node of a cluster creates it
+  const std::string fresh = fmt::format("{:016x}", random_.Next64());
+  StatusOr<coord::FileInfo> put = (*session)->Put(kClusterIdFile, fresh, create);
+  std::string id;
+  if (put.ok()) {
+    id = fresh;
+    TLOG_INFO("cluster: {} created cluster id {} in the {} lock service", options_.endpoint, id,
+              lock_service_->backend_name());
+  } else if (absl::IsAborted(put.status())) {
+    ASSIGN_OR_RETURN(coord::FileInfo existing, (*session)->Get(kClusterIdFile));
+    id = existing.value;
+  } else {
+    return put.status();
+  }
+  (*session)->Close().IgnoreError();
+  return id;
+}
+
 Status ClusterNode::WaitToJoin() {
   const bool seed_of_itself = std::find(options_.seeds.begin(), options_.seeds.end(),
                                         options_.endpoint) != options_.seeds.end();
@@ -128,6 +164,24 @@ Status ClusterNode::WaitToJoin() {
   if (others.empty() || seed_of_itself) return Status();
   const int64_t deadline = clock_->MonotonicMicros() + options_.join_timeout_ms * 1000;
   while (true) {
+    // A seed that uses another lock service (or only such nodes heard from): no waiting will
+    // help, and the operator must be told what to pass. A stray node of another lock service
+    // elsewhere in the cluster's gossip is refused but must not keep every joiner out.
+    std::map<NodeId, Gossiper::ClusterIdRefusal> mismatched = gossiper_->ClusterIdRefusals();
+    auto refused = mismatched.end();
+    for (const NodeId& s : others) {
+      if (auto it = mismatched.find(s); it != mismatched.end()) refused = it;
+    }
+    if (refused == mismatched.end() && !mismatched.empty() && gossiper_->KnownEndpoints() == 1) {
+      refused = mismatched.begin();
+    }
+    if (refused != mismatched.end()) {
+      const Gossiper::ClusterIdRefusal& r = refused->second;
+      return absl::FailedPreconditionError(tessera::StrCat(
+          "cannot join cluster '", options_.cluster_name, "': ", r.why,
+          ". Every node of a cluster must name the same lock service: start this node with "
+          "--lock-service ", r.lock_service));
+    }
     // Hearing from anyone of our cluster is enough: the rest follows through gossip.
     if (gossiper_->KnownEndpoints() > 1) {
       TLOG_INFO("cluster: {} joined; it knows {} nodes", options_.endpoint,
@@ -167,9 +221,16 @@ Status ClusterNode::Register() {
       std::lock_guard<std::mutex> lock(mu_);
       session_lost_ = true;
       serving_ = false;  // stop serving at once, before anything else happens
+      if (outage_start_us_ == 0) {
+        outage_start_us_ = clock_->MonotonicMicros();
+        outage_failures_ = 0;
+        outage_error_ = Status();
+      }
     }
     election_.Demote();
-    TLOG_ERROR("cluster: {} lost its lock-service session; it stops serving", options_.endpoint);
+    TLOG_ERROR("cluster: {} lost its lock-service session; it stops serving until it registers "
+               "again (the end of the outage will be logged)",
+               options_.endpoint);
     cv_.notify_all();
   };
   ASSIGN_OR_RETURN(std::unique_ptr<coord::Session> created, lock_service_->CreateSession(so));
@@ -191,6 +252,8 @@ Status ClusterNode::Register() {
   // The hook is the last step that can fail, so nothing it attached outlives a failed attempt.
   if (hooks_.on_registered) RETURN_IF_ERROR(hooks_.on_registered(session.get()));
   int registrations = 0;
+  int64_t outage_us = 0;
+  int outage_failures = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     session_ = session;
@@ -198,6 +261,17 @@ Status ClusterNode::Register() {
     session_lost_ = session->state() == coord::SessionState::kExpired;
     serving_ = !session_lost_;
     registrations = ++registrations_;
+    if (serving_ && outage_start_us_ != 0) {
+      outage_us = clock_->MonotonicMicros() - outage_start_us_;
+      outage_failures = outage_failures_;
+      outage_start_us_ = 0;
+    }
+  }
+  if (outage_us > 0) {
+    // As loud as the start of the outage, which it closes.
+    TLOG_WARN("cluster: {} serves again: the lock-service outage lasted {:.1f} s ({} failed "
+              "attempts to register)",
+              options_.endpoint, outage_us / 1e6, outage_failures);
   }
   gossiper_->SetApplicationState(kStatusKey, kStatusNormal);
   TLOG_INFO("cluster: {} registered with the {} lock service (session {}, TTL {} ms{})",
@@ -227,7 +301,19 @@ void ClusterNode::DropSession() {
   }
 }
 
+void ClusterNode::AnnounceShutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // A node that never finished starting has nobody to tell.
+    if (announced_ || !coordinator_thread_.joinable()) return;
+    announced_ = true;
+  }
+  gossiper_->AnnounceShutdown();
+  transport_->Drain(kAnnounceDrainMs);
+}
+
 void ClusterNode::Stop() {
+  AnnounceShutdown();
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_ && !gossip_thread_.joinable() && !coordinator_thread_.joinable()) return;
@@ -287,7 +373,14 @@ void ClusterNode::CoordinatorLoop() {
       Status registered = Register();
       lock.lock();
       if (!registered.ok()) {
-        TLOG_WARN("cluster: {} cannot re-register yet: {}", options_.endpoint, registered);
+        // Once per outage, not every backoff: the end is logged with its duration.
+        if (outage_failures_++ == 0) {
+          TLOG_WARN("cluster: {} cannot register again: {}; retrying every {} ms", options_.endpoint,
+                    registered, options_.reregister_backoff_ms);
+        } else {
+          TLOG_DEBUG("cluster: {} cannot register again yet: {}", options_.endpoint, registered);
+        }
+        outage_error_ = registered;
         // session_ may hold a half-made session; drop it on the next pass.
         session_lost_ = true;
         cv_.wait_for(lock, std::chrono::milliseconds(options_.reregister_backoff_ms),
@@ -309,9 +402,35 @@ Status ClusterNode::CheckServing() const {
   // The hot path (every data request) takes no lock.
   if (serving_.load(std::memory_order_acquire)) return Status();
   std::lock_guard<std::mutex> lock(mu_);
+  std::string why;
+  if (fatal_) {
+    why = " and is exiting";
+  } else if (stopping_) {
+    why = " (stopping)";
+  } else if (outage_start_us_ == 0) {
+    why = " (registering)";
+  } else {
+    const double lost_s = (clock_->MonotonicMicros() - outage_start_us_) / 1e6;
+    const std::string lock_service = options_.lock_service_address.empty()
+                                         ? std::string(lock_service_->backend_name())
+                                         : options_.lock_service_address;
+    if (outage_error_.ok()) {
+      why = fmt::format(
+          ": it lost its session {:.1f} s ago and is registering again (no answer from the lock "
+          "service yet)",
+          lost_s);
+    } else if (absl::IsUnavailable(outage_error_) || absl::IsDeadlineExceeded(outage_error_)) {
+      why = fmt::format(
+          ": it lost its session {:.1f} s ago and the lock service ({}) is unreachable or has "
+          "no quorum: {}",
+          lost_s, lock_service, outage_error_.message());
+    } else {
+      why = fmt::format(": it lost its session {:.1f} s ago and cannot register again: {}",
+                        lost_s, outage_error_.ToString());
+    }
+  }
   return absl::UnavailableError(tessera::StrCat(
-      "node ", options_.endpoint, " is not serving: it has no lock-service session",
-      fatal_ ? " and is exiting" : stopping_ ? " (stopping)" : " (registering)"));
+      "node ", options_.endpoint, " is not serving: it has no lock-service session", why));
 }
 
 bool ClusterNode::serving() const { return serving_.load(std::memory_order_acquire); }
@@ -326,95 +445,6 @@ coord::SessionId ClusterNode::session_id() const {
 int ClusterNode::registrations() const {
   std::lock_guard<std::mutex> lock(mu_);
   return registrations_;
-}
-
-::tessera::v1::ClusterStatus ClusterNode::GetStatus() const {
-  ::tessera::v1::ClusterStatus status;
-  status.set_cluster_name(options_.cluster_name);
-  status.set_self(options_.endpoint);
-  status.set_lock_service(std::string(lock_service_->backend_name()));
-  std::shared_ptr<coord::Session> session;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    status.set_serving(serving_.load());
-    session = session_;
-  }
-  // The directory and the master from the lock service (the authority on both).
-  std::map<std::string, nlohmann::json> directory;
-  bool have_directory = false;
-  if (session == nullptr) {
-    status.set_lock_service_error("this node has no lock-service session");
-  } else {
-    StatusOr<coord::Listing> listing = session->List(kDirectoryPrefix);
-    StatusOr<coord::LockHolder> holder = session->GetLockHolder(kMasterLock);
-    if (!listing.ok()) {
-      status.set_lock_service_error(listing.status().ToString());
-    } else {
-      have_directory = true;
-      for (const coord::FileInfo& f : listing->files) {
-        nlohmann::json entry = nlohmann::json::parse(f.value, nullptr, /*allow_exceptions=*/false);
-        if (entry.is_discarded() || !entry.is_object()) entry = nlohmann::json::object();
-        directory[f.name.substr(kDirectoryPrefix.size())] = std::move(entry);
-      }
-    }
-    if (holder.ok()) {
-      status.set_master(holder->value);
-      status.set_master_term(holder->revision);
-    } else if (!absl::IsNotFound(holder.status()) && status.lock_service_error().empty()) {
-      status.set_lock_service_error(holder.status().ToString());
-    }
-  }
-
-  // Everyone gossip knows, then directory entries gossip has not reached yet.
-  std::vector<PeerView> views = gossiper_->View();
-  int64_t gossip_master_term = -1;
-  std::map<std::string, ::tessera::v1::NodeStatus> nodes;
-  for (const PeerView& v : views) {
-    ::tessera::v1::NodeStatus& n = nodes[v.endpoint];
-    n.set_endpoint(v.endpoint);
-    const std::string* dc = v.state.Find(kDcKey);
-    const std::string* rack = v.state.Find(kRackKey);
-    const std::string* load = v.state.Find(kLoadKey);
-    const std::string* st = v.state.Find(kStatusKey);
-    const std::string* term = v.state.Find(kMasterKey);
-    if (dc != nullptr) n.set_dc(*dc);
-    if (rack != nullptr) n.set_rack(*rack);
-    std::optional<int64_t> load_bytes = load != nullptr ? ParseInt(*load) : std::nullopt;
-    n.set_load_bytes(load_bytes.value_or(-1));
-    if (st != nullptr) n.set_status(*st);
-    n.set_liveness(v.is_self ? "up" : LivenessName(v.liveness));
-    n.set_phi(v.is_self ? 0 : v.phi);
-    n.set_generation(v.state.generation);
-    n.set_heartbeat(v.state.heartbeat_version);
-    n.set_is_self(v.is_self);
-    n.set_registered(directory.count(v.endpoint) > 0);
-    // Without the lock service, the master is the live node gossiping the highest term.
-    if (!have_directory && term != nullptr && v.liveness != Liveness::kDown) {
-      std::optional<int64_t> t = ParseInt(*term);
-      if (t && *t > gossip_master_term) {
-        gossip_master_term = *t;
-        status.set_master(v.endpoint);
-        status.set_master_term(*t);
-      }
-    }
-  }
-  for (const auto& [endpoint, entry] : directory) {
-    if (nodes.count(endpoint) > 0) continue;
-    ::tessera::v1::NodeStatus& n = nodes[endpoint];
-    n.set_endpoint(endpoint);
-    n.set_dc(entry.value("dc", ""));
-    n.set_rack(entry.value("rack", ""));
-    n.set_generation(entry.value("generation", int64_t{0}));
-    n.set_load_bytes(-1);
-    n.set_liveness("down");  // registered, but never heard from through gossip
-    n.set_registered(true);
-  }
-  for (auto& [endpoint, n] : nodes) {
-    n.set_is_master(endpoint == status.master());
-    *status.add_nodes() = std::move(n);
-  }
-  status.set_refused_messages(gossiper_->stats().refused_cluster_name);
-  return status;
 }
 
 }  // namespace tessera::cluster

@@ -6,10 +6,16 @@
 //   * Generation. Each start takes a generation (seconds since the epoch) greater than the last
 //     one it used, kept in <data_dir>/gossip_generation, so peers see a restart as a new
 //     incarnation even when the clock stepped back.
+//   * Cluster id. Before gossiping, the node reads the file "cluster_id" from its lock service
+//     (the first node of a cluster creates it, a random id) and publishes it in gossip with its
+//     lock-service address. Peers whose cluster id differs use another lock service: their
+//     states are refused on both sides (gossip.h).
 //   * Join. With seeds other than itself, the node waits (up to join_timeout_ms) to hear from
 //     the cluster through gossip. If the seeds that answered all refused it (another cluster
 //     name), or none answered at all, Start fails with an error saying so — Cassandra's "unable
-//     to gossip with any seeds". A node listed among its own seeds may start alone.
+//     to gossip with any seeds". If a seed uses another lock service, Start fails at once with
+//     FailedPrecondition naming the lock service to pass. A node listed among its own seeds may
+//     start alone.
 //   * Registration. The node opens a session with the lock service (TTL session_ttl_ms) and puts
 //     an ephemeral file "nodes/<endpoint>" holding its address, data centre, rack, cluster name
 //     and generation. hooks.on_registered(session) then runs (the schema mirror attaches) and the
@@ -26,6 +32,11 @@
 //     its Chubby lock — calls hooks.on_session_lost(), and then either re-registers with a new
 //     session (SessionLossAction::kReregister: the directory entry comes back, the node competes
 //     for master again, and serves again) or calls hooks.on_fatal (kExit: the owner exits).
+//     While the node cannot register again, the outage is logged once when it starts and once
+//     when it ends (with its duration), and CheckServing() says why the node does not serve.
+//   * Stop. The node first announces its shutdown through gossip (Gossiper::AnnounceShutdown)
+//     and waits briefly for the pushes to leave, so peers mark it down at once; then it closes
+//     its session (the directory entry and the master lock go at once).
 //   * Gossip runs throughout on its own thread (one round per gossip.interval_ms), with the
 //     node's dc, rack, load (options.load, every load_interval_ms) and status as application
 //     states; gossip works without the lock service, so liveness stays visible when it is down.
@@ -66,6 +77,10 @@ struct NodeOptions {
   std::string dc = "dc1";
   std::string rack = "rack1";
   std::vector<NodeId> seeds;  // may include endpoint
+  // The lock service as the operator named it ("etcd://h1:p1,h2:p2", "embedded"): published in
+  // gossip so that a node refused for naming another one is told what to pass. Empty: the
+  // backend's name.
+  std::string lock_service_address;
   // Interval, fanout and detector settings; cluster_name, self and seeds are filled in from the
   // fields above.
   GossipOptions gossip = DefaultGossipOptions();
@@ -114,9 +129,20 @@ class ClusterNode {
   ClusterNode(const ClusterNode&) = delete;
   ClusterNode& operator=(const ClusterNode&) = delete;
 
-  // Stops the threads and closes the session (the directory entry and, if held, the master lock
-  // go at once). Idempotent.
+  // Announces the shutdown (see the top of this file), stops the threads and closes the
+  // session (the directory entry and, if held, the master lock go at once). Idempotent.
   void Stop();
+  // Only the announcement: peers mark this node down; it stops gossiping. Called by the server
+  // before it stops answering requests; Stop() calls it too. Waits at most ~1 s. Idempotent.
+  void AnnounceShutdown();
+
+  // `tessera admin removenode`: forgets the dead node `endpoint` on every node — a gossip
+  // tombstone (Gossiper::RemoveEndpoint) and, if it still has one, its directory entry. Refused
+  // (FailedPrecondition) while this node's gossip sees it up or suspect, and, without `force`,
+  // while its directory entry is live (a paused or partitioned process keeps its session until
+  // the TTL runs out); with `force` that session is revoked. InvalidArgument for this node
+  // itself, NotFound for an endpoint nobody knows. Returns what was done, for the operator.
+  StatusOr<std::string> RemoveNode(const std::string& endpoint, bool force);
 
   // OK while the node holds a live session; Unavailable (naming the node and why) otherwise.
   Status CheckServing() const;
@@ -138,6 +164,9 @@ class ClusterNode {
   ClusterNode(NodeOptions options, coord::LockService* lock_service, Transport* transport,
               NodeHooks hooks, Clock* clock, int64_t generation);
 
+  // The id kept in the lock service's file "cluster_id", created if absent (with a session of
+  // its own, closed before returning).
+  StatusOr<std::string> ReadClusterId();
   Status WaitToJoin();
   Status Register();                // creates the session and directory entry; runs the hook
   void DropSession();               // after a loss or at Stop
@@ -162,6 +191,12 @@ class ClusterNode {
   std::atomic<bool> serving_{false};
   int registrations_ = 0;
   bool fatal_ = false;
+  bool announced_ = false;  // AnnounceShutdown() ran
+  // The outage after a session loss: when it began (MonotonicMicros; 0 = none), the failed
+  // attempts to register again, and the last one's error (for CheckServing's message).
+  int64_t outage_start_us_ = 0;
+  int outage_failures_ = 0;
+  Status outage_error_;
   // The session and what hangs on it; replaced only by the coordinator thread (and Start/Stop).
   std::shared_ptr<coord::Session> session_;
   std::unique_ptr<coord::Watch> master_watch_;

@@ -1,7 +1,9 @@
 #include "tessera/cluster/node.h"
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "gtest/gtest.h"
 #include "tessera/util/test_support.h"
@@ -227,6 +229,8 @@ TEST_F(ClusterNodeTest, ServingStopsWhileTheSessionIsGone) {
   Status s = t->node()->CheckServing();
   EXPECT_TRUE(absl::IsUnavailable(s)) << s;
   EXPECT_NE(s.message().find("no lock-service session"), std::string_view::npos) << s;
+  EXPECT_NE(s.message().find("it lost its session"), std::string_view::npos) << s;
+  EXPECT_NE(s.message().find("schema mirror not ready"), std::string_view::npos) << s;
   fail_hook = false;
   ASSERT_TRUE(WaitFor([&] { return t->node()->serving(); }, 5000));
   EXPECT_EQ(attached, 2);
@@ -290,8 +294,84 @@ TEST_F(ClusterNodeTest, AStoppedPeerIsMarkedDownAndARestartComesBackUp) {
     return std::string("unknown");
   };
   ASSERT_TRUE(WaitFor([&] { return liveness(victim) == "down"; }, 10'000));
+  // Issue 9: the stop was announced, so it is down by its own word, not convicted by phi.
+  {
+    const v1::ClusterStatus status = nodes_[0]->node()->GetStatus();
+    for (const auto& n : status.nodes()) {
+      if (n.endpoint() == victim) {
+        EXPECT_EQ(n.status(), "shutdown");
+        EXPECT_LT(n.phi(), nodes_[0]->options().gossip.suspect_phi);
+      }
+    }
+  }
+  EXPECT_EQ(nodes_[0]->node()->gossiper()->stats().convictions, 0u);
   ASSERT_TRUE(nodes_[2]->Start(lock_service_.get()).ok());
   ASSERT_TRUE(WaitFor([&] { return liveness(victim) == "up"; }, 10'000));
+}
+
+// Issue 9: a node started with --seeds but another lock service (its own embedded one) joined
+// an etcd cluster's gossip as "unregistered". It is refused at once, told what to pass.
+TEST_F(ClusterNodeTest, ANodeWithAnotherLockServiceIsRefusedAndToldWhatToPass) {
+  StartNodes(1);
+  coord::EmbeddedLockServiceOptions o;
+  o.fs = PosixFileSystem();
+  o.clock = SystemClock();
+  o.dir = dir_.path() + "/other-coord";
+  auto other = coord::EmbeddedLockService::Open(o);
+  ASSERT_TRUE(other.ok()) << other.status();
+  TestNode* stranger = AddNode();
+  stranger->options().seeds = {nodes_[0]->endpoint()};
+  stranger->options().join_timeout_ms = 10'000;
+  const auto started = std::chrono::steady_clock::now();
+  Status s = stranger->Start(other->get());
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5))
+      << "refused at once, not after the join timeout";
+  EXPECT_NE(s.message().find("--lock-service"), std::string_view::npos) << s;
+  EXPECT_NE(s.message().find("uses the lock service embedded"), std::string_view::npos) << s;
+  // The seed refused it too: it is not in the seed's view.
+  v1::ClusterStatus status = nodes_[0]->node()->GetStatus();
+  EXPECT_EQ(status.nodes_size(), 1) << status.DebugString();
+  EXPECT_GT(status.refused_messages(), 0u);
+}
+
+// Issue 9: dead endpoints were kept forever; RemoveNode forgets them on every node.
+TEST_F(ClusterNodeTest, RemoveNodeForgetsADeadNodeEverywhereAndRefusesALiveOne) {
+  StartNodes(3);
+  ASSERT_TRUE(WaitFor([&] { return CountUp(nodes_[0]->node()->GetStatus()) == 3; }, 10'000));
+  ClusterNode* n0 = nodes_[0]->node();
+  const std::string victim = nodes_[2]->endpoint();
+  EXPECT_TRUE(absl::IsFailedPrecondition(n0->RemoveNode(victim, false).status()));  // up
+  EXPECT_TRUE(absl::IsFailedPrecondition(n0->RemoveNode(victim, true).status()));   // still up
+  EXPECT_TRUE(absl::IsInvalidArgument(n0->RemoveNode(nodes_[0]->endpoint(), false).status()));
+  EXPECT_TRUE(absl::IsNotFound(n0->RemoveNode("127.0.0.1:1", false).status()));
+
+  // Down in gossip but its session lives on (a hung process): refused without --force.
+  nodes_[2]->node()->gossiper()->AnnounceShutdown();
+  ASSERT_TRUE(WaitFor([&] { return n0->gossiper()->LivenessOf(victim) == Liveness::kDown; },
+                      5000));
+  StatusOr<std::string> refused = n0->RemoveNode(victim, false);
+  EXPECT_TRUE(absl::IsFailedPrecondition(refused.status())) << refused.status();
+  EXPECT_NE(refused.status().message().find("--force"), std::string_view::npos);
+  StatusOr<std::string> forced = n0->RemoveNode(victim, true);
+  ASSERT_TRUE(forced.ok()) << forced.status();
+  EXPECT_NE(forced->find("ended its lock-service session"), std::string::npos) << *forced;
+  // Its session was revoked (it notices and registers again: a zombie, but not ours to kill).
+  ASSERT_TRUE(WaitFor([&] { return nodes_[2]->node()->registrations() >= 2; }, 5000));
+  nodes_[2]->StopNode();
+
+  // Gone from every view, and it stays gone.
+  auto listed = [&](size_t observer) {
+    const v1::ClusterStatus status = nodes_[observer]->node()->GetStatus();
+    for (const auto& n : status.nodes()) {
+      if (n.endpoint() == victim) return true;
+    }
+    return false;
+  };
+  ASSERT_TRUE(WaitFor([&] { return !listed(0) && !listed(1); }, 5000));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(listed(0));
+  EXPECT_FALSE(listed(1));
 }
 
 }  // namespace

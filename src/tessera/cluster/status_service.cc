@@ -8,7 +8,7 @@ grpc::ServerUnaryReactor* ClusterAdminService::GetClusterStatus(
   // The status reads the lock service (a network round trip with etcd), so it runs here, on a
   // callback thread; it is an operator's call, rare and small.
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  const ClusterNode* node = node_.load();
+  ClusterNode* node = node_.load();
   if (node == nullptr) {
     reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
                                  "this node is still joining its cluster"));
@@ -16,6 +16,28 @@ grpc::ServerUnaryReactor* ClusterAdminService::GetClusterStatus(
   }
   *response = node->GetStatus();
   reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ClusterAdminService::RemoveNode(
+    grpc::CallbackServerContext* context, const ::tessera::v1::RemoveNodeRequest* request,
+    ::tessera::v1::RemoveNodeResponse* response) {
+  // Reads and writes the lock service: a network round trip, rare (an operator's call).
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  ClusterNode* node = node_.load();
+  if (node == nullptr) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                 "this node is still joining its cluster"));
+    return reactor;
+  }
+  StatusOr<std::string> done = node->RemoveNode(request->endpoint(), request->force());
+  if (done.ok()) {
+    response->set_message(*done);
+    reactor->Finish(grpc::Status::OK);
+  } else {
+    reactor->Finish(grpc::Status(static_cast<grpc::StatusCode>(done.status().code()),
+                                 std::string(done.status().message())));
+  }
   return reactor;
 }
 

@@ -1,5 +1,6 @@
 // ClusterAdminService: tessera.v1.ClusterAdmin on a node's gRPC port — the cluster as this node
-// sees it (ClusterNode::GetStatus), for `tessera admin status`.
+// sees it (ClusterNode::GetStatus), for `tessera admin status`, and the removal of a dead node
+// (ClusterNode::RemoveNode), for `tessera admin removenode`.
 //
 // Thread-safety: gRPC calls it concurrently; ClusterNode is thread-safe.
 #pragma once
@@ -17,15 +18,18 @@ class ClusterAdminService final : public ::tessera::v1::ClusterAdmin::CallbackSe
   // join); until SetNode() it answers UNAVAILABLE. `node` must outlive the service, or be
   // replaced with nullptr first.
   ClusterAdminService() = default;
-  void SetNode(const ClusterNode* node) { node_.store(node); }
+  void SetNode(ClusterNode* node) { node_.store(node); }
 
   grpc::ServerUnaryReactor* GetClusterStatus(
       grpc::CallbackServerContext* context,
       const ::tessera::v1::GetClusterStatusRequest* request,
       ::tessera::v1::ClusterStatus* response) override;
+  grpc::ServerUnaryReactor* RemoveNode(grpc::CallbackServerContext* context,
+                                       const ::tessera::v1::RemoveNodeRequest* request,
+                                       ::tessera::v1::RemoveNodeResponse* response) override;
 
  private:
-  std::atomic<const ClusterNode*> node_{nullptr};
+  std::atomic<ClusterNode*> node_{nullptr};
 };
 
 }  // namespace tessera::cluster

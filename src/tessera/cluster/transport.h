@@ -9,6 +9,7 @@
 // the simulator queues deliveries as events), so a receiver may call Send().
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
@@ -36,6 +37,10 @@ class Transport {
   // Peers that answered that we are not of their cluster, each with its explanation. Only a
   // transport with replies (gRPC) can know; the default knows none.
   virtual std::map<NodeId, std::string> Refusals() const { return {}; }
+
+  // Waits up to `timeout_ms` for messages already sent to leave (a node about to stop wants its
+  // shutdown announcement delivered). The default has nothing to wait for.
+  virtual void Drain(int64_t /*timeout_ms*/) {}
 };
 
 }  // namespace tessera::cluster

@@ -1,6 +1,9 @@
 #include "tessera/coord/etcd_lock_service.h"
 
 #include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
@@ -75,8 +78,31 @@ std::chrono::system_clock::time_point DeadlineIn(int64_t micros) {
   return std::chrono::system_clock::now() + std::chrono::microseconds(std::max<int64_t>(0, micros));
 }
 
+// The IPv4 address `host` names: itself when it is one, else the first A record (resolved once,
+// here: a member list is fixed at start).
+StatusOr<std::string> ResolveIpv4(const std::string& host) {
+  in_addr addr{};
+  if (inet_pton(AF_INET, host.c_str(), &addr) == 1) return host;
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const int rc = getaddrinfo(host.c_str(), nullptr, &hints, &found);
+  if (rc != 0 || found == nullptr) {
+    return absl::InvalidArgumentError(
+        StrCat("etcd member host '", host, "' does not resolve to an IPv4 address: ",
+               rc != 0 ? gai_strerror(rc) : "no address"));
+  }
+  char text[INET_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr, text,
+            sizeof text);
+  freeaddrinfo(found);
+  return std::string(text);
+}
+
 // The gRPC target for etcd's client URL(s): "HOST:PORT" for one member, "ipv4:A:P,B:Q" for
-// several (gRPC's pick_first then fails over between them in order).
+// several (gRPC's pick_first then fails over between them in order; names are resolved to
+// IPv4 addresses once, here, since gRPC's ipv4: scheme takes addresses only).
 StatusOr<std::string> GrpcTarget(std::string_view endpoints) {
   std::vector<std::string> members;
   size_t start = 0;
@@ -100,13 +126,9 @@ StatusOr<std::string> GrpcTarget(std::string_view endpoints) {
   if (members.size() == 1) return members[0];
   std::string target = "ipv4:";
   for (size_t i = 0; i < members.size(); ++i) {
-    const std::string host = members[i].substr(0, members[i].rfind(':'));
-    in_addr addr{};
-    if (inet_pton(AF_INET, host.c_str(), &addr) != 1) {
-      return absl::InvalidArgumentError(
-          StrCat("etcd endpoint '", members[i], "': several endpoints must be IPv4 addresses"));
-    }
-    target += (i == 0 ? "" : ",") + members[i];
+    const size_t colon = members[i].rfind(':');
+    ASSIGN_OR_RETURN(const std::string ip, ResolveIpv4(members[i].substr(0, colon)));
+    target += StrCat(i == 0 ? "" : ",", ip, members[i].substr(colon));
   }
   return target;
 }

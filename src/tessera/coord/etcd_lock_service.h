@@ -39,7 +39,10 @@ namespace tessera::coord {
 
 struct EtcdLockServiceOptions {
   // etcd's client URL: "127.0.0.1:2379" or "http://127.0.0.1:2379"; for a multi-member etcd,
-  // a comma-separated list of IPv4 HOST:PORTs (the client fails over between them). Required.
+  // a comma-separated list of HOST:PORTs, host names resolved to IPv4 once at Open. The client
+  // talks to the first member that answers and moves to the next when that one dies (gRPC
+  // pick_first): sessions, keepalives, watches and calls all move (a call in flight may fail
+  // Unavailable; a watch resumes from its next revision). Required.
   std::string endpoint;
   // Prefix of every key this service touches; different clusters sharing one etcd use different
   // roots. Non-empty; conventionally ends with '/'.

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <set>
 #include <thread>
 
 #include "etcdserverpb/rpc.grpc.pb.h"
@@ -70,9 +71,11 @@ TEST(EtcdLockServiceOptionsTest, BadOptionsAreInvalidArgument) {
   EXPECT_TRUE(EtcdLockService::Open(options).ok());
   options.endpoint = "127.0.0.1:2379,http://127.0.0.1:22379";
   EXPECT_TRUE(EtcdLockService::Open(options).ok());
-  options.endpoint = "etcd-a:2379,127.0.0.1:22379";
+  options.endpoint = "no-such-host.invalid:2379,127.0.0.1:22379";
   EXPECT_EQ(EtcdLockService::Open(options).status().code(), absl::StatusCode::kInvalidArgument)
-      << "a list takes IPv4 addresses only";
+      << "a list's host names must resolve";
+  options.endpoint = "localhost:2379,127.0.0.1:22379";
+  EXPECT_TRUE(EtcdLockService::Open(options).ok()) << "names in a list are resolved";
   options.endpoint = "127.0.0.1:2379,";
   EXPECT_EQ(EtcdLockService::Open(options).status().code(), absl::StatusCode::kInvalidArgument);
   options.endpoint = "127.0.0.1:2379";
@@ -269,6 +272,92 @@ TEST_F(EtcdLockServiceTest, KilledEtcdExpiresTheSessionWithinTheTtl) {
 
 TEST_F(EtcdLockServiceTest, HungEtcdExpiresTheSessionWithinTheTtl) {
   CheckExpiryWhenEtcdGoes(/*hang=*/true);
+}
+
+// Issue 9: one etcd was a single point of failure. With three members, killing the one the
+// client talks to — made the leader too, the worst case — costs the session nothing: its
+// keepalives, its watch and its calls move to a live member.
+TEST(EtcdClusterTest, KillingTheMemberAClientTalksToLosesNoSessionNorWatch) {
+  testing::EtcdTestServerOptions options;
+  options.members = 3;
+  auto server = EtcdTestServer::Start(options);
+  if (absl::IsNotFound(server.status())) GTEST_SKIP() << server.status();
+  ASSERT_TRUE(server.ok()) << server.status();
+  EtcdTestServer& etcd = **server;
+  StatusOr<int> leader = etcd.LeaderMember();
+  ASSERT_TRUE(leader.ok()) << leader.status();
+  // The channel talks to the first member in the list that answers: put the leader first.
+  std::string endpoints = etcd.member_endpoint(*leader);
+  for (int i = 0; i < etcd.members(); ++i) {
+    if (i != *leader) endpoints += "," + etcd.member_endpoint(i);
+  }
+  EtcdLockServiceOptions o;
+  o.endpoint = endpoints;
+  o.key_root = NewRoot();
+  o.rpc_timeout_ms = 2000;
+  auto service = EtcdLockService::Open(o);
+  ASSERT_TRUE(service.ok()) << service.status();
+  StateLog states;
+  SessionOptions so;
+  so.ttl_ms = 2000;  // the cluster process tests' TTL
+  so.on_state_change = states.Callback();
+  auto created = (*service)->CreateSession(so);
+  ASSERT_TRUE(created.ok()) << created.status();
+  std::unique_ptr<Session> session = std::move(*created);
+  ASSERT_EQ(Held(session->TryAcquire("master", "me")), "held");
+  EventLog log;
+  auto watch = session->StartWatch(WatchPrefix("k/"), log.Callback());
+  ASSERT_TRUE(watch.ok()) << watch.status();
+  ASSERT_TRUE(session->Put("k/0", "before", {}).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+
+  const auto killed = SteadyClock::now();
+  etcd.KillMember(*leader);
+  // Calls go on through the others. A call made while the members elect a new leader may be
+  // lost with the old leader (a follower forwards proposals to it) and time out: Unavailable
+  // after rpc_timeout_ms, retryable by contract. None may fail once a leader is back.
+  int64_t first_ok_ms = -1;
+  int failures_after_first_ok = 0;
+  int puts = 0;
+  std::string last_ok;
+  // Three TTLs: were keepalives not getting through, the session would expire meanwhile.
+  while (MillisSince(killed) < 3 * so.ttl_ms) {
+    const auto sent = SteadyClock::now();
+    Status put = session->Put(StrCat("k/", ++puts), "after", {}).status();
+    if (!put.ok()) {
+      std::printf("put %d at +%lld ms failed after %lld ms: %s\n", puts,
+                  static_cast<long long>(MillisSince(killed) - MillisSince(sent)),
+                  static_cast<long long>(MillisSince(sent)), put.ToString().c_str());
+    }
+    if (put.ok()) last_ok = StrCat("k/", puts);
+    if (put.ok() && first_ok_ms < 0) first_ok_ms = MillisSince(killed);
+    if (!put.ok() && first_ok_ms >= 0) {
+      ++failures_after_first_ok;
+      ADD_FAILURE() << "put after failover: " << put;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::printf("etcd leader killed: calls went through again after %lld ms\n",
+              static_cast<long long>(first_ok_ms));
+  ASSERT_GE(first_ok_ms, 0) << "no call went through after the kill";
+  EXPECT_LE(first_ok_ms, o.rpc_timeout_ms + 1000);
+  EXPECT_EQ(failures_after_first_ok, 0);
+  EXPECT_TRUE(states.states().empty()) << "the session expired";
+  EXPECT_EQ(session->state(), SessionState::kAlive);
+  auto holder = session->GetLockHolder("master");
+  ASSERT_TRUE(holder.ok()) << holder.status();
+  EXPECT_EQ(holder->session, session->id());
+  // The watch, resumed on a live member, saw every put made after the kill, in order.
+  auto seen = [&](const std::string& name) {
+    for (const WatchEvent& e : log.events()) {
+      if (e.type == WatchEventType::kPut && e.name == name) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(testing::Eventually([&] { return seen(last_ok); }, Pump, 3000))
+      << Describe(log.events());
+  EXPECT_TRUE(seen("k/0"));
+  watch->reset();
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
-// Test-only: an etcd server (Debian's etcd-server, 3.4) as a child process, alone in a fresh
-// temporary data folder, listening on free 127.0.0.1 ports. Started with a short election
-// timeout so etcd grants 1 s leases. Used by coord/'s tests and by cluster process tests.
+// Test-only: an etcd cluster (Debian's etcd-server, 3.4) of one or more members as child
+// processes, each in a fresh temporary data folder, listening on free 127.0.0.1 ports. Started
+// with short heartbeat and election timeouts so etcd grants 1 s leases. Used by coord/'s tests
+// and by cluster process tests; three members let a test kill one and keep a quorum.
 //
-// Thread-safety: one thread uses a server object, except that endpoint() may be read anywhere.
+// Thread-safety: one thread uses a server object, except that endpoint() and member_endpoint()
+// may be read anywhere.
 #pragma once
 
 #include <sys/types.h>
@@ -10,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tessera/util/status.h"
 
@@ -21,8 +24,10 @@ struct EtcdTestServerOptions {
   // Where the temporary data folder is made; empty: /dev/shm when writable (etcd fsyncs a lot),
   // else the system temp folder.
   std::string parent_dir;
-  // How long Start waits for etcd to answer.
+  // How long Start waits for every member to answer.
   int64_t start_timeout_ms = 20'000;
+  // Members of the etcd cluster: 1, or 3 to survive the loss of one. >= 1.
+  int members = 1;
 };
 
 class EtcdTestServer {
@@ -30,34 +35,50 @@ class EtcdTestServer {
   // The binary Start would run for `options`.
   static std::string BinaryPath(const EtcdTestServerOptions& options = {});
 
-  // Starts etcd and waits until it answers a read over gRPC. NotFound if the binary is missing
-  // (tests skip on that); Unavailable if it did not come up (the message holds its log's tail).
+  // Starts every member and waits until each answers a linearizable read over gRPC (so the
+  // cluster has a leader). NotFound if the binary is missing (tests skip on that); Unavailable
+  // if it did not come up (the message holds the logs' tails).
   static StatusOr<std::unique_ptr<EtcdTestServer>> Start(const EtcdTestServerOptions& options = {});
 
-  // Kills etcd (SIGKILL), reaps it and removes its data folder.
+  // Kills every member (SIGKILL), reaps them and removes the data folder.
   ~EtcdTestServer();
   EtcdTestServer(const EtcdTestServer&) = delete;
   EtcdTestServer& operator=(const EtcdTestServer&) = delete;
 
-  // "127.0.0.1:<client port>".
+  // Every member's "127.0.0.1:<client port>", comma-separated in member order: what
+  // --lock-service etcd://... takes. One member: just its HOST:PORT.
   const std::string& endpoint() const { return endpoint_; }
-  pid_t pid() const { return pid_; }
+  int members() const { return static_cast<int>(members_.size()); }
+  const std::string& member_endpoint(int i) const { return members_[i].endpoint; }
+  // The first member's pid (-1 once killed).
+  pid_t pid() const { return members_[0].pid; }
 
-  // SIGKILL now and reap. Idempotent.
+  // The index of the member that leads the etcd cluster now, as the live members report it.
+  // Unavailable when none knows a leader.
+  StatusOr<int> LeaderMember() const;
+
+  // SIGKILL every member now and reap. Idempotent.
   void Kill();
-  // SIGSTOP (returning once the process has stopped) / SIGCONT: a hung server, whose
+  // SIGKILL one member and reap. Idempotent.
+  void KillMember(int i);
+  // SIGSTOP every member (returning once each has stopped) / SIGCONT: a hung service, whose
   // connections stay open and answer nothing.
   void Pause();
   void Resume();
 
-  // The last `bytes` of etcd's log, for failure messages.
+  // The last `bytes` of each member's log, for failure messages.
   std::string LogTail(size_t bytes = 4000) const;
 
  private:
-  EtcdTestServer(pid_t pid, std::string endpoint, std::string dir)
-      : pid_(pid), endpoint_(std::move(endpoint)), dir_(std::move(dir)) {}
+  struct Member {
+    pid_t pid = -1;
+    std::string endpoint;
+    std::string log_path;
+  };
+  EtcdTestServer(std::vector<Member> members, std::string dir);
+  static std::string JoinEndpointsOf(const std::vector<Member>& members);
 
-  pid_t pid_;
+  std::vector<Member> members_;
   const std::string endpoint_;
   const std::string dir_;  // removed at destruction
 };

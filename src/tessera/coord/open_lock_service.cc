@@ -1,5 +1,7 @@
 #include "tessera/coord/open_lock_service.h"
 
+#include <string>
+
 #include "tessera/coord/embedded_lock_service.h"
 #include "tessera/coord/etcd_lock_service.h"
 

@@ -17,8 +17,9 @@
 namespace tessera::coord {
 
 struct LockServiceConfig {
-  // "embedded", or etcd's client URL(s): "etcd://HOST:PORT", "http://HOST:PORT" or
-  // "HOST:PORT", several separated by commas (ParseLockServiceAddress).
+  // "embedded", or etcd's client URL: "etcd://HOST:PORT", "http://HOST:PORT" or "HOST:PORT";
+  // for an etcd cluster, its members comma-separated: "etcd://H1:P1,H2:P2,H3:P3" (the client
+  // fails over between them; see etcd_lock_service.h). ParseLockServiceAddress reads it.
   std::string address = "embedded";
   // Embedded: the node's data folder; the service keeps its snapshot in <data_dir>/coord.
   std::string data_dir;

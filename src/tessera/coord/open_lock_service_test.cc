@@ -34,7 +34,9 @@ TEST(OpenLockServiceTest, AnAddressThatIsNotEtcdIsRefusedByName) {
 
 TEST(OpenLockServiceTest, EtcdAddressesInEveryAcceptedSpelling) {
   for (const char* good : {"etcd://127.0.0.1:2379", "http://127.0.0.1:2379", "127.0.0.1:2379",
-                           "etcd://localhost:2379/"}) {
+                           "etcd://localhost:2379/",
+                           "etcd://127.0.0.1:2379,127.0.0.1:22379,127.0.0.1:32379",
+                           "etcd://localhost:2379,localhost:22379"}) {
     LockServiceConfig config;
     config.address = good;
     auto opened = OpenLockService(config);

@@ -321,58 +321,74 @@ StatusOr<admin::CheckConsistencyResponse> AdminService::DoCheckConsistency(
 }
 
 // --- gRPC handlers ------------------------------------------------------------------------------
+// Each asks the serving check first: a cluster node without a lock-service session refuses
+// every admin call, reads too, as it refuses data calls (issue 9: ListTables answered while
+// reads were refused).
+
+Status AdminService::CheckServing() const {
+  return serving_check_ ? serving_check_() : Status();
+}
 
 grpc::ServerUnaryReactor* AdminService::CreateTable(grpc::CallbackServerContext* context,
                                                     const admin::CreateTableRequest* request,
                                                     admin::Table* response) {
+  if (Status serving = CheckServing(); !serving.ok()) return Reply(context, serving);
   return Reply(context, DoCreateTable(*request), response);
 }
 
 grpc::ServerUnaryReactor* AdminService::ListTables(grpc::CallbackServerContext* context,
                                                    const admin::ListTablesRequest* request,
                                                    admin::ListTablesResponse* response) {
+  if (Status serving = CheckServing(); !serving.ok()) return Reply(context, serving);
   return Reply(context, DoListTables(*request), response);
 }
 
 grpc::ServerUnaryReactor* AdminService::GetTable(grpc::CallbackServerContext* context,
                                                  const admin::GetTableRequest* request,
                                                  admin::Table* response) {
+  if (Status serving = CheckServing(); !serving.ok()) return Reply(context, serving);
   return Reply(context, DoGetTable(*request), response);
 }
 
 grpc::ServerUnaryReactor* AdminService::UpdateTable(grpc::CallbackServerContext* context,
                                                     const admin::UpdateTableRequest* request,
                                                     ::google::longrunning::Operation* response) {
+  if (Status serving = CheckServing(); !serving.ok()) return Reply(context, serving);
   return Reply(context, DoUpdateTable(*request), response);
 }
 
 grpc::ServerUnaryReactor* AdminService::DeleteTable(grpc::CallbackServerContext* context,
                                                     const admin::DeleteTableRequest* request,
                                                     ::google::protobuf::Empty*) {
+  if (Status serving = CheckServing(); !serving.ok()) return Reply(context, serving);
   return Reply(context, DoDeleteTable(*request));
 }
 
 grpc::ServerUnaryReactor* AdminService::ModifyColumnFamilies(
     grpc::CallbackServerContext* context, const admin::ModifyColumnFamiliesRequest* request,
     admin::Table* response) {
+  if (Status serving = CheckServing(); !serving.ok()) return Reply(context, serving);
   return Reply(context, DoModifyColumnFamilies(*request), response);
 }
 
 grpc::ServerUnaryReactor* AdminService::DropRowRange(grpc::CallbackServerContext* context,
                                                      const admin::DropRowRangeRequest* request,
                                                      ::google::protobuf::Empty*) {
+  if (Status serving = CheckServing(); !serving.ok()) return Reply(context, serving);
   return Reply(context, DoDropRowRange(*request));
 }
 
 grpc::ServerUnaryReactor* AdminService::GenerateConsistencyToken(
     grpc::CallbackServerContext* context, const admin::GenerateConsistencyTokenRequest* request,
     admin::GenerateConsistencyTokenResponse* response) {
+  if (Status serving = CheckServing(); !serving.ok()) return Reply(context, serving);
   return Reply(context, DoGenerateConsistencyToken(*request), response);
 }
 
 grpc::ServerUnaryReactor* AdminService::CheckConsistency(
     grpc::CallbackServerContext* context, const admin::CheckConsistencyRequest* request,
     admin::CheckConsistencyResponse* response) {
+  if (Status serving = CheckServing(); !serving.ok()) return Reply(context, serving);
   return Reply(context, DoCheckConsistency(*request), response);
 }
 

@@ -19,6 +19,8 @@
 // are rare and small) and, in cluster mode, on the lock service.
 #pragma once
 
+#include <functional>
+
 #include "google/bigtable/admin/v2/bigtable_table_admin.grpc.pb.h"
 #include "tessera/server/row_locks.h"
 #include "tessera/server/table_catalog.h"
@@ -35,11 +37,16 @@ class AdminService final
   // DropRowRange's row deletes are ordered with CheckAndMutateRow / ReadModifyWriteRow.
   // `definitions` decides table changes; nullptr means the catalog (single-node mode). In
   // cluster mode it is the ClusterSchema that mirrors into `catalog`.
+  // `serving_check` is asked before every gRPC call (not before the Do* methods); a non-OK
+  // status is the call's answer (a cluster node answers Unavailable while it has no
+  // lock-service session). Unset: always serving.
   AdminService(TableCatalog* catalog, RowLocks* row_locks,
-               TableDefinitions* definitions = nullptr)
+               TableDefinitions* definitions = nullptr,
+               std::function<Status()> serving_check = nullptr)
       : catalog_(catalog),
         row_locks_(row_locks),
-        definitions_(definitions != nullptr ? definitions : catalog) {}
+        definitions_(definitions != nullptr ? definitions : catalog),
+        serving_check_(std::move(serving_check)) {}
 
   grpc::ServerUnaryReactor* CreateTable(
       grpc::CallbackServerContext* context,
@@ -98,10 +105,12 @@ class AdminService final
 
  private:
   Status DeleteRowsWithPrefix(const TableInfo& table, const std::string& prefix);
+  Status CheckServing() const;
 
   TableCatalog* const catalog_;
   RowLocks* const row_locks_;
   TableDefinitions* const definitions_;
+  const std::function<Status()> serving_check_;
 };
 
 }  // namespace tessera::server

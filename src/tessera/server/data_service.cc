@@ -978,8 +978,11 @@ grpc::ServerUnaryReactor* DataService::PingAndWarm(grpc::CallbackServerContext* 
                                                    const v2::PingAndWarmRequest* request,
                                                    v2::PingAndWarmResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  // Nothing to warm from an instance name alone; the check is cheap enough to run here.
-  reactor->Finish(ToGrpcStatus(ValidateInstanceName(request->name())));
+  // Nothing to warm from an instance name alone; the checks are cheap enough to run here. A node
+  // that does not serve says so here too, so a client's channel priming sees it.
+  const DataServiceOptions& options = impl_->options();
+  Status serving = options.serving_check ? options.serving_check() : Status();
+  reactor->Finish(ToGrpcStatus(serving.ok() ? ValidateInstanceName(request->name()) : serving));
   return reactor;
 }
 

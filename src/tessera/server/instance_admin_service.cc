@@ -350,58 +350,73 @@ Status InstanceAdminService::DoDeleteAppProfile(const admin::DeleteAppProfileReq
 }
 
 // --- gRPC handlers ----------------------------------------------------------------------------
+// Each served one asks the serving check first: a node without its lock-service session
+// refuses every call, as the data and table-admin services do.
+
+Status InstanceAdminService::CheckServing() const {
+  return serving_check_ ? serving_check_() : Status();
+}
 
 grpc::ServerUnaryReactor* InstanceAdminService::ListInstances(
     grpc::CallbackServerContext* context, const admin::ListInstancesRequest* request,
     admin::ListInstancesResponse* response) {
+  if (Status serving = CheckServing(); !serving.ok()) return Reply(context, serving);
   return Reply(context, DoListInstances(*request), response);
 }
 
 grpc::ServerUnaryReactor* InstanceAdminService::GetInstance(
     grpc::CallbackServerContext* context, const admin::GetInstanceRequest* request,
     admin::Instance* response) {
+  if (Status serving = CheckServing(); !serving.ok()) return Reply(context, serving);
   return Reply(context, DoGetInstance(*request), response);
 }
 
 grpc::ServerUnaryReactor* InstanceAdminService::ListClusters(
     grpc::CallbackServerContext* context, const admin::ListClustersRequest* request,
     admin::ListClustersResponse* response) {
+  if (Status serving = CheckServing(); !serving.ok()) return Reply(context, serving);
   return Reply(context, DoListClusters(*request), response);
 }
 
 grpc::ServerUnaryReactor* InstanceAdminService::GetCluster(grpc::CallbackServerContext* context,
                                                            const admin::GetClusterRequest* request,
                                                            admin::Cluster* response) {
+  if (Status serving = CheckServing(); !serving.ok()) return Reply(context, serving);
   return Reply(context, DoGetCluster(*request), response);
 }
 
 grpc::ServerUnaryReactor* InstanceAdminService::CreateAppProfile(
     grpc::CallbackServerContext* context, const admin::CreateAppProfileRequest* request,
     admin::AppProfile* response) {
+  if (Status serving = CheckServing(); !serving.ok()) return Reply(context, serving);
   return Reply(context, DoCreateAppProfile(*request), response);
 }
 
 grpc::ServerUnaryReactor* InstanceAdminService::GetAppProfile(
     grpc::CallbackServerContext* context, const admin::GetAppProfileRequest* request,
     admin::AppProfile* response) {
+  if (Status serving = CheckServing(); !serving.ok()) return Reply(context, serving);
   return Reply(context, DoGetAppProfile(*request), response);
 }
 
 grpc::ServerUnaryReactor* InstanceAdminService::ListAppProfiles(
     grpc::CallbackServerContext* context, const admin::ListAppProfilesRequest* request,
     admin::ListAppProfilesResponse* response) {
+  if (Status serving = CheckServing(); !serving.ok()) return Reply(context, serving);
   return Reply(context, DoListAppProfiles(*request), response);
 }
 
 grpc::ServerUnaryReactor* InstanceAdminService::UpdateAppProfile(
     grpc::CallbackServerContext* context, const admin::UpdateAppProfileRequest* request,
     ::google::longrunning::Operation* response) {
+  if (Status serving = CheckServing(); !serving.ok()) return Reply(context, serving);
   return Reply(context, DoUpdateAppProfile(*request), response);
 }
 
 grpc::ServerUnaryReactor* InstanceAdminService::DeleteAppProfile(
     grpc::CallbackServerContext* context, const admin::DeleteAppProfileRequest* request,
     ::google::protobuf::Empty*) {
+  if (Status serving = CheckServing(); !serving.ok()) return Reply(context, serving);
   return Reply(context, DoDeleteAppProfile(*request));
 }
 

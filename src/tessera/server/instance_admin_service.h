@@ -53,9 +53,15 @@ class InstanceAdminService final
  public:
   // `catalog` and `profiles` must outlive the service. `cluster` is called on each cluster
   // call, on gRPC's threads, so it must be thread-safe.
+  // `serving_check` is asked before every served gRPC call (not before the Do* methods); a
+  // non-OK status is the call's answer, as for the table-admin service.
   InstanceAdminService(TableCatalog* catalog, AppProfileStore* profiles,
-                       std::function<ClusterView()> cluster)
-      : catalog_(catalog), profiles_(profiles), cluster_(std::move(cluster)) {}
+                       std::function<ClusterView()> cluster,
+                       std::function<Status()> serving_check = nullptr)
+      : catalog_(catalog),
+        profiles_(profiles),
+        cluster_(std::move(cluster)),
+        serving_check_(std::move(serving_check)) {}
 
   // --- The logic, callable without gRPC (tests) ---
   StatusOr<::google::bigtable::admin::v2::ListInstancesResponse> DoListInstances(
@@ -147,6 +153,7 @@ class InstanceAdminService final
       ::google::protobuf::Empty* response) override;
 
  private:
+  Status CheckServing() const;
   // OK if `instance` holds a table or an app profile; NotFound naming it otherwise.
   Status CheckInstanceExists(const std::string& instance);
   // The instances of `project` ("projects/P"), sorted.
@@ -158,6 +165,7 @@ class InstanceAdminService final
   TableCatalog* const catalog_;
   AppProfileStore* const profiles_;
   const std::function<ClusterView()> cluster_;
+  const std::function<Status()> serving_check_;
 };
 
 }  // namespace tessera::server

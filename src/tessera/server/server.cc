@@ -91,6 +91,8 @@ struct Server::State {
 };
 
 Status Server::State::Stop() {
+  // Peers learn of a clean stop while this node still answers, and mark it down at once.
+  if (node != nullptr) node->AnnounceShutdown();
   if (grpc_server != nullptr) {
     grpc_server->Shutdown(std::chrono::system_clock::now() +
                           std::chrono::milliseconds(options.shutdown_grace_ms));
@@ -174,16 +176,18 @@ Status Server::StartServices(State* s) {
   }
 
   s->workers = NewThreadPoolExecutor(options.worker_threads);
-  DataServiceOptions data_options = options.data;
-  data_options.serving_check = [s]() -> Status {
+  // One check for every Bigtable call, data and admin alike.
+  auto serving_check = [s]() -> Status {
     cluster::ClusterNode* node = s->serving_node.load(std::memory_order_acquire);
     return node != nullptr ? node->CheckServing()
                            : absl::UnavailableError("this node is still joining its cluster");
   };
+  DataServiceOptions data_options = options.data;
+  data_options.serving_check = serving_check;
   s->data = std::make_unique<DataService>(s->catalog.get(), SystemClock(), s->workers.get(),
                                           data_options);
   s->admin = std::make_unique<AdminService>(s->catalog.get(), s->data->row_locks(),
-                                            s->schema.get());
+                                            s->schema.get(), serving_check);
   ASSIGN_OR_RETURN(s->profiles, AppProfileStore::Open(AppProfileStoreOptions{}));
   const std::string cluster_name = options.cluster.node.cluster_name;
   const std::string dc = options.cluster.node.dc;
@@ -199,7 +203,8 @@ Status Server::StartServices(State* s) {
         }
         view.serve_nodes = std::max(up, 1);
         return view;
-      });
+      },
+      serving_check);
   s->unimplemented = std::make_unique<UnimplementedService>();
 
   grpc::ServerBuilder builder;
@@ -233,6 +238,7 @@ Status Server::StartServices(State* s) {
   // Join the cluster (alone, by default) now that gossip can arrive.
   cluster::NodeOptions node_options = options.cluster.node;
   if (node_options.endpoint.empty()) node_options.endpoint = s->address;
+  node_options.lock_service_address = options.cluster.lock_service;
   node_options.data_dir = options.engine.dir;
   tablet::Engine* engine = s->engine.get();
   node_options.load = [engine] {

@@ -17,8 +17,9 @@
 // lock service in its data folder (the default), or one of many with etcd as the lock service.
 // The same port carries gossip (tessera.v1.Gossip) and the operator's status
 // (tessera.v1.ClusterAdmin). With etcd, the schema lives in the lock service and this node
-// mirrors it (server/cluster_schema.h); data requests answer UNAVAILABLE while the node has no
-// lock-service session.
+// mirrors it (server/cluster_schema.h); every Bigtable call, data and admin, answers UNAVAILABLE
+// while the node has no lock-service session. Shutdown() first announces the stop through
+// gossip (peers mark the node down at once), then stops answering.
 //
 // Thread-safety: Start/Shutdown/Wait from one controlling thread; the services are
 // thread-safe.
@@ -38,7 +39,8 @@ namespace tessera::server {
 
 struct ClusterServeOptions {
   // "embedded" (one node; the lock service lives in <data-dir>/coord) or etcd's client address
-  // ("etcd://HOST:PORT"). Every node of a cluster names the same etcd.
+  // ("etcd://HOST:PORT", or "etcd://H1:P1,H2:P2,H3:P3" for an etcd cluster). Every node of a
+  // cluster names the same etcd (nodes naming another are refused: cluster/node.h).
   std::string lock_service = "embedded";
   // Cluster name, dc, rack, seeds, gossip and session settings. `endpoint` empty = the address
   // the server bound; `data_dir` is set to the engine's folder.
