@@ -243,6 +243,9 @@ Status AdminService::DeleteRowsWithPrefix(const TableInfo& table, const std::str
   tablet::Engine* engine = catalog_->engine();
   tablet::ReadSpec spec;
   spec.max_versions = 1;
+  // Every row with data, also one whose cells GC may collect but has not: a relaxed rule would
+  // bring them back (the emulator, and Bigtable, drop the range's data outright).
+  spec.hide_collectable = false;
   uint64_t deleted = 0;
   for (size_t i : table.TabletsOverlapping(prefix, end)) {
     const TabletRef& t = table.tablets[i];

@@ -323,6 +323,30 @@ TEST_F(AdminServiceTest, DropRowRange) {
   EXPECT_EQ(service_->DoDropRowRange(r).code(), absl::StatusCode::kNotFound);
 }
 
+// Rows whose only cells are collectable (here by age) are dropped too: relaxing the rule
+// afterwards must not bring them back.
+TEST_F(AdminServiceTest, DropRowRangeDropsRowsOfCollectableCellsOnly) {
+  CreateDefault();
+  admin::ModifyColumnFamiliesRequest age;
+  age.set_name(kTable);
+  auto* m = age.add_modifications();
+  m->set_id("cf");
+  m->mutable_update()->mutable_gc_rule()->mutable_max_age()->set_seconds(1);
+  ASSERT_TRUE(service_->DoModifyColumnFamilies(age).ok());
+  Put("user1", "cf", "old");  // timestamp 1000: long collectable by age
+  Put("user2", "meta", "kept");
+  EXPECT_EQ(Rows(), (std::vector<std::string>{"user2"}));
+  admin::DropRowRangeRequest r;
+  r.set_name(kTable);
+  r.set_row_key_prefix("user");
+  ASSERT_TRUE(service_->DoDropRowRange(r).ok());
+  EXPECT_TRUE(Rows().empty());
+  admin::ModifyColumnFamiliesRequest never = age;
+  never.mutable_modifications(0)->mutable_update()->clear_gc_rule();
+  ASSERT_TRUE(service_->DoModifyColumnFamilies(never).ok());
+  EXPECT_TRUE(Rows().empty());
+}
+
 TEST_F(AdminServiceTest, ConsistencyTokens) {
   CreateDefault();
   admin::GenerateConsistencyTokenRequest gen;
