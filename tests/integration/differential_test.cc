@@ -256,7 +256,10 @@ std::string CodeName(absl::StatusCode code) { return absl::StatusCodeToString(co
 class Generator {
  public:
   // `schema` (the table's families, kept current by the test) must outlive the generator.
-  Generator(uint64_t seed, const Schema* schema) : rng_(seed), schema_(schema) {}
+  // `ranged_deletes_everywhere`: time-ranged column deletes in families that count versions
+  // too (only when GC is settled, see RunOptions).
+  Generator(uint64_t seed, const Schema* schema, bool ranged_deletes_everywhere)
+      : rng_(seed), schema_(schema), ranged_deletes_everywhere_(ranged_deletes_everywhere) {}
 
   size_t Uniform(size_t n) { return static_cast<size_t>(rng_() % n); }
   bool OneIn(size_t n) { return Uniform(n) == 0; }
@@ -345,7 +348,8 @@ class Generator {
       del->set_column_qualifier(Qualifier());
       // Not where versions are counted: it could make a collectable cell visible again
       // (differential_gc.h).
-      if (!schema_->at(del->family_name()).CountsVersions() && OneIn(2)) {
+      if ((ranged_deletes_everywhere_ || !schema_->at(del->family_name()).CountsVersions()) &&
+          OneIn(2)) {
         *del->mutable_time_range() = TimeRange();
       }
     } else if (kind < 19) {
@@ -542,6 +546,7 @@ class Generator {
  private:
   std::mt19937_64 rng_;
   const Schema* const schema_;
+  const bool ranged_deletes_everywhere_;
 };
 
 // ---- the test ----
@@ -554,6 +559,10 @@ struct RunOptions {
   int ops = 2000;
   int minutes = 4;
   bool restarts = false;
+  // Tessera collects only at restarts, the emulator never, and after each restart both lose the
+  // cells collectable then (see SettleGc): no ambiguity left, so time-ranged deletes in every
+  // family and any change of rule are generated.
+  bool settled_gc = false;
 };
 RunOptions g_run;
 
@@ -578,8 +587,14 @@ class DifferentialTest : public ::testing::Test {
                        // this run fast. 1 MiB memtables: every big value makes a flush,
                        // and four flushes a compaction, so GC and tombstone purging at
                        // flush and compaction are part of every run.
-                       : ServerProcess::StartTessera(g_tessera_binary, dir_->path() + "/data",
-                                                     {"--sync", "periodic", "--memtable-mb", "1"});
+                       : ServerProcess::StartTessera(
+                             g_tessera_binary, dir_->path() + "/data",
+                             {"--sync", "periodic", "--memtable-mb",
+                              // Settled GC: no flush (and no GC) between restarts.
+                              memtable_mb_ != 0 ? std::to_string(memtable_mb_)
+                              : g_run.settled_gc ? "4096"
+                                                 : "1",
+                              "--memory-limit-mb", "8192"});
     ASSERT_TRUE(tessera.ok()) << tessera.status();
     backends_[0].process = std::move(*tessera);
     Connect(&backends_[0]);
@@ -680,6 +695,13 @@ class DifferentialTest : public ::testing::Test {
   // Whether backend `i` may still return collectable cells: the emulator (and tessera's place
   // when it is an emulator too, in the self-check).
   bool MayReturnCollectable(int i) const { return i == 1 || SelfCheck(); }
+
+  // The GC rule backend i gets for `shape`: none for the emulator when GC is settled by the
+  // test (so that it never collects on its own).
+  bool GetsNoRules(int i) const { return g_run.settled_gc && MayReturnCollectable(i); }
+  btadmin::GcRule RuleFor(int i, const GcShape& shape) const {
+    return GetsNoRules(i) ? btadmin::GcRule() : shape.ToProto();
+  }
 
   // A filter keeping exactly the cells no family's rule collects; nullopt when no family has a
   // rule. One branch per family of the table: disjoint, so nothing is duplicated.
@@ -816,13 +838,14 @@ class DifferentialTest : public ::testing::Test {
         schema_[f] = gen.Shape();
       }
     }
-    for (Backend& b : backends_) {
+    for (int i = 0; i < 2; ++i) {
+      Backend& b = backends_[i];
       btadmin::CreateTableRequest request;
       request.set_parent(kInstanceName);
       request.set_table_id(kTable);
       for (const auto& [f, shape] : schema_) {
         *(*request.mutable_table()->mutable_column_families())[f].mutable_gc_rule() =
-            shape.ToProto();
+            RuleFor(i, shape);
       }
       request.add_initial_splits()->set_key("c");
       request.add_initial_splits()->set_key("f");
@@ -1246,7 +1269,8 @@ class DifferentialTest : public ::testing::Test {
       next[family] = shape;
     } else if (RulesAllowed(family)) {
       GcShape shape = gen.Shape();
-      if (!Stricter(shape, schema_.at(family))) shape = schema_.at(family);
+      // Settled GC: nothing was collected that a laxer rule would keep.
+      if (!g_run.settled_gc && !Stricter(shape, schema_.at(family))) shape = schema_.at(family);
       Modification m;
       m.set_id(family);
       *m.mutable_update()->mutable_gc_rule() = shape.ToProto();
@@ -1262,11 +1286,19 @@ class DifferentialTest : public ::testing::Test {
       text += StrCat(text.empty() ? "" : "; then ", Text(request));
     }
     Note(StrCat("ModifyColumnFamilies ", text, " -> ", SchemaText(next)));
-    for (Backend& b : backends_) {
+    for (int i = 0; i < 2; ++i) {
+      Backend& b = backends_[i];
       for (const auto& step : steps) {
         btadmin::ModifyColumnFamiliesRequest request;
         request.set_name(TableName(kTable));
-        for (const auto& m : step) *request.add_modifications() = m;
+        for (const auto& m : step) {
+          Modification sent = m;
+          if (GetsNoRules(i)) {
+            if (sent.has_create()) sent.mutable_create()->clear_gc_rule();
+            if (sent.has_update()) sent.mutable_update()->clear_gc_rule();
+          }
+          *request.add_modifications() = sent;
+        }
         btadmin::Table table;
         auto context = Context();
         grpc::Status s = b.admin->ModifyColumnFamilies(context.get(), request, &table);
@@ -1282,14 +1314,127 @@ class DifferentialTest : public ::testing::Test {
   // Stops tessera (SIGTERM) and starts it again on the same data folder: what was written
   // must all be there, read back from the commit log and the SSTables.
   void RestartTessera() {
-    Note("restart tessera");
+    Note(g_run.settled_gc ? "restart tessera (1 MiB memtables: replay, flush, compact), settle GC"
+                          : "restart tessera");
     StopTessera();
     if (HasFailure()) {
       diverged_ = true;
       return;
     }
+    if (g_run.settled_gc && !SelfCheck()) {
+      // Replayed into 1 MiB memtables, the log becomes files at once, with GC and compactions:
+      // the one time this tessera collects, seeing everything written so far.
+      memtable_mb_ = 1;
+      StartTessera();
+      memtable_mb_ = 0;
+      if (HasFailure()) {
+        diverged_ = true;
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      StopTessera();
+      if (HasFailure()) {
+        diverged_ = true;
+        return;
+      }
+    }
     StartTessera();
-    if (HasFailure()) diverged_ = true;
+    if (HasFailure()) {
+      diverged_ = true;
+      return;
+    }
+    if (g_run.settled_gc) SettleGc();
+  }
+
+  // Deletes, on both servers, the cells that are collectable now: those the emulator (which
+  // never collects when GC is settled) holds but its keep filter removes. Tessera may have
+  // collected them at the restart, or not; afterwards both lack them, and as nothing else
+  // collects, every later answer has one value. Cells are deleted by exact time ranges, each
+  // server's own timestamp for a server-assigned one (its operation's window).
+  void SettleGc() {
+    btv2::ReadRowsRequest raw;
+    SetTable(&raw);
+    btv2::ReadRowsRequest kept = raw;
+    std::optional<btv2::RowFilter> keep = KeepFilterForTable();
+    if (!keep.has_value()) return;
+    *kept.mutable_filter() = *keep;
+    std::vector<client::Row> all, live;
+    Status s1 = ReadAllRows(backends_[1].data.get(), raw, &all);
+    Status s2 = ReadAllRows(backends_[1].data.get(), kept, &live);
+    if (!s1.ok() || !s2.ok()) {
+      Diverged(StrCat("settling GC: the emulator's reads failed: ", s1.ToString(), " ",
+                      s2.ToString()));
+      return;
+    }
+    std::map<std::string, std::vector<std::tuple<std::string, std::string, int64_t>>> live_cells;
+    for (const client::Row& row : live) {
+      for (const client::Cell& c : row.cells) {
+        live_cells[row.key].emplace_back(c.family, c.qualifier, c.timestamp_micros);
+      }
+    }
+    int deleted = 0;
+    for (const client::Row& row : all) {
+      btv2::MutateRowRequest requests[2];
+      for (const client::Cell& c : row.cells) {
+        const auto& l = live_cells[row.key];
+        if (std::find(l.begin(), l.end(), std::make_tuple(c.family, c.qualifier,
+                                                          c.timestamp_micros)) != l.end()) {
+          continue;
+        }
+        for (int i = 0; i < 2; ++i) {
+          int64_t lo = c.timestamp_micros, hi = c.timestamp_micros + 1000;
+          const bool server_assigned =
+              c.timestamp_micros >= kYoungFromMicros && c.timestamp_micros < kFutureFromMicros;
+          if (server_assigned) {
+            const Window* w = WindowOf(1, c.timestamp_micros);
+            const Window* mine = w == nullptr ? nullptr : WindowOfOp(i, w->op);
+            if (mine == nullptr) {
+              Diverged(StrCat("settling GC: no request window for ", Printable(row.key), " ",
+                              c.family, ":", Printable(c.qualifier), " @", c.timestamp_micros));
+              return;
+            }
+            lo = mine->lo;
+            hi = mine->hi - mine->hi % 1000 + 1000;
+          }
+          lo -= lo % 1000;
+          auto* del = requests[i].add_mutations()->mutable_delete_from_column();
+          del->set_family_name(c.family);
+          del->set_column_qualifier(c.qualifier);
+          del->mutable_time_range()->set_start_timestamp_micros(lo);
+          del->mutable_time_range()->set_end_timestamp_micros(hi);
+        }
+        ++deleted;
+      }
+      if (requests[0].mutations_size() == 0) continue;
+      for (int i = 0; i < 2; ++i) {
+        SetTable(&requests[i]);
+        requests[i].set_row_key(row.key);
+        btv2::MutateRowResponse response;
+        auto context = Context();
+        grpc::Status s = backends_[i].data->MutateRow(context.get(), requests[i], &response);
+        if (!s.ok()) {
+          Diverged(StrCat("settling GC failed on ", backends_[i].name, ": ", s.error_message(),
+                          "\nrequest: ", Text(requests[i])));
+          return;
+        }
+      }
+    }
+    Note(StrCat("settled GC: deleted ", deleted, " collectable cells on both servers"));
+    CompareWholeTable("after settling GC");
+  }
+
+  // The window of backend i that holds `ts`, or of operation `op`; nullptr if none.
+  const Window* WindowOf(int i, int64_t ts) const {
+    auto it = std::upper_bound(windows_[i].begin(), windows_[i].end(), ts,
+                               [](int64_t t, const Window& w) { return t < w.lo; });
+    if (it == windows_[i].begin() || ts > std::prev(it)->hi) return nullptr;
+    return &*std::prev(it);
+  }
+  const Window* WindowOfOp(int i, int op) const {
+    auto it = std::lower_bound(windows_[i].begin(), windows_[i].end(), op,
+                               [](const Window& w, int o) { return w.op < o; });
+    if (it == windows_[i].end() || it->op != op) return nullptr;
+    return &*it;
   }
 
   // Requests the API rejects; both must answer INVALID_ARGUMENT.
@@ -1357,7 +1502,7 @@ class DifferentialTest : public ::testing::Test {
     std::fflush(stdout);
     StartServers();
     if (HasFailure()) return false;
-    Generator gen(seed, &schema_);
+    Generator gen(seed, &schema_, g_run.settled_gc);
     CreateTable(gen);
     if (HasFailure()) return false;
     int counts[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -1387,7 +1532,7 @@ class DifferentialTest : public ::testing::Test {
         Admin(gen);
         ++counts[6];
       } else if (kind < 967) {
-        if (g_run.restarts) {
+        if (g_run.restarts || g_run.settled_gc) {
           RestartTessera();
           ++counts[7];
         }
@@ -1422,6 +1567,7 @@ class DifferentialTest : public ::testing::Test {
   std::unique_ptr<TempDir> dir_;
   Backend backends_[2];
   Schema schema_;
+  int memtable_mb_ = 0;  // tessera's --memtable-mb for the next start; 0: the run's choice
   // Per backend: the windows of the requests that asked for server timestamps, in order, and
   // when the last one ended.
   std::vector<Window> windows_[2];
@@ -1453,7 +1599,7 @@ TEST_F(DifferentialTest, RandomOperationsAgree) {
 int main(int argc, char** argv) {
   using tessera::integration::g_run;
   ::testing::InitGoogleTest(&argc, argv);
-  std::string seeds, ops, minutes, restarts;
+  std::string seeds, ops, minutes, restarts, settled_gc;
   if (!tessera::integration::ParseTestFlags(
           argc, argv,
           {{"tessera", &tessera::integration::g_tessera_binary},
@@ -1461,10 +1607,11 @@ int main(int argc, char** argv) {
            {"seeds", &seeds},
            {"ops", &ops},
            {"minutes", &minutes},
-           {"restarts", &restarts}},
+           {"restarts", &restarts},
+           {"settled-gc", &settled_gc}},
           {"tessera"},
           "--tessera=<binary> --emulator=<cbtemulator> [--seeds=N] [--ops=M] [--minutes=T] "
-          "[--restarts=1] [gtest flags]")) {
+          "[--restarts=1] [--settled-gc=1] [gtest flags]")) {
     return 2;
   }
   auto env = [](const char* name) -> std::string {
@@ -1482,6 +1629,7 @@ int main(int argc, char** argv) {
   if (!ops.empty()) g_run.ops = std::max(1, std::atoi(ops.c_str()));
   if (!minutes.empty()) g_run.minutes = std::max(1, std::atoi(minutes.c_str()));
   g_run.restarts = restarts == "1" || restarts == "true";
+  g_run.settled_gc = settled_gc == "1" || settled_gc == "true";
   if (const std::string e = env("TESSERA_CBTEMULATOR"); !e.empty()) {
     tessera::integration::g_emulator_binary = e;
   }
