@@ -347,6 +347,32 @@ TEST_F(AdminServiceTest, DropRowRangeDropsRowsOfCollectableCellsOnly) {
   EXPECT_TRUE(Rows().empty());
 }
 
+// Dropping a family and creating it again in one request purges its data, as two requests do.
+TEST_F(AdminServiceTest, DropAndCreateInOneRequestPurgesTheFamily) {
+  CreateDefault();
+  Put("a", "meta", "old");
+  Put("b", "cf", "other family");
+  admin::ModifyColumnFamiliesRequest r;
+  r.set_name(kTable);
+  r.add_modifications()->set_id("meta");
+  r.mutable_modifications(0)->set_drop(true);
+  r.add_modifications()->set_id("meta");
+  r.mutable_modifications(1)->mutable_create();
+  auto t = service_->DoModifyColumnFamilies(r);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->column_families().count("meta"), 1u);
+  EXPECT_EQ(Rows(), (std::vector<std::string>{"b"}));
+  Put("c", "meta", "new");
+  EXPECT_EQ(Rows(), (std::vector<std::string>{"b", "c"}));
+  // A failing request still changes nothing, even one that would be applied in parts.
+  admin::ModifyColumnFamiliesRequest failing = r;
+  failing.add_modifications()->set_id("nope");
+  failing.mutable_modifications(2)->set_drop(true);
+  EXPECT_EQ(service_->DoModifyColumnFamilies(failing).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(Rows(), (std::vector<std::string>{"b", "c"}));
+}
+
 TEST_F(AdminServiceTest, ConsistencyTokens) {
   CreateDefault();
   admin::GenerateConsistencyTokenRequest gen;
