@@ -1261,7 +1261,7 @@ class DifferentialTest : public ::testing::Test {
       steps.push_back({drop()});
       steps.push_back({create(shape)});
       next[family] = shape;
-    } else if (kind == 4 && family != "f1" && std::getenv("TESSERA_DIFF_ONE_REQUEST")) {
+    } else if (kind == 4 && family != "f1") {
       // One request: the modifications apply in order (§5.6), so the drop purges the data
       // and the family starts empty, as in two requests.
       const GcShape shape = RulesAllowed(family) ? gen.Shape() : GcShape{};
