@@ -13,6 +13,7 @@
 //                     [--seeds=N] [--ops=M] [--minutes=T] [--restarts=1] [--settled-gc=1]
 //                     [gtest flags]
 //   --seeds=N   run N sequences, seeds S, S+1, ... (default 1); stops at the first divergence
+//               unless --keep-going=1
 //   --ops=M     operations per sequence (default 2000; TESSERA_DIFF_OPS too)
 //   --minutes=T stop starting new sequences after T minutes (default 4)
 //   --restarts=1  also restart tessera (SIGTERM, same data folder) now and then
@@ -346,7 +347,12 @@ class Generator {
       // timestamps in the future make a server-assigned cell an older version.
       const size_t ts_kind = Uniform(8);
       set->set_timestamp_micros(ts_kind < 2 ? -1 : ts_kind == 2 ? FutureTimestamp() : Timestamp());
-      set->set_value(OneIn(150) ? kBigValue : Value());
+      // Settled GC: more big values in families that count versions, so that each restart's
+      // replay fills several 1 MiB memtables of a tablet (flushes and compactions with GC),
+      // and their versions are collected or settled rather than piling up.
+      const bool more_big =
+          ranged_deletes_everywhere_ && schema_->at(set->family_name()).CountsVersions();
+      set->set_value(OneIn(more_big ? 40 : 150) ? kBigValue : Value());
     } else if (kind < 17) {
       auto* del = m.mutable_delete_from_column();
       del->set_family_name(Family());
@@ -568,6 +574,8 @@ struct RunOptions {
   // cells collectable then (see SettleGc): no ambiguity left, so time-ranged deletes in every
   // family and any change of rule are generated.
   bool settled_gc = false;
+  // Go on with the next seed after a divergence (to measure how often sequences diverge).
+  bool keep_going = false;
 };
 RunOptions g_run;
 
@@ -654,8 +662,19 @@ class DifferentialTest : public ::testing::Test {
     if (backends_[0].process != nullptr || backends_[1].process != nullptr) StopServers();
   }
 
+  // Failures so far in this test (all sequences): gtest's HasFailure() never resets.
+  static int FailureCount() {
+    const ::testing::TestResult* r =
+        ::testing::UnitTest::GetInstance()->current_test_info()->result();
+    int n = 0;
+    for (int i = 0; i < r->total_part_count(); ++i) n += r->GetTestPartResult(i).failed();
+    return n;
+  }
+  bool SequenceFailed() const { return FailureCount() > failures_before_; }
+
   // Forgets the previous sequence's state.
   void ResetState(uint64_t seed) {
+    failures_before_ = FailureCount();
     seed_ = seed;
     op_ = 0;
     diverged_ = false;
@@ -1322,7 +1341,7 @@ class DifferentialTest : public ::testing::Test {
     Note(g_run.settled_gc ? "restart tessera (1 MiB memtables: replay, flush, compact), settle GC"
                           : "restart tessera");
     StopTessera();
-    if (HasFailure()) {
+    if (SequenceFailed()) {
       diverged_ = true;
       return;
     }
@@ -1332,19 +1351,19 @@ class DifferentialTest : public ::testing::Test {
       memtable_mb_ = 1;
       StartTessera();
       memtable_mb_ = 0;
-      if (HasFailure()) {
+      if (SequenceFailed()) {
         diverged_ = true;
         return;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
       StopTessera();
-      if (HasFailure()) {
+      if (SequenceFailed()) {
         diverged_ = true;
         return;
       }
     }
     StartTessera();
-    if (HasFailure()) {
+    if (SequenceFailed()) {
       diverged_ = true;
       return;
     }
@@ -1506,10 +1525,10 @@ class DifferentialTest : public ::testing::Test {
                 ops);
     std::fflush(stdout);
     StartServers();
-    if (HasFailure()) return false;
+    if (SequenceFailed()) return false;
     Generator gen(seed, &schema_, g_run.settled_gc);
     CreateTable(gen);
-    if (HasFailure()) return false;
+    if (SequenceFailed()) return false;
     int counts[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(4);
     for (op_ = 0; op_ < ops && !diverged_; ++op_) {
@@ -1536,7 +1555,7 @@ class DifferentialTest : public ::testing::Test {
       } else if (kind < 965) {
         Admin(gen);
         ++counts[6];
-      } else if (kind < 967) {
+      } else if (kind < (g_run.settled_gc ? 975 : 967)) {
         if (g_run.restarts || g_run.settled_gc) {
           RestartTessera();
           ++counts[7];
@@ -1556,9 +1575,9 @@ class DifferentialTest : public ::testing::Test {
         counts[4], counts[6], counts[5], counts[7], full_compares_, nonempty_reads_,
         rows_compared_, diverged_ ? ", DIVERGED" : ", all equal");
     std::fflush(stdout);
-    const bool agreed = !diverged_ && !HasFailure();
+    const bool agreed = !diverged_ && !SequenceFailed();
     StopServers();
-    return agreed && !HasFailure();
+    return agreed && !SequenceFailed();
   }
 
   uint64_t seed_ = 0;
@@ -1572,6 +1591,7 @@ class DifferentialTest : public ::testing::Test {
   std::unique_ptr<TempDir> dir_;
   Backend backends_[2];
   Schema schema_;
+  int failures_before_ = 0;  // FailureCount() when the sequence started
   int memtable_mb_ = 0;  // tessera's --memtable-mb for the next start; 0: the run's choice
   // Per backend: the windows of the requests that asked for server timestamps, in order, and
   // when the last one ended.
@@ -1582,20 +1602,28 @@ class DifferentialTest : public ::testing::Test {
 TEST_F(DifferentialTest, RandomOperationsAgree) {
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::minutes(std::max(1, g_run.minutes));
-  int run = 0;
+  int run = 0, diverged = 0;
+  std::string diverged_seeds;
   for (; run < g_run.seeds; ++run) {
     if (run > 0 && std::chrono::steady_clock::now() > deadline) {
       std::printf("differential_test: --minutes=%d reached after %d sequences\n", g_run.minutes,
                   run);
       break;
     }
-    if (!RunSequence(g_run.first_seed + static_cast<uint64_t>(run), g_run.ops)) {
-      ++run;
-      break;
+    const uint64_t seed = g_run.first_seed + static_cast<uint64_t>(run);
+    if (!RunSequence(seed, g_run.ops)) {
+      ++diverged;
+      diverged_seeds += StrCat(" ", seed);
+      if (!g_run.keep_going) {
+        ++run;
+        break;
+      }
+      if (backends_[0].process != nullptr || backends_[1].process != nullptr) StopServers();
     }
   }
-  std::printf("differential_test: %d sequence(s) of up to %d operations, %s\n", run, g_run.ops,
-              HasFailure() ? "the last one DIVERGED" : "all agreed");
+  std::printf("differential_test: %d sequence(s) of up to %d operations, %s%s\n", run, g_run.ops,
+              diverged == 0 ? "all agreed" : StrCat(diverged, " DIVERGED:").c_str(),
+              diverged_seeds.c_str());
 }
 
 }  // namespace
@@ -1604,7 +1632,7 @@ TEST_F(DifferentialTest, RandomOperationsAgree) {
 int main(int argc, char** argv) {
   using tessera::integration::g_run;
   ::testing::InitGoogleTest(&argc, argv);
-  std::string seeds, ops, minutes, restarts, settled_gc;
+  std::string seeds, ops, minutes, restarts, settled_gc, keep_going;
   if (!tessera::integration::ParseTestFlags(
           argc, argv,
           {{"tessera", &tessera::integration::g_tessera_binary},
@@ -1613,10 +1641,11 @@ int main(int argc, char** argv) {
            {"ops", &ops},
            {"minutes", &minutes},
            {"restarts", &restarts},
-           {"settled-gc", &settled_gc}},
+           {"settled-gc", &settled_gc},
+           {"keep-going", &keep_going}},
           {"tessera"},
           "--tessera=<binary> --emulator=<cbtemulator> [--seeds=N] [--ops=M] [--minutes=T] "
-          "[--restarts=1] [--settled-gc=1] [gtest flags]")) {
+          "[--restarts=1] [--settled-gc=1] [--keep-going=1] [gtest flags]")) {
     return 2;
   }
   auto env = [](const char* name) -> std::string {
@@ -1635,6 +1664,7 @@ int main(int argc, char** argv) {
   if (!minutes.empty()) g_run.minutes = std::max(1, std::atoi(minutes.c_str()));
   g_run.restarts = restarts == "1" || restarts == "true";
   g_run.settled_gc = settled_gc == "1" || settled_gc == "true";
+  g_run.keep_going = keep_going == "1" || keep_going == "true";
   if (const std::string e = env("TESSERA_CBTEMULATOR"); !e.empty()) {
     tessera::integration::g_emulator_binary = e;
   }
