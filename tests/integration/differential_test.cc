@@ -374,7 +374,24 @@ class Generator {
   void Mutations(google::protobuf::RepeatedPtrField<btv2::Mutation>* out, size_t min,
                  size_t max) {
     size_t n = min + Uniform(max - min + 1);
-    for (size_t i = 0; i < n; ++i) *out->Add() = Mutation();
+    // At most one server-assigned SetCell per column in a request: -1 is the server's time
+    // when the mutation is applied (§5.2), so two of them may get one timestamp (tessera: one
+    // time per request, the last write wins, §5.1 item 10) or two (the emulator takes the time
+    // for each mutation and can cross a millisecond between them). Both are right.
+    std::vector<std::pair<std::string, std::string>> server_stamped;
+    for (size_t i = 0; i < n; ++i) {
+      btv2::Mutation m = Mutation();
+      if (m.has_set_cell() && m.set_cell().timestamp_micros() == -1) {
+        auto column = std::make_pair(m.set_cell().family_name(), m.set_cell().column_qualifier());
+        if (std::find(server_stamped.begin(), server_stamped.end(), column) !=
+            server_stamped.end()) {
+          m.mutable_set_cell()->set_timestamp_micros(Timestamp());
+        } else {
+          server_stamped.push_back(std::move(column));
+        }
+      }
+      *out->Add() = std::move(m);
+    }
   }
 
   btv2::RowSet RowSet() {
