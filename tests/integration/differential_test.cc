@@ -2,15 +2,40 @@
 // serve` and to the official emulator (cbtemulator), and every answer is compared: MutateRow,
 // MutateRows (per-entry statuses), ReadRows with random row sets, limits, reversed scans and
 // filters (rows and cells; now and then a value over 1 MiB), CheckAndMutateRow
-// (predicate_matched), ReadModifyWriteRow (the new cells), DropRowRange by prefix, dropping
-// and re-creating a family, a few invalid requests (status codes), and the whole table every
-// 100 operations and at the end.
+// (predicate_matched), ReadModifyWriteRow (the new cells), DropRowRange by prefix, families
+// created, dropped, re-created and given stricter GC rules mid-sequence (max versions, max
+// age, unions, intersections), explicit and server-assigned (-1) timestamps, row keys with
+// \n and other bytes, a few invalid requests (status codes), and the whole table every 100
+// operations and at the end. Tessera runs with 1 MiB memtables, so the big values make it
+// flush and compact (GC and tombstone purging at flush and compaction) during the run.
 //
-//   differential_test --tessera=<tessera binary> --emulator=<cbtemulator> [gtest flags]
-//   TESSERA_SEED=<n>   replay a seed (printed at the start and on failure)
-//   TESSERA_DIFF_OPS=<n>  number of operations (default 2000)
+//   differential_test --tessera=<tessera binary> --emulator=<cbtemulator>
+//                     [--seeds=N] [--ops=M] [--minutes=T] [--restarts=1] [--settled-gc=1]
+//                     [gtest flags]
+//   --seeds=N   run N sequences, seeds S, S+1, ... (default 1); stops at the first divergence
+//               unless --keep-going=1
+//   --ops=M     operations per sequence (default 2000; TESSERA_DIFF_OPS too)
+//   --minutes=T stop starting new sequences after T minutes (default 4)
+//   --restarts=1  also restart tessera (SIGTERM, same data folder) now and then
+//   --settled-gc=1  tessera collects only at restarts, seeing everything, the emulator never,
+//               and the test deletes what is collectable after each restart: GC has one
+//               answer, so time-ranged deletes everywhere and laxer rules are generated too
+//               (RunOptions::settled_gc; issue 9 needs those)
+//   TESSERA_SEED=<n>   the first seed (printed at the start and on failure)
+//   TESSERA_DIFF_SEEDS=<n>  as --seeds
 //   TESSERA_DIFF_VERBOSE=1  print every operation
 // Exits 77 (skipped) when the emulator is not installed.
+//
+// Garbage collection is asynchronous in the API, and the two servers collect at different
+// times, so GC-collectable cells are removed from the emulator's answers by a filter and
+// Tessera's answers are taken as they are; the generator keeps "collectable" from ever
+// shrinking (differential_gc.h says how and why).
+//
+// Server-assigned timestamps come from each server's clock. Every operation that asks for one
+// is sent to each server in a fresh millisecond, after the previous such operation's answer,
+// so each server's timestamps fall into disjoint per-operation windows; answers are compared
+// after each such timestamp is replaced by its operation's canonical one (the order of
+// timestamps is kept: server-assigned ones are newer than every explicit one).
 //
 // The generator produces only requests whose answer the API defines. Where the emulator is
 // known to be wrong against the API's contract (bigtable-api.md), the request shapes that
@@ -26,12 +51,17 @@
 //      fail, tessera with one of those two codes.
 //   4. Unknown families (UNKNOWN / per-entry INTERNAL in the emulator, NOT_FOUND per the API,
 //      §5.3, §5.7), sink and value_bitmask (ignored by the emulator, §5.4, §6.8) and
-//      row_sample (random) are not generated. Reversed scans are, with the `bigtable-features`
-//      header the emulator requires for them (§4) sent to both servers.
+//      row_sample (random) are not generated: mutations name only families the table has.
+//      Reversed scans are, with the `bigtable-features` header the emulator requires for
+//      them (§4) sent to both servers.
 //   5. ReadModifyWriteRow: the emulator keeps the effect of the rules before a failing one
 //      (the call is atomic, §5.5) -> a request predicted to fail is cut to its failing rule.
 //   6. Filter arguments (a bad regex) are checked only when a row reaches the filter: an
 //      empty table answers OK (§5.4, §5.7) -> invalid requests are sent to a non-empty table.
+//   7. GC: the emulator collects in the background, only after a ModifyColumnFamilies, and
+//      never by an intersection rule (§5.6, §6 item 5) -> its answers pass through the
+//      families' keep filters (differential_gc.h); ReadModifyWriteRow (no filter) only on
+//      families whose newest cell cannot be collected.
 // Not emulator errors but unspecified by the API, so normalized: the order of families inside
 // a row (§5.1 item 10) and the mutual order of duplicate cells from an interleave (§5.4);
 // ReadModifyWriteRow's cell timestamps come from each server's clock (§5.5), so after each one
@@ -50,6 +80,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -57,6 +88,7 @@
 
 #include "google/bigtable/admin/v2/bigtable_table_admin.grpc.pb.h"
 #include "google/bigtable/v2/bigtable.grpc.pb.h"
+#include "differential_gc.h"
 #include "google/protobuf/empty.pb.h"
 #include "server_process.h"
 #include "tessera/util/coding.h"
@@ -78,9 +110,20 @@ constexpr char kTable[] = "diff";
 constexpr int64_t kCanonicalTimestamp = 50'000;  // where RMW results are rewritten (µs)
 
 const std::vector<std::string> kRowKeys = {
-    "a", "b", "ba", "bb", "bba", "c", std::string("c\0", 2), "c\x01", "d", "e",
-    "ea", "eb", "f", "g", "z\xff", "zz"};
-const std::vector<std::string> kFamilies = {"f1", "f2", "f3"};
+    "a",  "b",   "ba",   "bb",    "bba", "c", std::string("c\0", 2), "c\x01", "d", "e",
+    "ea", "eb",  "f",    "g",     "k",   "k\n", "k\na", std::string("k\n\0", 3), "\n",
+    "z\xff", "zz"};
+// Every family a table may have. f1 always exists; f1..f3 never get a GC rule (the one place
+// time-ranged column deletes are generated, see differential_gc.h); the others get random
+// rules and are created, dropped and changed during the run.
+const std::vector<std::string> kFamilyPool = {"f1", "f2", "f3", "_u", "g.v", "g-x"};
+bool RulesAllowed(const std::string& family) { return family[0] != 'f'; }
+
+// The table's families and their GC rules, as both servers have them.
+using Schema = std::map<std::string, GcShape>;
+// Explicit timestamps from here on are "in the future" (year 2096): after every server-assigned
+// one, and kept as they are by the timestamp canonicalization.
+constexpr int64_t kFutureFromMicros = 4'000'000'000'000'000;
 const std::vector<std::string> kQualifiers = {"a", "b", "c", "ab", "", "n", "s"};
 
 std::string BigEndian(int64_t v) { return BigEndian64String(static_cast<uint64_t>(v)); }
@@ -218,7 +261,11 @@ std::string CodeName(absl::StatusCode code) { return absl::StatusCodeToString(co
 
 class Generator {
  public:
-  explicit Generator(uint64_t seed) : rng_(seed) {}
+  // `schema` (the table's families, kept current by the test) must outlive the generator.
+  // `ranged_deletes_everywhere`: time-ranged column deletes in families that count versions
+  // too (only when GC is settled, see RunOptions).
+  Generator(uint64_t seed, const Schema* schema, bool ranged_deletes_everywhere)
+      : rng_(seed), schema_(schema), ranged_deletes_everywhere_(ranged_deletes_everywhere) {}
 
   size_t Uniform(size_t n) { return static_cast<size_t>(rng_() % n); }
   bool OneIn(size_t n) { return Uniform(n) == 0; }
@@ -228,14 +275,58 @@ class Generator {
   }
 
   const std::string& RowKey() { return Pick(kRowKeys); }
-  const std::string& Family() { return Pick(kFamilies); }
+  // A family the table has now (EMULATOR EXCEPTION 4: mutations never name a missing one).
+  std::string Family() {
+    auto it = schema_->begin();
+    std::advance(it, static_cast<std::ptrdiff_t>(Uniform(schema_->size())));
+    return it->first;
+  }
+  // A family of the pool, present or not (filters may name missing families: no cells).
+  const std::string& AnyFamily() { return Pick(kFamilyPool); }
   const std::string& Qualifier() { return Pick(kQualifiers); }
   const std::string& Value() { return Pick(kValues); }
   // Milliseconds 0..20 as microseconds: the table's granularity is MILLIS.
   int64_t Timestamp() { return static_cast<int64_t>(Uniform(21)) * 1000; }
+  // A few milliseconds after kFutureFromMicros: newer than any server-assigned timestamp.
+  int64_t FutureTimestamp() { return kFutureFromMicros + static_cast<int64_t>(Uniform(4)) * 1000; }
+
+  GcShape Shape() {
+    switch (Uniform(6)) {
+      case 0:
+        return GcShape{};
+      case 1:
+      case 2:
+        return GcShape{GcShape::Kind::kVersions, static_cast<int>(1 + Uniform(3))};
+      case 3:
+        return GcShape{GcShape::Kind::kAge, 0};
+      case 4:
+        return GcShape{GcShape::Kind::kUnion, static_cast<int>(1 + Uniform(3))};
+      default:
+        return GcShape{GcShape::Kind::kIntersection, static_cast<int>(1 + Uniform(3))};
+    }
+  }
 
   btv2::TimestampRange TimeRange() {
     btv2::TimestampRange range;
+    if (OneIn(8)) {  // only server-assigned timestamps, only old ones, or only future ones
+      switch (Uniform(3)) {
+        case 0:
+          range.set_start_timestamp_micros(kYoungFromMicros);
+          range.set_end_timestamp_micros(kFutureFromMicros);
+          break;
+        case 1:
+          range.set_end_timestamp_micros(kYoungFromMicros);
+          break;
+        default:
+          range.set_start_timestamp_micros(FutureTimestamp());
+          if (OneIn(2)) {
+            range.set_end_timestamp_micros(range.start_timestamp_micros() +
+                                           1000 * static_cast<int64_t>(1 + Uniform(3)));
+          }
+          break;
+      }
+      return range;
+    }
     int64_t start = OneIn(3) ? 0 : Timestamp();
     range.set_start_timestamp_micros(start);
     if (!OneIn(3)) {  // else end 0 = infinity
@@ -252,13 +343,26 @@ class Generator {
       auto* set = m.mutable_set_cell();
       set->set_family_name(Family());
       set->set_column_qualifier(Qualifier());
-      set->set_timestamp_micros(Timestamp());
-      set->set_value(OneIn(150) ? kBigValue : Value());
+      // -1: the server's time, truncated to the table's granularity (§5.2). Explicit
+      // timestamps in the future make a server-assigned cell an older version.
+      const size_t ts_kind = Uniform(8);
+      set->set_timestamp_micros(ts_kind < 2 ? -1 : ts_kind == 2 ? FutureTimestamp() : Timestamp());
+      // Settled GC: more big values in families that count versions, so that each restart's
+      // replay fills several 1 MiB memtables of a tablet (flushes and compactions with GC),
+      // and their versions are collected or settled rather than piling up.
+      const bool more_big =
+          ranged_deletes_everywhere_ && schema_->at(set->family_name()).CountsVersions();
+      set->set_value(OneIn(more_big ? 40 : 150) ? kBigValue : Value());
     } else if (kind < 17) {
       auto* del = m.mutable_delete_from_column();
       del->set_family_name(Family());
       del->set_column_qualifier(Qualifier());
-      if (OneIn(2)) *del->mutable_time_range() = TimeRange();
+      // Not where versions are counted: it could make a collectable cell visible again
+      // (differential_gc.h).
+      if ((ranged_deletes_everywhere_ || !schema_->at(del->family_name()).CountsVersions()) &&
+          OneIn(2)) {
+        *del->mutable_time_range() = TimeRange();
+      }
     } else if (kind < 19) {
       m.mutable_delete_from_family()->set_family_name(Family());
     } else {
@@ -270,7 +374,24 @@ class Generator {
   void Mutations(google::protobuf::RepeatedPtrField<btv2::Mutation>* out, size_t min,
                  size_t max) {
     size_t n = min + Uniform(max - min + 1);
-    for (size_t i = 0; i < n; ++i) *out->Add() = Mutation();
+    // At most one server-assigned SetCell per column in a request: -1 is the server's time
+    // when the mutation is applied (§5.2), so two of them may get one timestamp (tessera: one
+    // time per request, the last write wins, §5.1 item 10) or two (the emulator takes the time
+    // for each mutation and can cross a millisecond between them). Both are right.
+    std::vector<std::pair<std::string, std::string>> server_stamped;
+    for (size_t i = 0; i < n; ++i) {
+      btv2::Mutation m = Mutation();
+      if (m.has_set_cell() && m.set_cell().timestamp_micros() == -1) {
+        auto column = std::make_pair(m.set_cell().family_name(), m.set_cell().column_qualifier());
+        if (std::find(server_stamped.begin(), server_stamped.end(), column) !=
+            server_stamped.end()) {
+          m.mutable_set_cell()->set_timestamp_micros(Timestamp());
+        } else {
+          server_stamped.push_back(std::move(column));
+        }
+      }
+      *out->Add() = std::move(m);
+    }
   }
 
   btv2::RowSet RowSet() {
@@ -318,11 +439,14 @@ class Generator {
     size_t kind = Uniform(depth > 0 ? 20 : 15);
     switch (kind) {
       case 0:
-        f.set_row_key_regex_filter(
-            Pick<std::string>({"a", "b.*", "[a-c].*", ".*a", "z.*", ".*", "(a|ba|c)", "e[ab]?"}));
+        // `.` does not match \n, `(?s)` makes it (RE2 and Go alike, §5.4).
+        f.set_row_key_regex_filter(Pick<std::string>(
+            {"a", "b.*", "[a-c].*", ".*a", "z.*", ".*", "(a|ba|c)", "e[ab]?", "k.*", "k\\n",
+             "k\n.*", "(?s)k.*", "(?s).*\\n.*", "k[^a]*", "\\n", "k."}));
         break;
       case 1:
-        f.set_family_name_regex_filter(Pick<std::string>({"f1", "f[12]", "f.*", "f3", "f2|f3"}));
+        f.set_family_name_regex_filter(Pick<std::string>(
+            {"f1", "f[12]", "f.*", "f3", "f2|f3", "_u", "g\\..*", "g.*", "_u|f1", "g-x"}));
         break;
       case 2:
         f.set_column_qualifier_regex_filter(
@@ -330,7 +454,7 @@ class Generator {
         break;
       case 3: {
         auto* r = f.mutable_column_range_filter();
-        r->set_family_name(Family());
+        r->set_family_name(AnyFamily());
         std::string a = Qualifier(), b = Qualifier();
         if (b < a) std::swap(a, b);
         size_t sk = Uniform(3), ek = Uniform(3);
@@ -387,7 +511,7 @@ class Generator {
       case 12: {
         // EMULATOR EXCEPTION 1: per-row cell counting only over a single family.
         auto* chain = f.mutable_chain();
-        chain->add_filters()->set_family_name_regex_filter(Family());
+        chain->add_filters()->set_family_name_regex_filter(ExactRegex(AnyFamily()));
         if (OneIn(2)) *chain->add_filters() = Filter(0, ctx);
         if (kind == 11) {
           chain->add_filters()->set_cells_per_row_limit_filter(
@@ -449,55 +573,83 @@ class Generator {
 
  private:
   std::mt19937_64 rng_;
+  const Schema* const schema_;
+  const bool ranged_deletes_everywhere_;
 };
 
 // ---- the test ----
 
+// How long and how many: the defaults keep `integration_differential` in ctest short; a
+// campaign sets them with flags (see the top).
+struct RunOptions {
+  uint64_t first_seed = 0;
+  int seeds = 1;
+  int ops = 2000;
+  int minutes = 4;
+  bool restarts = false;
+  // Tessera collects only at restarts, the emulator never, and after each restart both lose the
+  // cells collectable then (see SettleGc): no ambiguity left, so time-ranged deletes in every
+  // family and any change of rule are generated.
+  bool settled_gc = false;
+  // Go on with the next seed after a divergence (to measure how often sequences diverge).
+  bool keep_going = false;
+};
+RunOptions g_run;
+
 class DifferentialTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    const char* seed_env = std::getenv("TESSERA_SEED");
-    seed_ = seed_env != nullptr ? std::strtoull(seed_env, nullptr, 10)
-                                : static_cast<uint64_t>(
-                                      std::chrono::system_clock::now().time_since_epoch().count());
-    const char* ops_env = std::getenv("TESSERA_DIFF_OPS");
-    ops_ = ops_env != nullptr ? std::max(1, std::atoi(ops_env)) : 2000;
-    verbose_ = std::getenv("TESSERA_DIFF_VERBOSE") != nullptr;
-    std::printf("differential_test: seed %llu (replay with TESSERA_SEED=%llu), %d operations\n",
-                static_cast<unsigned long long>(seed_), static_cast<unsigned long long>(seed_),
-                ops_);
-    std::fflush(stdout);
-
+  // Starts both servers for one sequence.
+  void StartServers() {
     dir_ = std::make_unique<TempDir>("tessera-differential");
+    auto emulator = ServerProcess::StartEmulator(g_emulator_binary, dir_->path());
+    ASSERT_TRUE(emulator.ok()) << emulator.status();
+    backends_[1].name = "emulator";
+    backends_[1].process = std::move(*emulator);
+    Connect(&backends_[1]);
+    backends_[0].name = "tessera";
+    StartTessera();
+  }
+
+  void StartTessera() {
     auto tessera = SelfCheck()
                        ? ServerProcess::StartEmulator(g_tessera_binary, dir_->path())
                        // Durability is the kill -9 test's business; periodic sync keeps
-                       // this run fast.
-                       : ServerProcess::StartTessera(g_tessera_binary, dir_->path() + "/data",
-                                                     {"--sync", "periodic"});
+                       // this run fast. 1 MiB memtables: every big value makes a flush,
+                       // and four flushes a compaction, so GC and tombstone purging at
+                       // flush and compaction are part of every run.
+                       : ServerProcess::StartTessera(
+                             g_tessera_binary, dir_->path() + "/data",
+                             {"--sync", "periodic", "--memtable-mb",
+                              // Settled GC: no flush (and no GC) between restarts.
+                              memtable_mb_ != 0 ? std::to_string(memtable_mb_)
+                              : g_run.settled_gc ? "4096"
+                                                 : "1",
+                              "--memory-limit-mb", "8192"});
     ASSERT_TRUE(tessera.ok()) << tessera.status();
-    auto emulator = ServerProcess::StartEmulator(g_emulator_binary, dir_->path());
-    ASSERT_TRUE(emulator.ok()) << emulator.status();
-    backends_[0].name = "tessera";
     backends_[0].process = std::move(*tessera);
-    backends_[1].name = "emulator";
-    backends_[1].process = std::move(*emulator);
-    for (Backend& b : backends_) {
-      b.channel = b.process->NewChannel();
-      b.data = btv2::Bigtable::NewStub(b.channel);
-      b.admin = btadmin::BigtableTableAdmin::NewStub(b.channel);
-    }
+    Connect(&backends_[0]);
   }
 
-  void TearDown() override {
+  static void Connect(Backend* b) {
+    b->channel = b->process->NewChannel();
+    b->data = btv2::Bigtable::NewStub(b->channel);
+    b->admin = btadmin::BigtableTableAdmin::NewStub(b->channel);
+  }
+
+  static void Disconnect(Backend* b) {
     // Close our connections first: with an idle gRPC C++ client connected, the server's
     // shutdown waits its whole grace period (5 s) for the client to hang up.
-    for (Backend& b : backends_) {
-      b.data.reset();
-      b.admin.reset();
-      b.channel.reset();
-    }
-    if (backends_[0].process != nullptr && !SelfCheck()) {
+    b->data.reset();
+    b->admin.reset();
+    b->channel.reset();
+  }
+
+  void StopTessera() {
+    Disconnect(&backends_[0]);
+    if (backends_[0].process == nullptr) return;
+    if (SelfCheck()) {
+      backends_[0].process->Kill();
+    } else {
       const auto stop_start = std::chrono::steady_clock::now();
       auto exit = backends_[0].process->Stop();
       const auto stop_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -511,7 +663,45 @@ class DifferentialTest : public ::testing::Test {
           << (exit.ok() ? StrCat("status ", *exit) : exit.status().ToString()) << "\n"
           << backends_[0].process->LogTail();
     }
+    backends_[0].process.reset();
+  }
+
+  void StopServers() {
+    StopTessera();
+    Disconnect(&backends_[1]);
     if (backends_[1].process != nullptr) backends_[1].process->Kill();
+    backends_[1].process.reset();
+    // Kept on failure (with the server logs) only when asked: TESSERA_KEEP_TEST_DIRS=1.
+    dir_.reset();
+  }
+
+  void TearDown() override {
+    if (backends_[0].process != nullptr || backends_[1].process != nullptr) StopServers();
+  }
+
+  // Failures so far in this test (all sequences): gtest's HasFailure() never resets.
+  static int FailureCount() {
+    const ::testing::TestResult* r =
+        ::testing::UnitTest::GetInstance()->current_test_info()->result();
+    int n = 0;
+    for (int i = 0; i < r->total_part_count(); ++i) n += r->GetTestPartResult(i).failed();
+    return n;
+  }
+  bool SequenceFailed() const { return FailureCount() > failures_before_; }
+
+  // Forgets the previous sequence's state.
+  void ResetState(uint64_t seed) {
+    failures_before_ = FailureCount();
+    seed_ = seed;
+    op_ = 0;
+    diverged_ = false;
+    full_compares_ = 0;
+    rows_compared_ = 0;
+    nonempty_reads_ = 0;
+    history_.clear();
+    schema_.clear();
+    for (auto& w : windows_) w.clear();
+    for (auto& h : last_window_end_) h = 0;
   }
 
   // Records a failure with the context needed to replay it; the run stops at the first one.
@@ -519,10 +709,10 @@ class DifferentialTest : public ::testing::Test {
     std::string history;
     for (const std::string& h : history_) history += StrCat("  ", h, "\n");
     ADD_FAILURE() << "DIVERGENCE at operation " << op_ << " (seed " << seed_
-                  << ", replay with TESSERA_SEED=" << seed_ << "):\n"
-                  << what << "\nlast operations:\n"
+                  << ", replay with TESSERA_SEED=" << seed_ << " --ops=" << op_ + 1 << "):\n"
+                  << what << "\nschema: " << SchemaText() << "\nlast operations:\n"
                   << history << "tessera log tail:\n"
-                  << backends_[0].process->LogTail(2000);
+                  << (backends_[0].process ? backends_[0].process->LogTail(2000) : "");
     diverged_ = true;
   }
 
@@ -532,21 +722,181 @@ class DifferentialTest : public ::testing::Test {
     if (history_.size() > 12) history_.pop_front();
   }
 
-  void CreateTable() {
-    for (Backend& b : backends_) {
+  std::string SchemaText() const { return SchemaText(schema_); }
+  static std::string SchemaText(const Schema& schema) {
+    std::string out;
+    for (const auto& [family, shape] : schema) {
+      out += StrCat(out.empty() ? "" : ", ", family, ": ", shape.ToString());
+    }
+    return out;
+  }
+
+  // ---- GC: what the emulator's answers are compared after (EMULATOR EXCEPTION 7) ----
+
+  // Whether backend `i` may still return collectable cells: the emulator (and tessera's place
+  // when it is an emulator too, in the self-check).
+  bool MayReturnCollectable(int i) const { return i == 1 || SelfCheck(); }
+
+  // The GC rule backend i gets for `shape`: none for the emulator when GC is settled by the
+  // test (so that it never collects on its own).
+  bool GetsNoRules(int i) const { return g_run.settled_gc && MayReturnCollectable(i); }
+  btadmin::GcRule RuleFor(int i, const GcShape& shape) const {
+    return GetsNoRules(i) ? btadmin::GcRule() : shape.ToProto();
+  }
+
+  // A filter keeping exactly the cells no family's rule collects; nullopt when no family has a
+  // rule. One branch per family of the table: disjoint, so nothing is duplicated.
+  std::optional<btv2::RowFilter> KeepFilterForTable() const {
+    std::vector<btv2::RowFilter> branches;
+    bool any_rule = false;
+    for (const auto& [family, shape] : schema_) {
+      btv2::RowFilter branch;
+      btv2::RowFilter only_family;
+      only_family.set_family_name_regex_filter(ExactRegex(family));
+      if (shape.kind == GcShape::Kind::kNone) {
+        branch = only_family;
+      } else {
+        any_rule = true;
+        *branch.mutable_chain()->add_filters() = only_family;
+        *branch.mutable_chain()->add_filters() = KeepFilter(shape);
+      }
+      branches.push_back(std::move(branch));
+    }
+    if (!any_rule) return std::nullopt;
+    if (branches.size() == 1) return branches[0];
+    btv2::RowFilter all;
+    for (auto& b : branches) *all.mutable_interleave()->add_filters() = std::move(b);
+    return all;
+  }
+
+  // `filter` (nullptr: none) for backend i: after the keep filter where i needs it.
+  std::optional<btv2::RowFilter> FilterFor(int i, const btv2::RowFilter* filter) const {
+    std::optional<btv2::RowFilter> keep;
+    if (MayReturnCollectable(i)) keep = KeepFilterForTable();
+    if (!keep.has_value()) {
+      if (filter == nullptr) return std::nullopt;
+      return *filter;
+    }
+    if (filter == nullptr) return keep;
+    btv2::RowFilter chain;
+    *chain.mutable_chain()->add_filters() = *std::move(keep);
+    *chain.mutable_chain()->add_filters() = *filter;
+    return chain;
+  }
+
+  // ---- server-assigned timestamps ----
+
+  struct Window {
+    int64_t lo;  // µs, the millisecond the request was sent in
+    int64_t hi;  // µs, when its answer arrived
+    int op;
+  };
+
+  static int64_t NowMicros() {
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
+
+  // Waits for a fresh millisecond after the previous stamped request to backend i, early in
+  // it, so that the request's timestamps all fall in one millisecond on either server.
+  int64_t BeginStamped(int i) {
+    while (true) {
+      const int64_t now = NowMicros();
+      const int64_t ms = now - now % 1000;
+      if (ms > last_window_end_[i] && now % 1000 < 300) return ms;
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+
+  void EndStamped(int i, int64_t lo) {
+    const int64_t hi = NowMicros();
+    windows_[i].push_back({lo, hi, op_});
+    last_window_end_[i] = hi;
+  }
+
+  // Sends with `send(i)` to backend i, in a window of its own when `stamped`.
+  template <typename Send>
+  auto SendTo(int i, bool stamped, Send&& send) {
+    const int64_t lo = stamped ? BeginStamped(i) : 0;
+    auto result = send(i);
+    if (stamped) EndStamped(i, lo);
+    return result;
+  }
+
+  // The canonical timestamp of operation `op`'s server-assigned timestamps: newer than every
+  // explicit one, in operation order.
+  static int64_t CanonicalServerTimestamp(int op) {
+    return kYoungFromMicros + 1000 * static_cast<int64_t>(op + 1);
+  }
+
+  // Replaces backend i's server-assigned timestamps by their operation's canonical one; sets
+  // *problem when one falls into no window (a timestamp the server made up at the wrong time).
+  void CanonicalizeTimestamps(int i, std::vector<client::Row>* rows,
+                              std::string* problem) const {
+    for (client::Row& row : *rows) {
+      for (client::Cell& c : row.cells) {
+        if (c.timestamp_micros < kYoungFromMicros || c.timestamp_micros >= kFutureFromMicros) {
+          continue;  // explicit
+        }
+        const int64_t ts = c.timestamp_micros;
+        auto it = std::upper_bound(windows_[i].begin(), windows_[i].end(), ts,
+                                   [](int64_t t, const Window& w) { return t < w.lo; });
+        if (it == windows_[i].begin() || ts > std::prev(it)->hi) {
+          if (problem->empty()) {
+            *problem = StrCat(backends_[i].name, " returned ", Printable(row.key), " ",
+                              c.family, ":", Printable(c.qualifier), " @", ts,
+                              ", a server timestamp of no request sent to it");
+          }
+          continue;
+        }
+        if (i == 0 && !SelfCheck() && ts % 1000 != 0 && problem->empty()) {
+          *problem = StrCat("tessera's server timestamp ", ts,
+                            " is not on the table's millisecond granularity");
+        }
+        c.timestamp_micros = CanonicalServerTimestamp(std::prev(it)->op);
+      }
+    }
+  }
+
+  static bool HasServerTimestamp(
+      const google::protobuf::RepeatedPtrField<btv2::Mutation>& mutations) {
+    for (const auto& m : mutations) {
+      if (m.has_set_cell() && m.set_cell().timestamp_micros() == -1) return true;
+    }
+    return false;
+  }
+
+  // ---- the table ----
+
+  void CreateTable(Generator& gen) {
+    // f1..f3 as before, plus a random choice of the others with random rules.
+    schema_.clear();
+    for (const std::string& f : kFamilyPool) {
+      if (!RulesAllowed(f)) {
+        schema_[f] = GcShape{};
+      } else if (!gen.OneIn(3)) {
+        schema_[f] = gen.Shape();
+      }
+    }
+    for (int i = 0; i < 2; ++i) {
+      Backend& b = backends_[i];
       btadmin::CreateTableRequest request;
       request.set_parent(kInstanceName);
       request.set_table_id(kTable);
-      for (const std::string& f : kFamilies) {
-        (*request.mutable_table()->mutable_column_families())[f].mutable_gc_rule();
+      for (const auto& [f, shape] : schema_) {
+        *(*request.mutable_table()->mutable_column_families())[f].mutable_gc_rule() =
+            RuleFor(i, shape);
       }
       request.add_initial_splits()->set_key("c");
       request.add_initial_splits()->set_key("f");
+      request.add_initial_splits()->set_key("k\n");
       btadmin::Table table;
       auto context = Context();
       grpc::Status s = b.admin->CreateTable(context.get(), request, &table);
       ASSERT_TRUE(s.ok()) << b.name << " CreateTable: " << s.error_message();
     }
+    Note(StrCat("CreateTable ", SchemaText()));
   }
 
   void MutateRow(Generator& gen) {
@@ -555,11 +905,14 @@ class DifferentialTest : public ::testing::Test {
     request.set_row_key(gen.RowKey());
     gen.Mutations(request.mutable_mutations(), 1, 5);
     Note(StrCat("MutateRow ", Text(request)));
+    const bool stamped = HasServerTimestamp(request.mutations());
     absl::StatusCode codes[2];
     for (int i = 0; i < 2; ++i) {
-      btv2::MutateRowResponse response;
-      auto context = Context();
-      codes[i] = FromGrpc(backends_[i].data->MutateRow(context.get(), request, &response)).code();
+      codes[i] = SendTo(i, stamped, [&](int b) {
+        btv2::MutateRowResponse response;
+        auto context = Context();
+        return FromGrpc(backends_[b].data->MutateRow(context.get(), request, &response)).code();
+      });
     }
     if (codes[0] != absl::StatusCode::kOk || codes[1] != absl::StatusCode::kOk) {
       Diverged(StrCat("MutateRow (valid) answered tessera ", CodeName(codes[0]), ", emulator ",
@@ -580,28 +933,33 @@ class DifferentialTest : public ::testing::Test {
       gen.Mutations(entry->mutable_mutations(), 1, 4);
     }
     Note(StrCat("MutateRows ", Text(request)));
-    for (Backend& b : backends_) {
-      auto context = Context();
-      auto reader = b.data->MutateRows(context.get(), request);
-      btv2::MutateRowsResponse response;
+    bool stamped = false;
+    for (const auto& e : request.entries()) stamped |= HasServerTimestamp(e.mutations());
+    for (int bi = 0; bi < 2; ++bi) {
+      Backend& b = backends_[bi];
       std::vector<int> codes(n, -1);
       bool status_missing = false;
-      while (reader->Read(&response)) {
-        for (const auto& e : response.entries()) {
-          if (e.index() >= 0 && static_cast<size_t>(e.index()) < n) {
-            codes[e.index()] = e.status().code();
+      grpc::Status s = SendTo(bi, stamped, [&](int) {
+        auto context = Context();
+        auto reader = b.data->MutateRows(context.get(), request);
+        btv2::MutateRowsResponse response;
+        while (reader->Read(&response)) {
+          for (const auto& e : response.entries()) {
+            if (e.index() >= 0 && static_cast<size_t>(e.index()) < n) {
+              codes[e.index()] = e.status().code();
+            }
+            // An entry must carry its status even when OK: the Go client (cbt import) and the
+            // Node client dereference it and crash on a missing one.
+            if (!e.has_status()) status_missing = true;
           }
-          // An entry must carry its status even when OK: the Go client (cbt import) and the
-          // Node client dereference it and crash on a missing one.
-          if (!e.has_status()) status_missing = true;
         }
-      }
+        return reader->Finish();
+      });
       if (status_missing) {
         Diverged(StrCat("MutateRows on ", b.name, ": a response entry has no status field "
                         "(cbt import panics and the Node client throws on that)"));
         return;
       }
-      grpc::Status s = reader->Finish();
       if (!s.ok()) {
         Diverged(StrCat("MutateRows (valid) failed on ", b.name, ": ", s.error_message()));
         return;
@@ -625,7 +983,15 @@ class DifferentialTest : public ::testing::Test {
     const std::vector<std::pair<std::string, std::string>> features = {
         {kFeaturesHeader, kReverseScansFeature}};
     for (int i = 0; i < 2; ++i) {
-      status[i] = ReadAllRows(backends_[i].data.get(), request, &rows[i],
+      btv2::ReadRowsRequest sent = request;
+      std::optional<btv2::RowFilter> filter =
+          FilterFor(i, request.has_filter() ? &request.filter() : nullptr);
+      if (filter.has_value()) {
+        *sent.mutable_filter() = *std::move(filter);
+      } else {
+        sent.clear_filter();
+      }
+      status[i] = ReadAllRows(backends_[i].data.get(), sent, &rows[i],
                               std::chrono::seconds(30), features);
     }
     if (status[0].code() != status[1].code()) {
@@ -647,6 +1013,12 @@ class DifferentialTest : public ::testing::Test {
                         "\nrequest: ", Text(request)));
         return;
       }
+    }
+    std::string problem;
+    for (int i = 0; i < 2; ++i) CanonicalizeTimestamps(i, &rows[i], &problem);
+    if (!problem.empty()) {
+      Diverged(StrCat(what, ": ", problem, "\nrequest: ", Text(request)));
+      return;
     }
     // Row order is part of the answer: the merger checked it is strictly increasing
     // (decreasing when reversed), and Normalize keeps it.
@@ -686,13 +1058,22 @@ class DifferentialTest : public ::testing::Test {
     gen.Mutations(request.mutable_false_mutations(), request.true_mutations_size() == 0 ? 1 : 0,
                   3);
     Note(StrCat("CheckAndMutateRow ", Text(request)));
+    const bool stamped = HasServerTimestamp(request.true_mutations()) ||
+                         HasServerTimestamp(request.false_mutations());
     btv2::CheckAndMutateRowResponse responses[2];
     absl::StatusCode codes[2];
     for (int i = 0; i < 2; ++i) {
-      auto context = Context();
-      codes[i] = FromGrpc(backends_[i].data->CheckAndMutateRow(context.get(), request,
-                                                                &responses[i]))
-                     .code();
+      // The predicate sees what a read would (EMULATOR EXCEPTION 7); with no predicate the
+      // emulator's is the keep filter itself ("any cell that is not collectable").
+      btv2::CheckAndMutateRowRequest sent = request;
+      std::optional<btv2::RowFilter> predicate = FilterFor(
+          i, request.has_predicate_filter() ? &request.predicate_filter() : nullptr);
+      if (predicate.has_value()) *sent.mutable_predicate_filter() = *std::move(predicate);
+      codes[i] = SendTo(i, stamped, [&](int b) {
+        auto context = Context();
+        return FromGrpc(backends_[b].data->CheckAndMutateRow(context.get(), sent, &responses[b]))
+            .code();
+      });
     }
     if (codes[0] != absl::StatusCode::kOk || codes[1] != absl::StatusCode::kOk) {
       Diverged(StrCat("CheckAndMutateRow (valid) answered tessera ", CodeName(codes[0]),
@@ -712,10 +1093,16 @@ class DifferentialTest : public ::testing::Test {
     btv2::ReadModifyWriteRowRequest request;
     SetTable(&request);
     request.set_row_key(gen.RowKey());
+    // EMULATOR EXCEPTION 7: the emulator may still hold a collectable newest cell and would
+    // modify it; only families whose newest cell is never collectable.
+    std::vector<std::string> families;
+    for (const auto& [family, shape] : schema_) {
+      if (!shape.MayCollectNewest()) families.push_back(family);
+    }
     size_t n = 1 + gen.Uniform(3);
     for (size_t i = 0; i < n; ++i) {
       auto* rule = request.add_rules();
-      rule->set_family_name(gen.Family());
+      rule->set_family_name(gen.Pick(families));
       if (gen.OneIn(2)) {
         rule->set_column_qualifier(gen.OneIn(4) ? gen.Qualifier() : "s");
         rule->set_append_value(gen.Pick<std::string>({"", "x", "yz", "hello"}));
@@ -770,8 +1157,11 @@ class DifferentialTest : public ::testing::Test {
             return;
           }
           const auto& cell = column.cells(0);
-          if (i == 0 && !SelfCheck() && (cell.timestamp_micros() % 1000 != 0 ||
-                         std::abs(cell.timestamp_micros() - now_us) > 3'600'000'000LL)) {
+          // max(now, the latest existing timestamp) (§5.5): never older than now.
+          if (i == 0 && !SelfCheck() &&
+              (cell.timestamp_micros() % 1000 != 0 ||
+               (cell.timestamp_micros() < kFutureFromMicros &&
+                std::abs(cell.timestamp_micros() - now_us) > 3'600'000'000LL))) {
             Diverged(StrCat("ReadModifyWriteRow: tessera's new cell has timestamp ",
                             cell.timestamp_micros(), " (now is about ", now_us, ")"));
             return;
@@ -859,50 +1249,237 @@ class DifferentialTest : public ::testing::Test {
     return false;
   }
 
-  // Table admin that changes data: DropRowRange by a (non-empty) prefix, or dropping family f3
-  // (which deletes its cells) and creating it again empty.
+  // Table admin: DropRowRange by a (non-empty) prefix, or a change of families — one dropped
+  // (which deletes its cells), created (empty, with a random rule), dropped and created again
+  // (in two requests, or in one), or given a rule at least as strict as its current one
+  // (differential_gc.h). f1 is never dropped.
   void Admin(Generator& gen) {
-    const bool drop_rows = gen.OneIn(2);
-    const std::string prefix = gen.Pick<std::string>({"b", "c", "e", "z", "bb", "q"});
-    std::vector<btadmin::ModifyColumnFamiliesRequest> family_steps;
-    if (drop_rows) {
+    const size_t kind = gen.Uniform(6);
+    if (kind < 2) {
+      const std::string prefix =
+          gen.Pick<std::string>({"b", "c", "e", "z", "bb", "q", "k", "k\n", "\n"});
       Note(StrCat("DropRowRange prefix ", Printable(prefix)));
-    } else {
-      Note("ModifyColumnFamilies drop f3, then create f3");
-      btadmin::ModifyColumnFamiliesRequest drop;
-      drop.set_name(TableName(kTable));
-      auto* d = drop.add_modifications();
-      d->set_id("f3");
-      d->set_drop(true);
-      btadmin::ModifyColumnFamiliesRequest create;
-      create.set_name(TableName(kTable));
-      auto* c = create.add_modifications();
-      c->set_id("f3");
-      c->mutable_create()->mutable_gc_rule();
-      family_steps = {drop, create};
-    }
-    for (Backend& b : backends_) {
-      grpc::Status s;
-      if (drop_rows) {
+      for (Backend& b : backends_) {
         btadmin::DropRowRangeRequest request;
         request.set_name(TableName(kTable));
         request.set_row_key_prefix(prefix);
         google::protobuf::Empty empty;
         auto context = Context();
-        s = b.admin->DropRowRange(context.get(), request, &empty);
-      } else {
-        for (const auto& step : family_steps) {
-          btadmin::Table table;
-          auto context = Context();
-          s = b.admin->ModifyColumnFamilies(context.get(), step, &table);
-          if (!s.ok()) break;
+        grpc::Status s = b.admin->DropRowRange(context.get(), request, &empty);
+        if (!s.ok()) {
+          Diverged(StrCat(history_.back(), " failed on ", b.name, ": ", s.error_message()));
+          return;
         }
       }
-      if (!s.ok()) {
-        Diverged(StrCat(history_.back(), " failed on ", b.name, ": ", s.error_message()));
+      return;
+    }
+    using Modification = btadmin::ModifyColumnFamiliesRequest::Modification;
+    std::vector<std::vector<Modification>> steps;  // one ModifyColumnFamilies each
+    const std::string family = gen.Pick(kFamilyPool);
+    const bool exists = schema_.contains(family);
+    auto drop = [&] {
+      Modification m;
+      m.set_id(family);
+      m.set_drop(true);
+      return m;
+    };
+    auto create = [&](const GcShape& shape) {
+      Modification m;
+      m.set_id(family);
+      *m.mutable_create()->mutable_gc_rule() = shape.ToProto();
+      return m;
+    };
+    Schema next = schema_;
+    if (!exists) {
+      const GcShape shape = RulesAllowed(family) ? gen.Shape() : GcShape{};
+      steps.push_back({create(shape)});
+      next[family] = shape;
+    } else if (kind == 2 && family != "f1") {
+      steps.push_back({drop()});
+      next.erase(family);
+    } else if (kind == 3 && family != "f1") {
+      const GcShape shape = RulesAllowed(family) ? gen.Shape() : GcShape{};
+      steps.push_back({drop()});
+      steps.push_back({create(shape)});
+      next[family] = shape;
+    } else if (kind == 4 && family != "f1") {
+      // One request: the modifications apply in order (§5.6), so the drop purges the data
+      // and the family starts empty, as in two requests.
+      const GcShape shape = RulesAllowed(family) ? gen.Shape() : GcShape{};
+      steps.push_back({drop(), create(shape)});
+      next[family] = shape;
+    } else if (RulesAllowed(family)) {
+      GcShape shape = gen.Shape();
+      // Settled GC: nothing was collected that a laxer rule would keep.
+      if (!g_run.settled_gc && !Stricter(shape, schema_.at(family))) shape = schema_.at(family);
+      Modification m;
+      m.set_id(family);
+      *m.mutable_update()->mutable_gc_rule() = shape.ToProto();
+      steps.push_back({m});
+      next[family] = shape;
+    } else {
+      return;  // nothing to change on f1..f3 but their existence
+    }
+    std::string text;
+    for (const auto& step : steps) {
+      btadmin::ModifyColumnFamiliesRequest request;
+      for (const auto& m : step) *request.add_modifications() = m;
+      text += StrCat(text.empty() ? "" : "; then ", Text(request));
+    }
+    Note(StrCat("ModifyColumnFamilies ", text, " -> ", SchemaText(next)));
+    for (int i = 0; i < 2; ++i) {
+      Backend& b = backends_[i];
+      for (const auto& step : steps) {
+        btadmin::ModifyColumnFamiliesRequest request;
+        request.set_name(TableName(kTable));
+        for (const auto& m : step) {
+          Modification sent = m;
+          if (GetsNoRules(i)) {
+            if (sent.has_create()) sent.mutable_create()->clear_gc_rule();
+            if (sent.has_update()) sent.mutable_update()->clear_gc_rule();
+          }
+          *request.add_modifications() = sent;
+        }
+        btadmin::Table table;
+        auto context = Context();
+        grpc::Status s = b.admin->ModifyColumnFamilies(context.get(), request, &table);
+        if (!s.ok()) {
+          Diverged(StrCat(history_.back(), " failed on ", b.name, ": ", s.error_message()));
+          return;
+        }
+      }
+    }
+    schema_ = std::move(next);
+  }
+
+  // Stops tessera (SIGTERM) and starts it again on the same data folder: what was written
+  // must all be there, read back from the commit log and the SSTables.
+  void RestartTessera() {
+    if (SelfCheck()) {  // an emulator in tessera's place keeps nothing over a restart
+      if (g_run.settled_gc) SettleGc();
+      return;
+    }
+    Note(g_run.settled_gc ? "restart tessera (1 MiB memtables: replay, flush, compact), settle GC"
+                          : "restart tessera");
+    StopTessera();
+    if (SequenceFailed()) {
+      diverged_ = true;
+      return;
+    }
+    if (g_run.settled_gc && !SelfCheck()) {
+      // Replayed into 1 MiB memtables, the log becomes files at once, with GC and compactions:
+      // the one time this tessera collects, seeing everything written so far.
+      memtable_mb_ = 1;
+      StartTessera();
+      memtable_mb_ = 0;
+      if (SequenceFailed()) {
+        diverged_ = true;
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      StopTessera();
+      if (SequenceFailed()) {
+        diverged_ = true;
         return;
       }
     }
+    StartTessera();
+    if (SequenceFailed()) {
+      diverged_ = true;
+      return;
+    }
+    if (g_run.settled_gc) SettleGc();
+  }
+
+  // Deletes, on both servers, the cells that are collectable now: those the emulator (which
+  // never collects when GC is settled) holds but its keep filter removes. Tessera may have
+  // collected them at the restart, or not; afterwards both lack them, and as nothing else
+  // collects, every later answer has one value. Cells are deleted by exact time ranges, each
+  // server's own timestamp for a server-assigned one (its operation's window).
+  void SettleGc() {
+    btv2::ReadRowsRequest raw;
+    SetTable(&raw);
+    btv2::ReadRowsRequest kept = raw;
+    std::optional<btv2::RowFilter> keep = KeepFilterForTable();
+    if (!keep.has_value()) return;
+    *kept.mutable_filter() = *keep;
+    std::vector<client::Row> all, live;
+    Status s1 = ReadAllRows(backends_[1].data.get(), raw, &all);
+    Status s2 = ReadAllRows(backends_[1].data.get(), kept, &live);
+    if (!s1.ok() || !s2.ok()) {
+      Diverged(StrCat("settling GC: the emulator's reads failed: ", s1.ToString(), " ",
+                      s2.ToString()));
+      return;
+    }
+    std::map<std::string, std::vector<std::tuple<std::string, std::string, int64_t>>> live_cells;
+    for (const client::Row& row : live) {
+      for (const client::Cell& c : row.cells) {
+        live_cells[row.key].emplace_back(c.family, c.qualifier, c.timestamp_micros);
+      }
+    }
+    int deleted = 0;
+    for (const client::Row& row : all) {
+      btv2::MutateRowRequest requests[2];
+      for (const client::Cell& c : row.cells) {
+        const auto& l = live_cells[row.key];
+        if (std::find(l.begin(), l.end(), std::make_tuple(c.family, c.qualifier,
+                                                          c.timestamp_micros)) != l.end()) {
+          continue;
+        }
+        for (int i = 0; i < 2; ++i) {
+          int64_t lo = c.timestamp_micros, hi = c.timestamp_micros + 1000;
+          const bool server_assigned =
+              c.timestamp_micros >= kYoungFromMicros && c.timestamp_micros < kFutureFromMicros;
+          if (server_assigned) {
+            const Window* w = WindowOf(1, c.timestamp_micros);
+            const Window* mine = w == nullptr ? nullptr : WindowOfOp(i, w->op);
+            if (mine == nullptr) {
+              Diverged(StrCat("settling GC: no request window for ", Printable(row.key), " ",
+                              c.family, ":", Printable(c.qualifier), " @", c.timestamp_micros));
+              return;
+            }
+            lo = mine->lo;
+            hi = mine->hi - mine->hi % 1000 + 1000;
+          }
+          lo -= lo % 1000;
+          auto* del = requests[i].add_mutations()->mutable_delete_from_column();
+          del->set_family_name(c.family);
+          del->set_column_qualifier(c.qualifier);
+          del->mutable_time_range()->set_start_timestamp_micros(lo);
+          del->mutable_time_range()->set_end_timestamp_micros(hi);
+        }
+        ++deleted;
+      }
+      if (requests[0].mutations_size() == 0) continue;
+      for (int i = 0; i < 2; ++i) {
+        SetTable(&requests[i]);
+        requests[i].set_row_key(row.key);
+        btv2::MutateRowResponse response;
+        auto context = Context();
+        grpc::Status s = backends_[i].data->MutateRow(context.get(), requests[i], &response);
+        if (!s.ok()) {
+          Diverged(StrCat("settling GC failed on ", backends_[i].name, ": ", s.error_message(),
+                          "\nrequest: ", Text(requests[i])));
+          return;
+        }
+      }
+    }
+    Note(StrCat("settled GC: deleted ", deleted, " collectable cells on both servers"));
+    CompareWholeTable("after settling GC");
+  }
+
+  // The window of backend i that holds `ts`, or of operation `op`; nullptr if none.
+  const Window* WindowOf(int i, int64_t ts) const {
+    auto it = std::upper_bound(windows_[i].begin(), windows_[i].end(), ts,
+                               [](int64_t t, const Window& w) { return t < w.lo; });
+    if (it == windows_[i].begin() || ts > std::prev(it)->hi) return nullptr;
+    return &*std::prev(it);
+  }
+  const Window* WindowOfOp(int i, int op) const {
+    auto it = std::lower_bound(windows_[i].begin(), windows_[i].end(), op,
+                               [](const Window& w, int o) { return w.op < o; });
+    if (it == windows_[i].end() || it->op != op) return nullptr;
+    return &*it;
   }
 
   // Requests the API rejects; both must answer INVALID_ARGUMENT.
@@ -960,10 +1537,73 @@ class DifferentialTest : public ::testing::Test {
     }
   }
 
+  // Runs one sequence of `ops` operations from `seed` on fresh servers. Returns whether the
+  // servers agreed throughout.
+  bool RunSequence(uint64_t seed, int ops) {
+    ResetState(seed);
+    std::printf("differential_test: seed %llu (replay with TESSERA_SEED=%llu), %d operations\n",
+                static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed),
+                ops);
+    std::fflush(stdout);
+    StartServers();
+    if (SequenceFailed()) return false;
+    Generator gen(seed, &schema_, g_run.settled_gc);
+    CreateTable(gen);
+    if (SequenceFailed()) return false;
+    int counts[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(4);
+    for (op_ = 0; op_ < ops && !diverged_; ++op_) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        ADD_FAILURE() << "stopped after " << op_ << " operations: over 4 minutes";
+        return false;
+      }
+      size_t kind = gen.Uniform(1000);
+      if (kind < 300) {
+        MutateRow(gen);
+        ++counts[0];
+      } else if (kind < 400) {
+        MutateRows(gen);
+        ++counts[1];
+      } else if (kind < 740) {
+        ReadRows(gen);
+        ++counts[2];
+      } else if (kind < 860) {
+        CheckAndMutate(gen);
+        ++counts[3];
+      } else if (kind < 940) {
+        ReadModifyWrite(gen);
+        ++counts[4];
+      } else if (kind < 965) {
+        Admin(gen);
+        ++counts[6];
+      } else if (kind < (g_run.settled_gc ? 975 : 967)) {
+        if (g_run.restarts || g_run.settled_gc) {
+          RestartTessera();
+          ++counts[7];
+        }
+      } else {
+        Invalid(gen);
+        ++counts[5];
+      }
+      if (!diverged_ && op_ % 100 == 99) CompareWholeTable(StrCat("after operation ", op_));
+    }
+    if (!diverged_) CompareWholeTable("at the end");
+    std::printf(
+        "differential_test: seed %llu: %d operations (MutateRow %d, MutateRows %d, ReadRows %d, "
+        "CheckAndMutateRow %d, ReadModifyWriteRow %d, admin %d, invalid %d, restarts %d), %d "
+        "whole-table compares, %d reads with rows, %zu rows compared%s\n",
+        static_cast<unsigned long long>(seed), op_, counts[0], counts[1], counts[2], counts[3],
+        counts[4], counts[6], counts[5], counts[7], full_compares_, nonempty_reads_,
+        rows_compared_, diverged_ ? ", DIVERGED" : ", all equal");
+    std::fflush(stdout);
+    const bool agreed = !diverged_ && !SequenceFailed();
+    StopServers();
+    return agreed && !SequenceFailed();
+  }
+
   uint64_t seed_ = 0;
-  int ops_ = 0;
   int op_ = 0;
-  bool verbose_ = false;
+  bool verbose_ = std::getenv("TESSERA_DIFF_VERBOSE") != nullptr;
   bool diverged_ = false;
   int full_compares_ = 0;
   size_t rows_compared_ = 0;  // rows in answers compared equal or not
@@ -971,66 +1611,83 @@ class DifferentialTest : public ::testing::Test {
   std::deque<std::string> history_;
   std::unique_ptr<TempDir> dir_;
   Backend backends_[2];
+  Schema schema_;
+  int failures_before_ = 0;  // FailureCount() when the sequence started
+  int memtable_mb_ = 0;  // tessera's --memtable-mb for the next start; 0: the run's choice
+  // Per backend: the windows of the requests that asked for server timestamps, in order, and
+  // when the last one ended.
+  std::vector<Window> windows_[2];
+  int64_t last_window_end_[2] = {0, 0};
 };
 
 TEST_F(DifferentialTest, RandomOperationsAgree) {
-  CreateTable();
-  ASSERT_FALSE(HasFailure());
-  Generator gen(seed_);
-  int counts[7] = {0, 0, 0, 0, 0, 0, 0};
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(4);
-  for (op_ = 0; op_ < ops_ && !diverged_; ++op_) {
-    ASSERT_LT(std::chrono::steady_clock::now(), deadline)
-        << "stopped after " << op_ << " operations: over 4 minutes";
-    size_t kind = gen.Uniform(100);
-    if (kind < 30) {
-      MutateRow(gen);
-      ++counts[0];
-    } else if (kind < 40) {
-      MutateRows(gen);
-      ++counts[1];
-    } else if (kind < 75) {
-      ReadRows(gen);
-      ++counts[2];
-    } else if (kind < 87) {
-      CheckAndMutate(gen);
-      ++counts[3];
-    } else if (kind < 95) {
-      ReadModifyWrite(gen);
-      ++counts[4];
-    } else if (kind < 96) {
-      Admin(gen);
-      ++counts[6];
-    } else {
-      Invalid(gen);
-      ++counts[5];
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::minutes(std::max(1, g_run.minutes));
+  int run = 0, diverged = 0;
+  std::string diverged_seeds;
+  for (; run < g_run.seeds; ++run) {
+    if (run > 0 && std::chrono::steady_clock::now() > deadline) {
+      std::printf("differential_test: --minutes=%d reached after %d sequences\n", g_run.minutes,
+                  run);
+      break;
     }
-    if (!diverged_ && op_ % 100 == 99) CompareWholeTable(StrCat("after operation ", op_));
+    const uint64_t seed = g_run.first_seed + static_cast<uint64_t>(run);
+    if (!RunSequence(seed, g_run.ops)) {
+      ++diverged;
+      diverged_seeds += StrCat(" ", seed);
+      if (!g_run.keep_going) {
+        ++run;
+        break;
+      }
+      if (backends_[0].process != nullptr || backends_[1].process != nullptr) StopServers();
+    }
   }
-  if (!diverged_) CompareWholeTable("at the end");
-  std::printf(
-      "differential_test: %d operations (MutateRow %d, MutateRows %d, ReadRows %d, "
-      "CheckAndMutateRow %d, ReadModifyWriteRow %d, admin %d, invalid %d), %d whole-table "
-      "compares, %d reads with rows, %zu rows compared%s\n",
-      op_, counts[0], counts[1], counts[2], counts[3], counts[4], counts[6], counts[5],
-      full_compares_,
-      nonempty_reads_, rows_compared_, diverged_ ? ", DIVERGED" : ", all equal");
+  std::printf("differential_test: %d sequence(s) of up to %d operations, %s%s\n", run, g_run.ops,
+              diverged == 0 ? "all agreed" : StrCat(diverged, " DIVERGED:").c_str(),
+              diverged_seeds.c_str());
 }
 
 }  // namespace
 }  // namespace tessera::integration
 
 int main(int argc, char** argv) {
+  using tessera::integration::g_run;
   ::testing::InitGoogleTest(&argc, argv);
+  std::string seeds, ops, minutes, restarts, settled_gc, keep_going;
   if (!tessera::integration::ParseTestFlags(
           argc, argv,
           {{"tessera", &tessera::integration::g_tessera_binary},
-           {"emulator", &tessera::integration::g_emulator_binary}},
-          {"tessera"}, "--tessera=<binary> --emulator=<cbtemulator> [gtest flags]")) {
+           {"emulator", &tessera::integration::g_emulator_binary},
+           {"seeds", &seeds},
+           {"ops", &ops},
+           {"minutes", &minutes},
+           {"restarts", &restarts},
+           {"settled-gc", &settled_gc},
+           {"keep-going", &keep_going}},
+          {"tessera"},
+          "--tessera=<binary> --emulator=<cbtemulator> [--seeds=N] [--ops=M] [--minutes=T] "
+          "[--restarts=1] [--settled-gc=1] [--keep-going=1] [gtest flags]")) {
     return 2;
   }
-  if (const char* env = std::getenv("TESSERA_CBTEMULATOR"); env != nullptr && *env != '\0') {
-    tessera::integration::g_emulator_binary = env;
+  auto env = [](const char* name) -> std::string {
+    const char* v = std::getenv(name);
+    return v != nullptr ? v : "";
+  };
+  if (seeds.empty()) seeds = env("TESSERA_DIFF_SEEDS");
+  if (ops.empty()) ops = env("TESSERA_DIFF_OPS");
+  const std::string seed = env("TESSERA_SEED");
+  g_run.first_seed = !seed.empty() ? std::strtoull(seed.c_str(), nullptr, 10)
+                                   : static_cast<uint64_t>(std::chrono::system_clock::now()
+                                                               .time_since_epoch()
+                                                               .count());
+  if (!seeds.empty()) g_run.seeds = std::max(1, std::atoi(seeds.c_str()));
+  if (!ops.empty()) g_run.ops = std::max(1, std::atoi(ops.c_str()));
+  if (!minutes.empty()) g_run.minutes = std::max(1, std::atoi(minutes.c_str()));
+  g_run.restarts = restarts == "1" || restarts == "true";
+  g_run.settled_gc = settled_gc == "1" || settled_gc == "true";
+  g_run.keep_going = keep_going == "1" || keep_going == "true";
+  if (const std::string e = env("TESSERA_CBTEMULATOR"); !e.empty()) {
+    tessera::integration::g_emulator_binary = e;
   }
   if (tessera::integration::g_emulator_binary.empty() ||
       access(tessera::integration::g_emulator_binary.c_str(), X_OK) != 0) {

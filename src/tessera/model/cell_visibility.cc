@@ -47,6 +47,17 @@ std::string_view VerdictName(CellVisibility::Verdict verdict) {
   return "Unknown";
 }
 
+bool DeletesSomeVersions(std::string_view cell_key, std::string_view value) {
+  if (value.size() != TimeRange::kEncodedSize) return false;  // cheap test first: the write path
+  CellKeyLayout layout;
+  if (!ParseCellKeyLayout(cell_key, &layout) || layout.kind != CellKind::kColumnTombstone) {
+    return false;
+  }
+  TimeRange range;
+  if (!TimeRange::Decode(value, &range)) return false;
+  return range.start_micros > 0 || range.end_micros != 0;
+}
+
 CellVisibility::CellVisibility(Options options) : options_(std::move(options)) {}
 
 void CellVisibility::Reset() {
@@ -136,7 +147,8 @@ CellVisibility::Verdict CellVisibility::Add(std::string_view key, uint64_t seq,
       for (const ColumnTombstone& t : column_tombstones_) {
         if (t.seq > seq && t.range.Contains(ts)) return Verdict::kHidden;
       }
-      const int64_t rank = column_versions_++;
+      const int64_t versions_newer = column_versions_++;
+      const int64_t rank = options_.gc_by_versions ? versions_newer : 0;
       if (gc_rule_ != nullptr && gc_rule_->ShouldCollect(rank, ts, options_.now_micros)) {
         return Verdict::kHidden;
       }

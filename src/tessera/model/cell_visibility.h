@@ -22,7 +22,11 @@
 //     entry they could hide is dead as well.
 //   * GC (when Options::apply_gc): a visible cell's version rank is the number of visible cells
 //     newer than it in its column, counting cells that GC collects. If its family's rule says
-//     GcRule::ShouldCollect(rank, timestamp, now), the cell is kHidden.
+//     GcRule::ShouldCollect(rank, timestamp, now), the cell is kHidden. The rank is only right
+//     when the stream holds every entry that could hide a newer version: a stream that is part
+//     of the data (a flush or compaction) sets Options::gc_by_versions = false when newer data
+//     outside it may hold a delete of some versions only (DeletesSomeVersions), and then every
+//     rank counts as 0 (the newest: no version rule collects it; age rules still do).
 //
 // The stream must start at the start of a row (before its row tombstone); to start inside a
 // row, first Add() the row's row tombstone and the family's tombstone entries. Keys that are not
@@ -58,6 +62,12 @@ class CellVisibility {
     // Whether GC-collectable cells are hidden. Compaction sets it; reads may (Bigtable reads
     // may still return collectable cells, as GC is lazy).
     bool apply_gc = false;
+    // Whether version counts may collect (max_num_versions, alone or inside a union or an
+    // intersection). False when entries newer than the stream's, outside it, may include a
+    // column tombstone with a time range (DeletesSomeVersions): it can delete the newer versions
+    // of a column and keep an older one, which is then the column's newest and must stay
+    // (issue 9). Reads see every entry and leave it true.
+    bool gc_by_versions = true;
     // The sequence at or below which the family's entries are dead (model::TableSchema::
     // DroppedBefore); 0 = never dropped. An empty function means no family was dropped. Applied
     // whatever apply_gc says.
@@ -139,5 +149,11 @@ inline bool KeepInCompaction(CellVisibility::Verdict verdict, bool can_purge_tom
 }
 
 std::string_view VerdictName(CellVisibility::Verdict verdict);
+
+// Whether a storage entry (cell key and value) is a column tombstone whose time range is not
+// every timestamp: a delete of some versions of a column that keeps the others, after which an
+// older version can be the newest (CellVisibility::Options::gc_by_versions). False for cells,
+// other tombstones, whole-column deletes and malformed entries.
+bool DeletesSomeVersions(std::string_view cell_key, std::string_view value);
 
 }  // namespace tessera::model

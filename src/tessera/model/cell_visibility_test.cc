@@ -56,6 +56,7 @@ struct GcSetup {
   std::map<std::string, GcRule, std::less<>> rules;
   int64_t now_micros = 0;
   bool apply_gc = false;
+  bool gc_by_versions = true;
   // Dropped families: entries with a sequence <= the value are dead.
   std::map<std::string, uint64_t, std::less<>> dropped;
 };
@@ -79,6 +80,7 @@ std::vector<Verdict> RunVisibility(std::vector<TestEntry>* entries, const GcSetu
   };
   options.now_micros = setup.now_micros;
   options.apply_gc = setup.apply_gc;
+  options.gc_by_versions = setup.gc_by_versions;
   if (!setup.dropped.empty()) {
     options.dropped_before = [&setup](std::string_view family) -> uint64_t {
       auto it = setup.dropped.find(family);
@@ -357,6 +359,54 @@ TEST(CellVisibilityTest, UnionAndIntersection) {
   setup.rules["f"] = GcRule::Intersection({GcRule::MaxNumVersions(3), GcRule::MaxAge(2 * kDay)});
   EXPECT_EQ(RunVisibility(&e, setup), (std::vector<Verdict>{Verdict::kVisible, Verdict::kVisible,
                                                             Verdict::kVisible, Verdict::kHidden}));
+}
+
+// Issue 9: a flush or compaction sees part of the data. Here its inputs hold two versions,
+// and a newer delete of [2000, 3000) outside them will make "old" the column's newest; with
+// gc_by_versions = false it counts no versions, so only age can collect.
+TEST(CellVisibilityTest, Issue9WithoutVersionCountsOnlyAgeCollects) {
+  constexpr int64_t kDay = 86400LL * 1000000;
+  GcSetup setup;
+  setup.apply_gc = true;
+  setup.now_micros = 10 * kDay;
+  setup.gc_by_versions = false;
+  std::vector<TestEntry> e = {Cell("k\n", "_u", "ab", 2000, 2, "new"),
+                              Cell("k\n", "_u", "ab", 1000, 1, "old")};
+  for (const GcRule& rule :
+       {GcRule::MaxNumVersions(1), GcRule::Union({GcRule::MaxNumVersions(1)}),
+        GcRule::Intersection({GcRule::MaxNumVersions(1), GcRule::MaxAge(kDay)})}) {
+    setup.rules["_u"] = rule;
+    EXPECT_EQ(RunVisibility(&e, setup), (std::vector<Verdict>{Verdict::kVisible, Verdict::kVisible}))
+        << rule.ToString();
+  }
+  setup.rules["_u"] = GcRule::Union({GcRule::MaxNumVersions(1), GcRule::MaxAge(kDay)});
+  EXPECT_EQ(RunVisibility(&e, setup), (std::vector<Verdict>{Verdict::kHidden, Verdict::kHidden}));
+  // With the whole column in view, versions count (and the delete makes "old" the newest).
+  setup.gc_by_versions = true;
+  setup.rules["_u"] = GcRule::MaxNumVersions(1);
+  EXPECT_EQ(RunVisibility(&e, setup), (std::vector<Verdict>{Verdict::kVisible, Verdict::kHidden}));
+  e.push_back(DelColumn("k\n", "_u", "ab", {2000, 3000}, 3));
+  std::vector<Verdict> v = RunVisibility(&e, setup);
+  EXPECT_EQ(VerdictOf(e, v, CellKey::Cell("k\n", "_u", "ab", 2000), 2), Verdict::kHidden);
+  EXPECT_EQ(VerdictOf(e, v, CellKey::Cell("k\n", "_u", "ab", 1000), 1), Verdict::kVisible);
+}
+
+TEST(CellVisibilityTest, DeletesSomeVersions) {
+  auto range = [](TimeRange r) {
+    std::string v;
+    r.AppendTo(&v);
+    return v;
+  };
+  const std::string column = CellKey::ColumnTombstone("r", "f", "q").Encode();
+  EXPECT_FALSE(DeletesSomeVersions(column, range({0, 0})));  // the whole column
+  EXPECT_TRUE(DeletesSomeVersions(column, range({2000, 3000})));
+  EXPECT_TRUE(DeletesSomeVersions(column, range({2000, 0})));  // the newer ones
+  EXPECT_TRUE(DeletesSomeVersions(column, range({0, 3000})));  // the older ones
+  // A cell whose value happens to look like a range, other tombstones, malformed input.
+  EXPECT_FALSE(DeletesSomeVersions(CellKey::Cell("r", "f", "q", 5).Encode(), range({1, 2})));
+  EXPECT_FALSE(DeletesSomeVersions(CellKey::FamilyTombstone("r", "f").Encode(), ""));
+  EXPECT_FALSE(DeletesSomeVersions(CellKey::RowTombstone("r").Encode(), range({1, 2})));
+  EXPECT_FALSE(DeletesSomeVersions("junk", range({1, 2})));
 }
 
 TEST(CellVisibilityTest, MalformedEntries) {

@@ -1,5 +1,6 @@
 #include "tessera/server/admin_service.h"
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -231,14 +232,41 @@ StatusOr<admin::Table> AdminService::DoModifyColumnFamilies(
   if (request.modifications().empty()) {
     return absl::InvalidArgumentError("no modifications given");
   }
-  ASSIGN_OR_RETURN(
-      std::shared_ptr<const TableInfo> info,
-      definitions_->UpdateSchema(request.name(), [&request](model::TableSchema* schema) {
-        for (int i = 0; i < request.modifications_size(); ++i) {
-          RETURN_IF_ERROR(ApplyModification(request.modifications(i), i, schema));
-        }
-        return Status();
-      }));
+  // A family dropped and created again in one request must lose its data (§5.6: the drop
+  // purges it). The engine marks a family's data dead when a schema change removes it, and a
+  // single change would only show it unchanged, so the request is applied in parts, cut
+  // before each create of a family dropped earlier in it. A dry run on the current schema
+  // first keeps a failing request without effect, as a single change would.
+  std::vector<int> cuts;  // indexes of the modifications that start a new part
+  {
+    ASSIGN_OR_RETURN(std::shared_ptr<const TableInfo> current, catalog_->GetTable(request.name()));
+    model::TableSchema trial = current->schema;
+    std::set<std::string> dropped;
+    for (int i = 0; i < request.modifications_size(); ++i) {
+      const auto& m = request.modifications(i);
+      RETURN_IF_ERROR(ApplyModification(m, i, &trial));
+      if (m.has_create() && dropped.contains(m.id())) {
+        cuts.push_back(i);
+        dropped.clear();
+      }
+      if (m.mod_case() == admin::ModifyColumnFamiliesRequest::Modification::kDrop) {
+        dropped.insert(m.id());
+      }
+    }
+  }
+  cuts.push_back(request.modifications_size());
+  std::shared_ptr<const TableInfo> info;
+  int begin = 0;
+  for (int end : cuts) {
+    ASSIGN_OR_RETURN(info, definitions_->UpdateSchema(request.name(), [&request, begin, end](
+                                                                          model::TableSchema* schema) {
+      for (int i = begin; i < end; ++i) {
+        RETURN_IF_ERROR(ApplyModification(request.modifications(i), i, schema));
+      }
+      return Status();
+    }));
+    begin = end;
+  }
   return TableToProto(*info, admin::Table::SCHEMA_VIEW);
 }
 
@@ -247,6 +275,9 @@ Status AdminService::DeleteRowsWithPrefix(const TableInfo& table, const std::str
   tablet::Engine* engine = catalog_->engine();
   tablet::ReadSpec spec;
   spec.max_versions = 1;
+  // Every row with data, also one whose cells GC may collect but has not: a relaxed rule would
+  // bring them back (the emulator, and Bigtable, drop the range's data outright).
+  spec.hide_collectable = false;
   uint64_t deleted = 0;
   for (size_t i : table.TabletsOverlapping(prefix, end)) {
     const TabletRef& t = table.tablets[i];

@@ -335,6 +335,56 @@ TEST_F(AdminServiceTest, DropRowRange) {
   EXPECT_EQ(service_->DoDropRowRange(r).code(), absl::StatusCode::kNotFound);
 }
 
+// Rows whose only cells are collectable (here by age) are dropped too: relaxing the rule
+// afterwards must not bring them back.
+TEST_F(AdminServiceTest, DropRowRangeDropsRowsOfCollectableCellsOnly) {
+  CreateDefault();
+  admin::ModifyColumnFamiliesRequest age;
+  age.set_name(kTable);
+  auto* m = age.add_modifications();
+  m->set_id("cf");
+  m->mutable_update()->mutable_gc_rule()->mutable_max_age()->set_seconds(1);
+  ASSERT_TRUE(service_->DoModifyColumnFamilies(age).ok());
+  Put("user1", "cf", "old");  // timestamp 1000: long collectable by age
+  Put("user2", "meta", "kept");
+  EXPECT_EQ(Rows(), (std::vector<std::string>{"user2"}));
+  admin::DropRowRangeRequest r;
+  r.set_name(kTable);
+  r.set_row_key_prefix("user");
+  ASSERT_TRUE(service_->DoDropRowRange(r).ok());
+  EXPECT_TRUE(Rows().empty());
+  admin::ModifyColumnFamiliesRequest never = age;
+  never.mutable_modifications(0)->mutable_update()->clear_gc_rule();
+  ASSERT_TRUE(service_->DoModifyColumnFamilies(never).ok());
+  EXPECT_TRUE(Rows().empty());
+}
+
+// Dropping a family and creating it again in one request purges its data, as two requests do.
+TEST_F(AdminServiceTest, DropAndCreateInOneRequestPurgesTheFamily) {
+  CreateDefault();
+  Put("a", "meta", "old");
+  Put("b", "cf", "other family");
+  admin::ModifyColumnFamiliesRequest r;
+  r.set_name(kTable);
+  r.add_modifications()->set_id("meta");
+  r.mutable_modifications(0)->set_drop(true);
+  r.add_modifications()->set_id("meta");
+  r.mutable_modifications(1)->mutable_create();
+  auto t = service_->DoModifyColumnFamilies(r);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->column_families().count("meta"), 1u);
+  EXPECT_EQ(Rows(), (std::vector<std::string>{"b"}));
+  Put("c", "meta", "new");
+  EXPECT_EQ(Rows(), (std::vector<std::string>{"b", "c"}));
+  // A failing request still changes nothing, even one that would be applied in parts.
+  admin::ModifyColumnFamiliesRequest failing = r;
+  failing.add_modifications()->set_id("nope");
+  failing.mutable_modifications(2)->set_drop(true);
+  EXPECT_EQ(service_->DoModifyColumnFamilies(failing).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(Rows(), (std::vector<std::string>{"b", "c"}));
+}
+
 TEST_F(AdminServiceTest, ConsistencyTokens) {
   CreateDefault();
   admin::GenerateConsistencyTokenRequest gen;

@@ -119,6 +119,7 @@ StatusOr<CompactionResult> RunCompaction(const CompactionJobOptions& options, Fi
       // GC only where nothing older exists: dropping a collected version elsewhere could expose
       // an older copy of the same cell in an older file (an overwritten value coming back).
       .apply_gc = options.can_purge_tombstones,
+      .gc_by_versions = options.gc_by_versions,
       .dropped_before = {}};
   if (schema != nullptr && !schema->dropped_families.empty()) {
     // Entries of dropped families go in every flush and compaction: whatever they could hide

@@ -6,7 +6,10 @@
 // the inputs include the tablet's oldest file, when nothing older can be hidden by them), and
 // written out, split by locality group when the inputs hold several. GC rules are applied only
 // when tombstones may be purged (the inputs reach the oldest file): elsewhere, dropping a collected
-// version could expose an older copy of the same cell in a file outside the inputs.
+// version could expose an older copy of the same cell in a file outside the inputs. Versions are
+// counted only when no newer data outside the inputs may delete some versions of a column
+// (gc_by_versions; model::DeletesSomeVersions): counting the inputs alone would then collect a
+// version that such a delete made the newest.
 //
 // Thread-safety: a CompactionJob is used by one thread. Many jobs may run at once.
 #pragma once
@@ -33,6 +36,8 @@ struct CompactionJobOptions {
   // this group (a compaction of one group's files).
   std::optional<LocalityGroup> fixed_group;
   bool can_purge_tombstones = false;
+  // Whether GC may collect by version counts (see the top); max-age rules apply regardless.
+  bool gc_by_versions = true;
   int64_t now_micros = 0;  // for max-age GC
   // GC rules, dropped families and in-memory flags; must outlive the job.
   const model::TableSchema* schema = nullptr;

@@ -10,6 +10,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "tessera/model/cell_key.h"
+#include "tessera/model/cell_visibility.h"
 #include "tessera/storage/block_cache.h"
 #include "tessera/storage/commit_log.h"
 #include "tessera/storage/manifest.h"
@@ -82,10 +83,17 @@ bool DecodeLogRecord(std::string_view record, TabletId* id, SequenceNumber* firs
 }
 
 // Inserts the cells of one encoded mutation into `mem`, numbering them from `first`.
-Status InsertMutation(storage::MemTable* mem, SequenceNumber first, std::string_view encoded) {
+// Inserts the entries of `encoded` with sequences from `first` on. Raises *some_versions_deleted
+// to the sequence of each entry that deletes some versions of a column only
+// (model::DeletesSomeVersions; see Tablet::some_versions_deleted).
+Status InsertMutation(storage::MemTable* mem, SequenceNumber first, std::string_view encoded,
+                      SequenceNumber* some_versions_deleted) {
   SequenceNumber seq = first;
   thread_local std::string scratch;
   return model::ForEachCellEntry(encoded, &scratch, [&](std::string_view key, std::string_view value) {
+    if (model::DeletesSomeVersions(key, value)) {
+      *some_versions_deleted = std::max(*some_versions_deleted, seq);
+    }
     mem->Add(seq++, storage::ValueType::kValue, key, value);
   });
 }
@@ -102,6 +110,11 @@ struct Tablet {
   std::deque<Immutable> imm;  // oldest first
   std::shared_ptr<const FileSet> files = std::make_shared<FileSet>();
   SequenceNumber flushed_sequence = 0;
+  // The newest sequence of an entry that deletes some versions of a column only (a column
+  // tombstone with a time range), or after Open of any entry in the files (they are not read
+  // to find out). A flush or compaction counts versions for GC only when its inputs reach this
+  // sequence: such a delete outside them can make an older version the newest (issue 9).
+  SequenceNumber some_versions_deleted = 0;
   bool flush_running = false;
   bool compaction_running = false;
   bool dropping = false;  // DropTablet is waiting for running jobs; schedule nothing new
@@ -303,6 +316,9 @@ Status EngineImpl::Recover() {
     std::sort(files->files.begin(), files->files.end(), [](const auto& a, const auto& b) {
       return a->meta().max_sequence > b->meta().max_sequence;
     });
+    for (const auto& f : files->files) {
+      t->some_versions_deleted = std::max(t->some_versions_deleted, f->meta().max_sequence);
+    }
     t->files = std::move(files);
     tablets_[id] = std::move(t);
   }
@@ -353,7 +369,7 @@ Status EngineImpl::Recover() {
     }
     Tablet* t = it->second.get();
     if (t->mem_first_segment == 0) t->mem_first_segment = segment;
-    RETURN_IF_ERROR_CTX(InsertMutation(t->mem.get(), first, mutation),
+    RETURN_IF_ERROR_CTX(InsertMutation(t->mem.get(), first, mutation, &t->some_versions_deleted),
                         StrCat(log_->SegmentPath(segment), ": bad mutation"));
     last_sequence_ = std::max(last_sequence_, t->mem->LargestSequence());
     if (t->mem->ApproximateMemoryUsage() >= options_.memtable_bytes) SwitchMemtable(t);
@@ -646,6 +662,7 @@ Status EngineImpl::JoinQueueAndLead(Writer* w) {
       Writer* writer;
       std::shared_ptr<storage::MemTable> mem;
       SequenceNumber first;
+      SequenceNumber some_versions_deleted = 0;
     };
     std::vector<Pending> pending;
     std::vector<std::string> records;
@@ -674,7 +691,7 @@ Status EngineImpl::JoinQueueAndLead(Writer* w) {
         }
       }
       if (t->mem->Empty() && t->mem_first_segment == 0) t->mem_first_segment = segment;
-      pending.push_back({x, t->mem, seq + 1});
+      pending.push_back({x, t->mem, seq + 1, 0});
       records.emplace_back();
       EncodeLogRecord(&records.back(), x->id, seq + 1, x->mutation->encoded());
       seq += x->mutation->size();
@@ -699,8 +716,9 @@ Status EngineImpl::JoinQueueAndLead(Writer* w) {
       }
     }
     if (s.ok()) {
-      for (const Pending& p : pending) {
-        Status is = InsertMutation(p.mem.get(), p.first, p.writer->mutation->encoded());
+      for (Pending& p : pending) {
+        Status is = InsertMutation(p.mem.get(), p.first, p.writer->mutation->encoded(),
+                                   &p.some_versions_deleted);
         if (!is.ok()) p.writer->status = is;
       }
     }
@@ -711,6 +729,8 @@ Status EngineImpl::JoinQueueAndLead(Writer* w) {
         auto it = tablets_.find(p.writer->id);
         if (it == tablets_.end()) continue;
         Tablet* t = it->second.get();
+        // Before the memtable can be sealed: its flush must know.
+        t->some_versions_deleted = std::max(t->some_versions_deleted, p.some_versions_deleted);
         if (t->mem == p.mem && t->mem->ApproximateMemoryUsage() >= options_.memtable_bytes) {
           SwitchMemtable(t);
         }
@@ -843,6 +863,7 @@ Status EngineImpl::FlushOldestImmutable(TabletId id) {
   std::shared_ptr<const TabletDescriptor> descriptor;
   int64_t now;
   bool purge;
+  bool by_versions;
   {
     absl::MutexLock l(&mu_);
     auto it = tablets_.find(id);
@@ -855,11 +876,13 @@ Status EngineImpl::FlushOldestImmutable(TabletId id) {
     now = env_.clock->NowMicros();
     // Nothing older than the oldest memtable exists when the tablet has no files.
     purge = t->files->files.empty();
+    by_versions = t->some_versions_deleted <= mem->LargestSequence();
   }
   CompactionJobOptions job;
   job.dir = options_.dir;
   job.table_options = table_options_;
   job.can_purge_tombstones = purge;
+  job.gc_by_versions = by_versions;
   job.now_micros = now;
   job.schema = &descriptor->schema;
   job.new_file_number = [this] { return NewFileNumber(); };
@@ -992,6 +1015,7 @@ Status EngineImpl::CompactFiles(TabletId id, LocalityGroup group,
                                 std::vector<std::shared_ptr<TableFile>> inputs, bool purge) {
   std::shared_ptr<const TabletDescriptor> descriptor;
   int64_t now;
+  bool by_versions;
   {
     absl::MutexLock l(&mu_);
     auto it = tablets_.find(id);
@@ -1013,6 +1037,9 @@ Status EngineImpl::CompactFiles(TabletId id, LocalityGroup group,
       // Tombstones may go when nothing older than the run exists.
       purge = (run.back() == group_files.size() - 1);
     }
+    SequenceNumber inputs_reach = 0;
+    for (const auto& f : inputs) inputs_reach = std::max(inputs_reach, f->meta().max_sequence);
+    by_versions = t->some_versions_deleted <= inputs_reach;
   }
   std::vector<std::unique_ptr<storage::Iterator>> children;
   storage::TableReadOptions ro;
@@ -1024,6 +1051,7 @@ Status EngineImpl::CompactFiles(TabletId id, LocalityGroup group,
   job.table_options = table_options_;
   job.fixed_group = group;
   job.can_purge_tombstones = purge;
+  job.gc_by_versions = by_versions;
   job.now_micros = now;
   job.schema = &descriptor->schema;
   job.rate_limiter = &rate_limiter_;

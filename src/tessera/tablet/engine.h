@@ -124,6 +124,10 @@ struct ReadSpec {
   std::vector<ColumnSelector> columns;
   model::TimeRange time_range;  // [start, end); end 0 = no upper bound
   int max_versions = 0;         // 0 = all versions
+  // Whether cells that the families' GC rules may collect are left out (as every read of
+  // Bigtable data does). False for deleting what is there: a row holding only such cells is
+  // still a row to delete, or its cells come back when the rule is relaxed.
+  bool hide_collectable = true;
 };
 
 // [start, end); end "" = no upper bound.

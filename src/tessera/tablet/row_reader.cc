@@ -44,13 +44,14 @@ std::unique_ptr<Iterator> NewSnapshotIterator(const TabletSnapshot& snapshot,
   return storage::NewMergingIterator(storage::InternalKeyComparator(), std::move(children));
 }
 
-model::CellVisibility::Options VisibilityOptions(const TabletSnapshot& snapshot) {
+model::CellVisibility::Options VisibilityOptions(const TabletSnapshot& snapshot,
+                                                 const ReadSpec& spec) {
   // The snapshot holds the descriptor, which outlives every reader of the snapshot.
   const model::TableSchema* schema = &snapshot.descriptor->schema;
   model::CellVisibility::Options options{
       .gc_rule_for = [schema](std::string_view family) { return schema->FindGcRule(family); },
       .now_micros = snapshot.now_micros,
-      .apply_gc = true,
+      .apply_gc = spec.hide_collectable,
       .dropped_before = {}};
   if (!schema->dropped_families.empty()) {
     options.dropped_before = [schema](std::string_view family) {
@@ -112,7 +113,7 @@ class SpecFilter {
 class CellCollector {
  public:
   CellCollector(const TabletSnapshot& snapshot, const ReadSpec& spec)
-      : sequence_(snapshot.sequence), visibility_(VisibilityOptions(snapshot)), filter_(spec) {}
+      : sequence_(snapshot.sequence), visibility_(VisibilityOptions(snapshot, spec)), filter_(spec) {}
 
   // Returns DataLoss for a malformed key. Appends the cell to `row` when visible and chosen.
   Status Add(std::string_view ikey, std::string_view value, Row* row) {
