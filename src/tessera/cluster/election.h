@@ -40,6 +40,10 @@ namespace tessera::cluster {
 // Lock-service names the cluster uses (below the service's key root, which holds the cluster
 // name).
 inline constexpr std::string_view kDirectoryPrefix = "nodes/";
+// The directory file of the node at `endpoint`.
+inline std::string DirectoryName(std::string_view endpoint) {
+  return std::string(kDirectoryPrefix).append(endpoint);
+}
 inline constexpr std::string_view kMasterLock = "master";
 
 class MasterElection {

@@ -1,9 +1,9 @@
 #include "tessera/cluster/node.h"
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 
+#include "absl/strings/numbers.h"
 #include "nlohmann/json.hpp"
 #include "tessera/util/logging.h"
 
@@ -17,16 +17,6 @@ constexpr std::string_view kClusterIdFile = "cluster_id";
 // How long AnnounceShutdown waits for its pushes to leave.
 constexpr int64_t kAnnounceDrainMs = 1000;
 
-std::string DirectoryName(std::string_view endpoint) {
-  return tessera::StrCat(kDirectoryPrefix, endpoint);
-}
-
-std::optional<int64_t> ParseInt(std::string_view s) {
-  int64_t v = 0;
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
-  return v;
-}
 
 // The directory entry's value: what an operator or the master needs to know about a node.
 std::string DirectoryEntry(const NodeOptions& o, int64_t generation) {
@@ -44,12 +34,10 @@ StatusOr<int64_t> NextGeneration(FileSystem* fs, const std::string& data_dir, Cl
   if (fs->FileExists(path)) {
     ASSIGN_OR_RETURN(std::string text, ReadFileToString(fs, path));
     while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-    std::optional<int64_t> parsed = ParseInt(text);
-    if (!parsed || *parsed < 0) {
+    if (!absl::SimpleAtoi(text, &last) || last < 0) {
       return absl::DataLossError(
           tessera::StrCat(path, " does not hold a generation number: \"", text, "\""));
     }
-    last = *parsed;
   }
   const int64_t generation = std::max(clock->NowMicros() / 1'000'000, last + 1);
   const std::string tmp = path + ".tmp";

@@ -1,30 +1,15 @@
 // ClusterNode's operator side (node.h): the status `tessera admin status` prints and the
 // removal of a dead node (`tessera admin removenode`). Split from node.cc, which holds the
 // node's life: start, join, registration, session loss, stop.
-#include <charconv>
 #include <map>
 #include <optional>
 
+#include "absl/strings/numbers.h"
 #include "nlohmann/json.hpp"
 #include "tessera/cluster/node.h"
 #include "tessera/util/logging.h"
 
 namespace tessera::cluster {
-
-namespace {
-
-std::string DirectoryName(std::string_view endpoint) {
-  return tessera::StrCat(kDirectoryPrefix, endpoint);
-}
-
-std::optional<int64_t> ParseInt(std::string_view s) {
-  int64_t v = 0;
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
-  return v;
-}
-
-}  // namespace
 
 StatusOr<std::string> ClusterNode::RemoveNode(const std::string& endpoint, bool force) {
   if (endpoint == options_.endpoint) {
@@ -124,8 +109,9 @@ StatusOr<std::string> ClusterNode::RemoveNode(const std::string& endpoint, bool 
     const std::string* term = v.state.Find(kMasterKey);
     if (dc != nullptr) n.set_dc(*dc);
     if (rack != nullptr) n.set_rack(*rack);
-    std::optional<int64_t> load_bytes = load != nullptr ? ParseInt(*load) : std::nullopt;
-    n.set_load_bytes(load_bytes.value_or(-1));
+    int64_t load_bytes = -1;
+    if (load == nullptr || !absl::SimpleAtoi(*load, &load_bytes)) load_bytes = -1;
+    n.set_load_bytes(load_bytes);
     if (st != nullptr) n.set_status(*st);
     n.set_liveness(v.is_self ? "up" : LivenessName(v.liveness));
     n.set_phi(v.is_self ? 0 : v.phi);
@@ -135,11 +121,11 @@ StatusOr<std::string> ClusterNode::RemoveNode(const std::string& endpoint, bool 
     n.set_registered(directory.count(v.endpoint) > 0);
     // Without the lock service, the master is the live node gossiping the highest term.
     if (!have_directory && term != nullptr && v.liveness != Liveness::kDown) {
-      std::optional<int64_t> t = ParseInt(*term);
-      if (t && *t > gossip_master_term) {
-        gossip_master_term = *t;
+      int64_t t = 0;
+      if (absl::SimpleAtoi(*term, &t) && t > gossip_master_term) {
+        gossip_master_term = t;
         status.set_master(v.endpoint);
-        status.set_master_term(*t);
+        status.set_master_term(t);
       }
     }
   }

@@ -18,22 +18,6 @@ namespace admin = ::google::bigtable::admin::v2;
 constexpr std::string_view kTokenPrefix = "tessera-consistency-";
 constexpr int kDefaultPageSize = 1000;
 
-// Finishes a unary call with the status of `result` (StatusOr<T> is moved into *response).
-template <typename T>
-grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context, StatusOr<T> result,
-                                T* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (result.ok()) *response = *std::move(result);
-  reactor->Finish(ToGrpcStatus(result.status()));
-  return reactor;
-}
-
-grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context, const Status& status) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
-}
-
 // The smallest key greater than every key starting with `prefix`; "" if there is none.
 std::string PrefixSuccessor(std::string prefix) {
   while (!prefix.empty() && static_cast<unsigned char>(prefix.back()) == 0xff) prefix.pop_back();

@@ -1,10 +1,13 @@
-// absl::Status <-> grpc::Status. The codes have the same numbers; the message is kept.
+// absl::Status <-> grpc::Status. The codes have the same numbers; the message is kept. And
+// Reply, which finishes a callback-API unary call with a status or a result.
 //
 // Thread-safety: pure functions.
 #pragma once
 
 #include <string>
+#include <utility>
 
+#include "grpcpp/server_context.h"
 #include "grpcpp/support/status.h"
 #include "tessera/util/status.h"
 
@@ -18,6 +21,23 @@ inline grpc::Status ToGrpcStatus(const Status& s) {
 inline Status FromGrpcStatus(const grpc::Status& s) {
   if (s.ok()) return Status();
   return Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+}
+
+// Finishes a unary call with the status of `result` (on OK its value is moved into *response).
+template <typename T>
+grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context, StatusOr<T> result,
+                                T* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (result.ok()) *response = *std::move(result);
+  reactor->Finish(ToGrpcStatus(result.status()));
+  return reactor;
+}
+
+inline grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context,
+                                       const Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
 }
 
 }  // namespace tessera::server

@@ -19,21 +19,6 @@ constexpr std::string_view kInstances = "/instances/";
 constexpr std::string_view kClusters = "/clusters/";
 constexpr int kDefaultPageSize = 1000;
 
-template <typename T>
-grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context, StatusOr<T> result,
-                                T* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (result.ok()) *response = *std::move(result);
-  reactor->Finish(ToGrpcStatus(result.status()));
-  return reactor;
-}
-
-grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context, const Status& status) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
-}
-
 grpc::ServerUnaryReactor* Unsupported(grpc::CallbackServerContext* context, std::string_view rpc,
                                       std::string_view why) {
   return Reply(context, absl::UnimplementedError(
