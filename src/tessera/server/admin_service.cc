@@ -7,6 +7,7 @@
 #include "tessera/model/row_mutation.h"
 #include "tessera/server/admin_convert.h"
 #include "tessera/server/grpc_status.h"
+#include "tessera/server/list_pages.h"
 #include "tessera/util/logging.h"
 
 namespace tessera::server {
@@ -16,7 +17,6 @@ namespace {
 namespace admin = ::google::bigtable::admin::v2;
 
 constexpr std::string_view kTokenPrefix = "tessera-consistency-";
-constexpr int kDefaultPageSize = 1000;
 
 // The smallest key greater than every key starting with `prefix`; "" if there is none.
 std::string PrefixSuccessor(std::string prefix) {
@@ -141,17 +141,10 @@ StatusOr<admin::Table> AdminService::DoCreateTable(const admin::CreateTableReque
 StatusOr<admin::ListTablesResponse> AdminService::DoListTables(
     const admin::ListTablesRequest& request) {
   RETURN_IF_ERROR(ValidateInstanceName(request.parent()));
-  if (request.page_size() < 0) {
-    return absl::InvalidArgumentError(
-        tessera::StrCat("page_size must not be negative, got ", request.page_size()));
-  }
-  const int page_size = request.page_size() == 0 ? kDefaultPageSize : request.page_size();
+  ASSIGN_OR_RETURN(const int page_size, ListPageSize(request.page_size()));
   // The page token is the id of the last table of the previous page.
   const std::string& after = request.page_token();
-  if (!after.empty() && !model::ValidateTableName(after).ok()) {
-    return absl::InvalidArgumentError(
-        tessera::StrCat("page_token \"", after, "\" was not issued by this server"));
-  }
+  RETURN_IF_ERROR(CheckListPageToken(after, model::ValidateTableName(after).ok()));
   const admin::Table::View view = request.view() == admin::Table::VIEW_UNSPECIFIED
                                       ? admin::Table::NAME_ONLY
                                       : request.view();

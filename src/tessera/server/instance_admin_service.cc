@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "tessera/server/grpc_status.h"
+#include "tessera/server/list_pages.h"
 #include "tessera/util/logging.h"
 
 namespace tessera::server {
@@ -17,7 +18,6 @@ namespace admin = ::google::bigtable::admin::v2;
 constexpr std::string_view kProjects = "projects/";
 constexpr std::string_view kInstances = "/instances/";
 constexpr std::string_view kClusters = "/clusters/";
-constexpr int kDefaultPageSize = 1000;
 
 grpc::ServerUnaryReactor* Unsupported(grpc::CallbackServerContext* context, std::string_view rpc,
                                       std::string_view why) {
@@ -280,17 +280,10 @@ StatusOr<admin::AppProfile> InstanceAdminService::DoGetAppProfile(
 StatusOr<admin::ListAppProfilesResponse> InstanceAdminService::DoListAppProfiles(
     const admin::ListAppProfilesRequest& request) {
   RETURN_IF_ERROR(ValidateInstanceName(request.parent()));
-  if (request.page_size() < 0) {
-    return absl::InvalidArgumentError(
-        tessera::StrCat("page_size must not be negative, got ", request.page_size()));
-  }
-  const int page_size = request.page_size() == 0 ? kDefaultPageSize : request.page_size();
+  ASSIGN_OR_RETURN(const int page_size, ListPageSize(request.page_size()));
   // The page token is the full name of the last profile of the previous page.
   const std::string& after = request.page_token();
-  if (!after.empty() && !AppProfileName::Parse(after).ok()) {
-    return absl::InvalidArgumentError(
-        tessera::StrCat("page_token \"", after, "\" was not issued by this server"));
-  }
+  RETURN_IF_ERROR(CheckListPageToken(after, AppProfileName::Parse(after).ok()));
   ASSIGN_OR_RETURN(std::vector<admin::AppProfile> profiles, profiles_->List(request.parent()));
   admin::ListAppProfilesResponse response;
   for (admin::AppProfile& profile : profiles) {
