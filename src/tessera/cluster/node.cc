@@ -1,7 +1,8 @@
 #include "tessera/cluster/node.h"
 
 #include <algorithm>
-#include <chrono>
+
+#include "absl/synchronization/notification.h"
 
 #include "absl/strings/numbers.h"
 #include "nlohmann/json.hpp"
@@ -14,14 +15,13 @@ namespace {
 constexpr std::string_view kGenerationFile = "gossip_generation";
 // The persistent file in the lock service that names the cluster's state there.
 constexpr std::string_view kClusterIdFile = "cluster_id";
-// How long AnnounceShutdown waits for its pushes to leave.
-constexpr int64_t kAnnounceDrainMs = 1000;
-
 
 // The directory entry's value: what an operator or the master needs to know about a node.
 std::string DirectoryEntry(const NodeOptions& o, int64_t generation) {
-  nlohmann::json j = {{"endpoint", o.endpoint}, {"dc", o.dc},
-                      {"rack", o.rack},         {"cluster", o.cluster_name},
+  nlohmann::json j = {{"endpoint", o.endpoint},
+                      {"dc", o.dc},
+                      {"rack", o.rack},
+                      {"cluster", o.cluster_name},
                       {"generation", generation}};
   return j.dump();
 }
@@ -48,15 +48,15 @@ StatusOr<int64_t> NextGeneration(FileSystem* fs, const std::string& data_dir, Cl
 }
 
 ClusterNode::ClusterNode(NodeOptions options, coord::LockService* lock_service,
-                         Transport* transport, NodeHooks hooks, Clock* clock, int64_t generation)
+                         Transport* transport, NodeHooks hooks, const Env& env, int64_t generation)
     : options_(std::move(options)),
       lock_service_(lock_service),
       transport_(transport),
       hooks_(std::move(hooks)),
-      clock_(clock),
+      env_(env),
+      clock_(env.clock),
       generation_(generation),
-      random_(static_cast<uint64_t>(clock->MonotonicMicros()) ^
-              std::hash<std::string>()(options_.endpoint)),
+      random_(env.NewRandom(tessera::StrCat("node ", options_.endpoint))),
       election_(options_.endpoint, [this](int64_t term, size_t nodes) {
         gossiper_->SetApplicationState(kMasterKey, tessera::StrCat(term));
         TLOG_INFO("cluster: {} is master (term {}); the directory lists {} nodes",
@@ -66,28 +66,51 @@ ClusterNode::ClusterNode(NodeOptions options, coord::LockService* lock_service,
 StatusOr<std::unique_ptr<ClusterNode>> ClusterNode::Start(NodeOptions options,
                                                           coord::LockService* lock_service,
                                                           Transport* transport, NodeHooks hooks,
-                                                          Clock* clock, FileSystem* fs) {
+                                                          const Env& env) {
+  absl::Notification done;
+  Status started;
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<ClusterNode> node,
+      Begin(std::move(options), lock_service, transport, std::move(hooks), env, [&](Status s) {
+        started = std::move(s);
+        done.Notify();
+      }));
+  done.WaitForNotification();  // bounded: the join step gives up after join_timeout_ms
+  if (!started.ok()) {
+    node->Stop();
+    return started;
+  }
+  return node;
+}
+
+StatusOr<std::unique_ptr<ClusterNode>> ClusterNode::Begin(NodeOptions options,
+                                                          coord::LockService* lock_service,
+                                                          Transport* transport, NodeHooks hooks,
+                                                          const Env& env,
+                                                          std::function<void(Status)> on_started) {
   if (options.endpoint.empty()) return absl::InvalidArgumentError("node endpoint must be set");
   if (options.data_dir.empty()) return absl::InvalidArgumentError("node data_dir must be set");
   if (options.cluster_name.empty()) {
     return absl::InvalidArgumentError("cluster name must not be empty");
   }
-  if (options.session_ttl_ms <= 0 || options.join_timeout_ms < 0 ||
-      options.election_poll_ms <= 0 || options.reregister_backoff_ms <= 0 ||
-      options.load_interval_ms <= 0) {
+  if (options.session_ttl_ms <= 0 || options.join_timeout_ms < 0 || options.election_poll_ms <= 0 ||
+      options.reregister_backoff_ms <= 0 || options.load_interval_ms <= 0) {
     return absl::InvalidArgumentError("node timing options must be positive");
+  }
+  if (env.fs == nullptr || env.clock == nullptr || env.executor == nullptr) {
+    return absl::InvalidArgumentError("node env needs a file system, a clock and an executor");
   }
   options.gossip.cluster_name = options.cluster_name;
   options.gossip.self = options.endpoint;
   options.gossip.seeds = options.seeds;
   RETURN_IF_ERROR(ValidateGossipOptions(options.gossip));
-  ASSIGN_OR_RETURN(int64_t generation, NextGeneration(fs, options.data_dir, clock));
+  ASSIGN_OR_RETURN(int64_t generation, NextGeneration(env.fs, options.data_dir, env.clock));
 
   std::unique_ptr<ClusterNode> node(new ClusterNode(std::move(options), lock_service, transport,
-                                                    std::move(hooks), clock, generation));
+                                                    std::move(hooks), env, generation));
   const NodeOptions& o = node->options_;
-  ASSIGN_OR_RETURN(node->gossiper_, Gossiper::Create(o.gossip, generation, clock, &node->random_,
-                                                     transport));
+  ASSIGN_OR_RETURN(node->gossiper_,
+                   Gossiper::Create(o.gossip, generation, env.clock, &node->random_, transport));
   ASSIGN_OR_RETURN(const std::string cluster_id, node->ReadClusterId());
   node->gossiper_->SetApplicationState(kClusterIdKey, cluster_id);
   node->gossiper_->SetApplicationState(
@@ -98,30 +121,29 @@ StatusOr<std::unique_ptr<ClusterNode>> ClusterNode::Start(NodeOptions options,
   node->gossiper_->SetApplicationState(kStatusKey, kStatusJoining);
   if (o.load) node->gossiper_->SetApplicationState(kLoadKey, tessera::StrCat(o.load()));
   node->gossiper_->Start();
-  node->gossip_thread_ = std::thread([n = node.get()] { n->GossipLoop(); });
   TLOG_INFO("cluster: node {} (cluster '{}', {}/{}, generation {}) starting with seeds [{}]",
-            o.endpoint, o.cluster_name, o.dc, o.rack, generation,
-            fmt::join(o.seeds, ", "));
-
-  Status joined = node->WaitToJoin();
-  if (joined.ok()) joined = node->Register();
-  if (!joined.ok()) {
-    node->Stop();
-    return joined;
+            o.endpoint, o.cluster_name, o.dc, o.rack, generation, fmt::join(o.seeds, ", "));
+  {
+    absl::MutexLock lock(&node->mu_);
+    const int64_t now = node->clock_->MonotonicMicros();
+    node->on_started_ = std::move(on_started);
+    node->join_deadline_us_ = now + o.join_timeout_ms * 1000;
+    node->next_round_us_ = now;
+    node->next_load_us_ = now + o.load_interval_ms * 1000;
+    node->ScheduleLocked(Loop::kGossip, 0);
+    node->ScheduleLocked(Loop::kJoin, 0);
   }
-  node->coordinator_thread_ = std::thread([n = node.get()] { n->CoordinatorLoop(); });
   return node;
 }
 
 ClusterNode::~ClusterNode() { Stop(); }
-
 StatusOr<std::string> ClusterNode::ReadClusterId() {
   coord::SessionOptions so;
   so.ttl_ms = options_.session_ttl_ms;
   StatusOr<std::unique_ptr<coord::Session>> session = lock_service_->CreateSession(so);
   if (!session.ok()) {
-    return absl::Status(session.status().code(),
-                        tessera::StrCat("cannot reach the lock service: ", session.status().message()));
+    return absl::Status(session.status().code(), tessera::StrCat("cannot reach the lock service: ",
+                                                                 session.status().message()));
   }
   coord::PutOptions create;
   create.expected_version = 0;  // only the first node of a cluster creates it
@@ -142,7 +164,7 @@ StatusOr<std::string> ClusterNode::ReadClusterId() {
   return id;
 }
 
-Status ClusterNode::WaitToJoin() {
+Status ClusterNode::JoinCheck() {
   const bool seed_of_itself = std::find(options_.seeds.begin(), options_.seeds.end(),
                                         options_.endpoint) != options_.seeds.end();
   std::vector<NodeId> others;
@@ -150,8 +172,12 @@ Status ClusterNode::WaitToJoin() {
     if (s != options_.endpoint) others.push_back(s);
   }
   if (others.empty() || seed_of_itself) return Status();
-  const int64_t deadline = clock_->MonotonicMicros() + options_.join_timeout_ms * 1000;
-  while (true) {
+  int64_t deadline;
+  {
+    absl::MutexLock lock(&mu_);
+    deadline = join_deadline_us_;
+  }
+  {
     // A seed that uses another lock service (or only such nodes heard from): no waiting will
     // help, and the operator must be told what to pass. A stray node of another lock service
     // elsewhere in the cluster's gossip is refused but must not keep every joiner out.
@@ -168,7 +194,8 @@ Status ClusterNode::WaitToJoin() {
       return absl::FailedPreconditionError(tessera::StrCat(
           "cannot join cluster '", options_.cluster_name, "': ", r.why,
           ". Every node of a cluster must name the same lock service: start this node with "
-          "--lock-service ", r.lock_service));
+          "--lock-service ",
+          r.lock_service));
     }
     // Hearing from anyone of our cluster is enough: the rest follows through gossip.
     if (gossiper_->KnownEndpoints() > 1) {
@@ -182,21 +209,21 @@ Status ClusterNode::WaitToJoin() {
     if (all_refused) {
       std::string why;
       for (const NodeId& s : others) why += tessera::StrCat("; ", s, ": ", refusals[s]);
-      return absl::FailedPreconditionError(tessera::StrCat(
-          "cannot join: every seed refused this node of cluster '", options_.cluster_name, "'",
-          why));
+      return absl::FailedPreconditionError(
+          tessera::StrCat("cannot join: every seed refused this node of cluster '",
+                          options_.cluster_name, "'", why));
     }
     if (clock_->MonotonicMicros() >= deadline) {
       std::string why;
       for (const auto& [peer, message] : refusals) {
         why += tessera::StrCat("; ", peer, " refused: ", message);
       }
-      return absl::UnavailableError(tessera::StrCat(
-          "cannot join: no seed of [", fmt::format("{}", fmt::join(others, ", ")),
-          "] answered within ", options_.join_timeout_ms, " ms (are they up, and in cluster '",
-          options_.cluster_name, "'?)", why));
+      return absl::UnavailableError(
+          tessera::StrCat("cannot join: no seed of [", fmt::format("{}", fmt::join(others, ", ")),
+                          "] answered within ", options_.join_timeout_ms,
+                          " ms (are they up, and in cluster '", options_.cluster_name, "'?)", why));
     }
-    clock_->SleepForMicros(std::min<int64_t>(options_.gossip.interval_ms, 100) * 1000);
+    return absl::UnavailableError("");  // not yet
   }
 }
 
@@ -206,7 +233,7 @@ Status ClusterNode::Register() {
   so.on_state_change = [this](coord::SessionState state) {
     if (state != coord::SessionState::kExpired) return;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       session_lost_ = true;
       serving_ = false;  // stop serving at once, before anything else happens
       if (outage_start_us_ == 0) {
@@ -216,19 +243,19 @@ Status ClusterNode::Register() {
       }
     }
     election_.Demote();
-    TLOG_ERROR("cluster: {} lost its lock-service session; it stops serving until it registers "
-               "again (the end of the outage will be logged)",
-               options_.endpoint);
-    cv_.notify_all();
+    TLOG_ERROR(
+        "cluster: {} lost its lock-service session; it stops serving until it registers "
+        "again (the end of the outage will be logged)",
+        options_.endpoint);
+    Wake();
   };
   ASSIGN_OR_RETURN(std::unique_ptr<coord::Session> created, lock_service_->CreateSession(so));
   std::shared_ptr<coord::Session> session = std::move(created);
   coord::PutOptions put;
   put.ephemeral = true;
-  RETURN_IF_ERROR(session
-                      ->Put(DirectoryName(options_.endpoint),
-                            DirectoryEntry(options_, generation_), put)
-                      .status());
+  RETURN_IF_ERROR(
+      session->Put(DirectoryName(options_.endpoint), DirectoryEntry(options_, generation_), put)
+          .status());
   // A watch on the master lock wakes the coordinator the moment the master goes.
   coord::WatchOptions wo;
   wo.target = coord::WatchTarget::kLocks;
@@ -243,7 +270,7 @@ Status ClusterNode::Register() {
   int64_t outage_us = 0;
   int outage_failures = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     session_ = session;
     master_watch_ = std::move(watch);
     session_lost_ = session->state() == coord::SessionState::kExpired;
@@ -257,9 +284,10 @@ Status ClusterNode::Register() {
   }
   if (outage_us > 0) {
     // As loud as the start of the outage, which it closes.
-    TLOG_WARN("cluster: {} serves again: the lock-service outage lasted {:.1f} s ({} failed "
-              "attempts to register)",
-              options_.endpoint, outage_us / 1e6, outage_failures);
+    TLOG_WARN(
+        "cluster: {} serves again: the lock-service outage lasted {:.1f} s ({} failed "
+        "attempts to register)",
+        options_.endpoint, outage_us / 1e6, outage_failures);
   }
   gossiper_->SetApplicationState(kStatusKey, kStatusNormal);
   TLOG_INFO("cluster: {} registered with the {} lock service (session {}, TTL {} ms{})",
@@ -274,7 +302,7 @@ void ClusterNode::DropSession() {
   std::shared_ptr<coord::Session> session;
   std::unique_ptr<coord::Watch> master_watch;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     serving_ = false;
     session = std::move(session_);
     master_watch = std::move(master_watch_);
@@ -289,107 +317,10 @@ void ClusterNode::DropSession() {
   }
 }
 
-void ClusterNode::AnnounceShutdown() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    // A node that never finished starting has nobody to tell.
-    if (announced_ || !coordinator_thread_.joinable()) return;
-    announced_ = true;
-  }
-  gossiper_->AnnounceShutdown();
-  transport_->Drain(kAnnounceDrainMs);
-}
-
-void ClusterNode::Stop() {
-  AnnounceShutdown();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_ && !gossip_thread_.joinable() && !coordinator_thread_.joinable()) return;
-    stopping_ = true;
-  }
-  cv_.notify_all();
-  if (coordinator_thread_.joinable()) coordinator_thread_.join();
-  if (gossip_thread_.joinable()) gossip_thread_.join();
-  DropSession();
-}
-
-void ClusterNode::Wake() { cv_.notify_all(); }
-
-void ClusterNode::GossipLoop() {
-  using std::chrono::milliseconds;
-  const int64_t interval_us = options_.gossip.interval_ms * 1000;
-  int64_t next_round = clock_->MonotonicMicros();
-  int64_t next_load = next_round + options_.load_interval_ms * 1000;
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!stopping_) {
-    const int64_t now = clock_->MonotonicMicros();
-    if (now >= next_round) {
-      lock.unlock();
-      gossiper_->Tick();
-      if (options_.load && now >= next_load) {
-        gossiper_->SetApplicationState(kLoadKey, tessera::StrCat(options_.load()));
-        next_load = now + options_.load_interval_ms * 1000;
-      }
-      lock.lock();
-      // Rounds keep their cadence; a late round is not made up with a burst.
-      next_round = std::max(next_round + interval_us, clock_->MonotonicMicros());
-      continue;
-    }
-    cv_.wait_for(lock, std::chrono::microseconds(next_round - now));
-  }
-}
-
-void ClusterNode::CoordinatorLoop() {
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!stopping_ && !fatal_) {
-    if (session_lost_) {
-      lock.unlock();
-      DropSession();
-      gossiper_->SetApplicationState(kStatusKey, kStatusJoining);
-      if (options_.on_session_loss == SessionLossAction::kExit) {
-        Status why = absl::UnavailableError(tessera::StrCat(
-            "node ", options_.endpoint, " lost its lock-service session and is configured to "
-            "exit (--on-session-loss=exit)"));
-        TLOG_ERROR("cluster: {}", why);
-        lock.lock();
-        fatal_ = true;
-        lock.unlock();
-        if (hooks_.on_fatal) hooks_.on_fatal(why);
-        lock.lock();
-        break;
-      }
-      Status registered = Register();
-      lock.lock();
-      if (!registered.ok()) {
-        // Once per outage, not every backoff: the end is logged with its duration.
-        if (outage_failures_++ == 0) {
-          TLOG_WARN("cluster: {} cannot register again: {}; retrying every {} ms", options_.endpoint,
-                    registered, options_.reregister_backoff_ms);
-        } else {
-          TLOG_DEBUG("cluster: {} cannot register again yet: {}", options_.endpoint, registered);
-        }
-        outage_error_ = registered;
-        // session_ may hold a half-made session; drop it on the next pass.
-        session_lost_ = true;
-        cv_.wait_for(lock, std::chrono::milliseconds(options_.reregister_backoff_ms),
-                     [this] { return stopping_; });
-      }
-      continue;
-    }
-    if (session_ != nullptr) {
-      lock.unlock();
-      election_.Step();
-      lock.lock();
-    }
-    cv_.wait_for(lock, std::chrono::milliseconds(options_.election_poll_ms),
-                 [this] { return stopping_ || session_lost_; });
-  }
-}
-
 Status ClusterNode::CheckServing() const {
   // The hot path (every data request) takes no lock.
   if (serving_.load(std::memory_order_acquire)) return Status();
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::string why;
   if (fatal_) {
     why = " and is exiting";
@@ -413,8 +344,8 @@ Status ClusterNode::CheckServing() const {
           "no quorum: {}",
           lost_s, lock_service, outage_error_.message());
     } else {
-      why = fmt::format(": it lost its session {:.1f} s ago and cannot register again: {}",
-                        lost_s, outage_error_.ToString());
+      why = fmt::format(": it lost its session {:.1f} s ago and cannot register again: {}", lost_s,
+                        outage_error_.ToString());
     }
   }
   return absl::UnavailableError(tessera::StrCat(
@@ -426,12 +357,12 @@ bool ClusterNode::serving() const { return serving_.load(std::memory_order_acqui
 bool ClusterNode::is_master() const { return election_.is_master(); }
 
 coord::SessionId ClusterNode::session_id() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return session_ != nullptr ? session_->id() : coord::SessionId{};
 }
 
 int ClusterNode::registrations() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return registrations_;
 }
 

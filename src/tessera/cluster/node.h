@@ -37,31 +37,40 @@
 //   * Stop. The node first announces its shutdown through gossip (Gossiper::AnnounceShutdown)
 //     and waits briefly for the pushes to leave, so peers mark it down at once; then it closes
 //     its session (the directory entry and the master lock go at once).
-//   * Gossip runs throughout on its own thread (one round per gossip.interval_ms), with the
-//     node's dc, rack, load (options.load, every load_interval_ms) and status as application
-//     states; gossip works without the lock service, so liveness stays visible when it is down.
+//   * Gossip runs throughout (one round per gossip.interval_ms), with the node's dc, rack, load
+//     (options.load, every load_interval_ms) and status as application states; gossip works
+//     without the lock service, so liveness stays visible when it is down.
 //
-// Thread-safety: every public method may be called from any thread. Hooks run on the node's
-// coordinator thread (on_registered during Start, too), never with the node's lock held; they
-// must not call Stop().
+// Time and threads (docs/simulation.md): the node starts no thread and never sleeps. Its three
+// loops — the join wait, gossip rounds, and the coordinator (election steps, re-registration)
+// — are timer tasks on env.executor, each scheduling its next step when it finishes, so each
+// loop runs one step at a time. With a thread pool that is the behaviour of a node with its own
+// threads; with a SimExecutor the same code runs on simulated time. A lock-service call can
+// block for its timeout, so in production give the node an executor of at least two threads:
+// gossip rounds must not wait behind it. Randomness comes from env.NewRandom.
+//
+// Thread-safety: every public method may be called from any thread, but not from one of the
+// node's own tasks. Hooks run on the node's coordinator steps (on_registered in the join step,
+// too), never with the node's lock held; they must not call Stop().
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 #include "tessera/cluster/election.h"
 #include "tessera/cluster/gossip.h"
 #include "tessera/cluster/transport.h"
 #include "tessera/coord/lock_service.h"
 #include "tessera/util/clock.h"
+#include "tessera/util/env.h"
 #include "tessera/util/file_system.h"
 #include "tessera/util/random.h"
 #include "tessera/util/status.h"
@@ -114,23 +123,35 @@ StatusOr<int64_t> NextGeneration(FileSystem* fs, const std::string& data_dir, Cl
 
 class ClusterNode {
  public:
-  // Takes the generation, joins (see above), registers and starts the gossip and coordinator
-  // threads. `lock_service` and `transport` must outlive the node; the transport must already
-  // deliver arriving messages (its server is listening).
+  // Takes the generation, joins (see above), registers and starts the coordinator; returns
+  // once the node serves or has failed to start. `lock_service`, `transport` and the Env's
+  // objects must outlive the node; the transport must already deliver arriving messages (its
+  // server is listening). Blocks, so never on a SimExecutor (use Begin).
   // Errors: InvalidArgument (options), Unavailable (lock service unreachable; no seed answered),
   // FailedPrecondition (the seeds belong to another cluster).
   static StatusOr<std::unique_ptr<ClusterNode>> Start(NodeOptions options,
                                                       coord::LockService* lock_service,
                                                       Transport* transport, NodeHooks hooks,
-                                                      Clock* clock = SystemClock(),
-                                                      FileSystem* fs = PosixFileSystem());
+                                                      const Env& env);
+  // The same without waiting: validates the options, takes the generation, reads the cluster
+  // id and starts gossiping, then returns the node while it joins and registers in its tasks.
+  // `on_started` runs once, on a node task, with what Start would have returned: OK when the
+  // node serves, else the error (the owner then destroys the node). Errors of the first steps
+  // are returned directly and `on_started` is not called; neither is it for a node stopped
+  // before it has joined.
+  static StatusOr<std::unique_ptr<ClusterNode>> Begin(NodeOptions options,
+                                                      coord::LockService* lock_service,
+                                                      Transport* transport, NodeHooks hooks,
+                                                      const Env& env,
+                                                      std::function<void(Status)> on_started);
   ~ClusterNode();  // Stop()
 
   ClusterNode(const ClusterNode&) = delete;
   ClusterNode& operator=(const ClusterNode&) = delete;
 
-  // Announces the shutdown (see the top of this file), stops the threads and closes the
-  // session (the directory entry and, if held, the master lock go at once). Idempotent.
+  // Announces the shutdown (see the top of this file), cancels the node's tasks (waiting for a
+  // running one to finish) and closes the session (the directory entry and, if held, the
+  // master lock go at once). Idempotent.
   void Stop();
   // Only the announcement: peers mark this node down; it stops gossiping. Called by the server
   // before it stops answering requests; Stop() calls it too. Waits at most ~1 s. Idempotent.
@@ -161,50 +182,74 @@ class ClusterNode {
   ::tessera::v1::ClusterStatus GetStatus() const;
 
  private:
+  // The node's loops, each a chain of timer tasks (one step at a time per loop).
+  enum class Loop { kJoin, kGossip, kCoordinator };
+  struct LoopState {
+    TimerId timer = 0;     // the next step's timer (0 = none scheduled)
+    bool running = false;  // a step is running now
+    bool wake = false;     // run again as soon as the running step ends
+  };
+
   ClusterNode(NodeOptions options, coord::LockService* lock_service, Transport* transport,
-              NodeHooks hooks, Clock* clock, int64_t generation);
+              NodeHooks hooks, const Env& env, int64_t generation);
 
   // The id kept in the lock service's file "cluster_id", created if absent (with a session of
   // its own, closed before returning).
   StatusOr<std::string> ReadClusterId();
-  Status WaitToJoin();
-  Status Register();                // creates the session and directory entry; runs the hook
-  void DropSession();               // after a loss or at Stop
-  void GossipLoop();
-  void CoordinatorLoop();
-  void Wake();
+  // One look at whether the node has joined: OK (joined), Unavailable with an empty message
+  // (keep waiting) or the error that ends the join.
+  Status JoinCheck();
+  Status Register();   // creates the session and directory entry; runs the hook
+  void DropSession();  // after a loss or at Stop
+
+  // Each step returns the delay until its next step, or -1 to end its loop.
+  int64_t JoinStep();
+  int64_t GossipStep();
+  int64_t CoordinatorStep();
+  int64_t Step(Loop loop);
+  // Schedules `loop`'s next step after `delay_us`. REQUIRES: mu_ held.
+  void ScheduleLocked(Loop loop, int64_t delay_us) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  LoopState& StateOf(Loop loop) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RunStep(Loop loop);
+  void Wake();  // the coordinator's next step now (a watch fired, the session was lost)
 
   const NodeOptions options_;
   coord::LockService* const lock_service_;
   Transport* const transport_;
   const NodeHooks hooks_;
+  const Env env_;
   Clock* const clock_;
   const int64_t generation_;
+  // Used by the gossiper (under its lock) and by ReadClusterId before gossip starts.
   Random random_;
   std::unique_ptr<Gossiper> gossiper_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  bool session_lost_ = false;  // set by the session's callback; handled by the coordinator
+  mutable absl::Mutex mu_;
+  LoopState join_ ABSL_GUARDED_BY(mu_);
+  LoopState gossip_ ABSL_GUARDED_BY(mu_);
+  LoopState coordinator_ ABSL_GUARDED_BY(mu_);
+  std::function<void(Status)> on_started_ ABSL_GUARDED_BY(mu_);
+  int64_t join_deadline_us_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t next_round_us_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t next_load_us_ ABSL_GUARDED_BY(mu_) = 0;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;  // registered once; the coordinator runs
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool session_lost_ ABSL_GUARDED_BY(mu_) = false;  // set by the session's callback
   // Written under mu_; read without it by CheckServing(), which every data request calls.
   std::atomic<bool> serving_{false};
-  int registrations_ = 0;
-  bool fatal_ = false;
-  bool announced_ = false;  // AnnounceShutdown() ran
+  int registrations_ ABSL_GUARDED_BY(mu_) = 0;
+  bool fatal_ ABSL_GUARDED_BY(mu_) = false;
+  bool announced_ ABSL_GUARDED_BY(mu_) = false;  // AnnounceShutdown() ran
   // The outage after a session loss: when it began (MonotonicMicros; 0 = none), the failed
   // attempts to register again, and the last one's error (for CheckServing's message).
-  int64_t outage_start_us_ = 0;
-  int outage_failures_ = 0;
-  Status outage_error_;
-  // The session and what hangs on it; replaced only by the coordinator thread (and Start/Stop).
-  std::shared_ptr<coord::Session> session_;
-  std::unique_ptr<coord::Watch> master_watch_;
+  int64_t outage_start_us_ ABSL_GUARDED_BY(mu_) = 0;
+  int outage_failures_ ABSL_GUARDED_BY(mu_) = 0;
+  Status outage_error_ ABSL_GUARDED_BY(mu_);
+  // The session and what hangs on it; replaced only by coordinator and join steps (and Stop).
+  std::shared_ptr<coord::Session> session_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<coord::Watch> master_watch_ ABSL_GUARDED_BY(mu_);
   // Has its own lock; never called with mu_ held.
   MasterElection election_;
-
-  std::thread gossip_thread_;
-  std::thread coordinator_thread_;
 };
 
 }  // namespace tessera::cluster

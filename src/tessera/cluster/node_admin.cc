@@ -26,7 +26,7 @@ StatusOr<std::string> ClusterNode::RemoveNode(const std::string& endpoint, bool 
   }
   std::shared_ptr<coord::Session> session;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     session = session_;
   }
   if (session == nullptr) {
@@ -65,7 +65,7 @@ StatusOr<std::string> ClusterNode::RemoveNode(const std::string& endpoint, bool 
   status.set_lock_service(std::string(lock_service_->backend_name()));
   std::shared_ptr<coord::Session> session;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     status.set_serving(serving_.load());
     session = session_;
   }

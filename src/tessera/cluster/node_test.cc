@@ -45,7 +45,7 @@ class TestNode {
 
   Status Start(coord::LockService* ls, NodeHooks hooks = {}) {
     StatusOr<std::unique_ptr<ClusterNode>> node =
-        ClusterNode::Start(options_, ls, &transport_, std::move(hooks));
+        ClusterNode::Start(options_, ls, &transport_, std::move(hooks), env_.env());
     if (!node.ok()) return node.status();
     node_ = std::move(*node);
     return Status();
@@ -58,6 +58,7 @@ class TestNode {
 
  private:
   std::string dir_;
+  SystemEnv env_{2};
   GrpcTransport transport_;
   GossipService service_;
   std::unique_ptr<grpc::Server> server_;

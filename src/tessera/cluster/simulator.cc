@@ -48,11 +48,8 @@ StatusOr<std::unique_ptr<Simulator>> Simulator::Create(SimulatorOptions options)
   if (options.seeds < 1) {
     return absl::InvalidArgumentError(StrCat("simulator: seeds must be >= 1, not ", options.seeds));
   }
-  const auto& net = options.network;
-  if (!(net.loss >= 0 && net.loss <= 1) || net.latency_us < 0 || net.jitter_us < 0) {
-    return absl::InvalidArgumentError(
-        StrCat("simulator: need loss in [0, 1] and latency, jitter >= 0; got loss ", net.loss,
-               ", latency_us ", net.latency_us, ", jitter_us ", net.jitter_us));
+  if (Status s = ValidateNetworkOptions(options.network); !s.ok()) {
+    return absl::InvalidArgumentError(StrCat("simulator: ", s.message()));
   }
   if (!(options.tick_jitter >= 0 && options.tick_jitter < 1)) {
     return absl::InvalidArgumentError(

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "tessera/cluster/gossip.h"
+#include "tessera/cluster/sim_network.h"
 #include "tessera/util/clock.h"
 #include "tessera/util/random.h"
 #include "tessera/util/status.h"
@@ -31,12 +32,6 @@ namespace tessera::cluster {
 
 // Node i's id: a realistic gossip address, "10.0.0.17:7000", so that byte counts are honest.
 NodeId SimNodeId(int index);
-
-struct NetworkOptions {
-  double loss = 0;             // probability that one message is lost, in [0, 1]
-  int64_t latency_us = 1000;   // fixed part of the one-way delay. >= 0
-  int64_t jitter_us = 20'000;  // plus a uniform random part in [0, jitter_us]. >= 0
-};
 
 struct SimulatorOptions {
   int nodes = 10;  // started at time 0, named SimNodeId(0), SimNodeId(1), ...

@@ -19,6 +19,7 @@
 #include "tessera/server/instance_admin_service.h"
 #include "tessera/server/table_catalog.h"
 #include "tessera/server/unimplemented_service.h"
+#include "tessera/util/env.h"
 #include "tessera/util/executor.h"
 #include "tessera/util/host_port.h"
 #include "tessera/util/logging.h"
@@ -77,6 +78,9 @@ struct Server::State {
   std::unique_ptr<cluster::GrpcTransport> transport;
   std::unique_ptr<cluster::GossipService> gossip_service;
   std::unique_ptr<cluster::ClusterAdminService> cluster_admin;
+  // The node's rounds (gossip, election, re-registration) run here: two threads, so that a
+  // lock-service call that blocks never holds up a gossip round.
+  std::unique_ptr<SystemEnv> cluster_env;
   std::unique_ptr<cluster::ClusterNode> node;
   // `node` for request threads: requests arrive before the node exists (it joins once the
   // port is open), so they read this, set when the node has started.
@@ -102,6 +106,7 @@ Status Server::State::Stop() {
   if (cluster_admin != nullptr) cluster_admin->SetNode(nullptr);
   serving_node.store(nullptr);
   node.reset();
+  cluster_env.reset();
   if (transport != nullptr) transport->Shutdown();
   // Work already handed to the workers finishes before the engine closes.
   workers.reset();
@@ -258,9 +263,10 @@ Status Server::StartServices(State* s) {
     profiles->Detach();
     if (schema != nullptr) schema->Detach();
   };
-  ASSIGN_OR_RETURN(s->node, cluster::ClusterNode::Start(std::move(node_options),
-                                                        s->lock_service.get(),
-                                                        s->transport.get(), std::move(hooks)));
+  s->cluster_env = std::make_unique<SystemEnv>(/*threads=*/2);
+  ASSIGN_OR_RETURN(s->node, cluster::ClusterNode::Start(
+                                std::move(node_options), s->lock_service.get(),
+                                s->transport.get(), std::move(hooks), s->cluster_env->env()));
   s->serving_node.store(s->node.get(), std::memory_order_release);
   s->cluster_admin->SetNode(s->node.get());
   return Status();
