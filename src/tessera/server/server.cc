@@ -15,7 +15,7 @@
 #include "tessera/coord/open_lock_service.h"
 #include "tessera/server/admin_service.h"
 #include "tessera/server/app_profile_store.h"
-#include "tessera/server/cluster_schema.h"
+#include "tessera/server/cluster_definitions.h"
 #include "tessera/server/instance_admin_service.h"
 #include "tessera/server/table_catalog.h"
 #include "tessera/server/unimplemented_service.h"
@@ -71,7 +71,7 @@ struct Server::State {
   std::unique_ptr<UnimplementedService> unimplemented;
   std::unique_ptr<coord::LockService> lock_service;
   // Cluster mode (etcd) only: the schema decided in the lock service.
-  std::unique_ptr<ClusterSchema> schema;
+  std::unique_ptr<ClusterDefinitions> schema;
   // App profiles, in the lock service in both modes (attached with the node's session).
   std::unique_ptr<AppProfileStore> profiles;
   std::unique_ptr<cluster::GrpcTransport> transport;
@@ -169,10 +169,10 @@ Status Server::StartServices(State* s) {
 
   // A cluster's schema lives in the lock service; a single node's in its catalog.
   if (s->lock_service->backend_name() != "embedded") {
-    ClusterSchemaOptions schema_options;
+    catalog::SchemaStoreOptions schema_options;
     schema_options.fs = PosixFileSystem();
     schema_options.state_path = JoinPath(options.engine.dir, "CLUSTER_SCHEMA");
-    ASSIGN_OR_RETURN(s->schema, ClusterSchema::Open(s->catalog.get(), schema_options));
+    ASSIGN_OR_RETURN(s->schema, ClusterDefinitions::Open(s->catalog.get(), schema_options));
   }
 
   s->workers = NewThreadPoolExecutor(options.worker_threads);
@@ -186,13 +186,14 @@ Status Server::StartServices(State* s) {
   data_options.serving_check = serving_check;
   s->data = std::make_unique<DataService>(s->catalog.get(), SystemClock(), s->workers.get(),
                                           data_options);
-  s->admin = std::make_unique<AdminService>(s->catalog.get(), s->data->row_locks(),
-                                            s->schema.get(), serving_check);
+  s->admin = std::make_unique<AdminService>(s->catalog.get(), s->data->row_locks(), s->schema.get(),
+                                            serving_check);
   ASSIGN_OR_RETURN(s->profiles, AppProfileStore::Open(AppProfileStoreOptions{}));
   const std::string cluster_name = options.cluster.node.cluster_name;
   const std::string dc = options.cluster.node.dc;
   s->instance_admin = std::make_unique<InstanceAdminService>(
-      s->catalog.get(), s->profiles.get(), [s, cluster_name, dc] {
+      s->catalog.get(), s->profiles.get(),
+      [s, cluster_name, dc] {
         ClusterView view{cluster_name, dc, 1, false};
         cluster::ClusterNode* node = s->serving_node.load(std::memory_order_acquire);
         if (node == nullptr) return view;
@@ -229,8 +230,8 @@ Status Server::StartServices(State* s) {
   builder.RegisterCallbackGenericService(s->unimplemented.get());
   s->grpc_server = builder.BuildAndStart();
   if (s->grpc_server == nullptr || s->port == 0) {
-    return absl::UnavailableError(tessera::StrCat("cannot listen on ", options.listen, ": ",
-                                                  ListenFailure(options.listen)));
+    return absl::UnavailableError(
+        tessera::StrCat("cannot listen on ", options.listen, ": ", ListenFailure(options.listen)));
   }
   const std::string& listen = options.listen;
   s->address = tessera::StrCat(listen.substr(0, listen.rfind(':')), ":", s->port);
@@ -247,7 +248,7 @@ Status Server::StartServices(State* s) {
   };
   cluster::NodeHooks hooks;
   hooks.on_fatal = options.cluster.on_fatal;
-  ClusterSchema* schema = s->schema.get();
+  catalog::SchemaStore* schema = s->schema != nullptr ? s->schema->store() : nullptr;
   AppProfileStore* profiles = s->profiles.get();
   hooks.on_registered = [schema, profiles](coord::Session* session) {
     if (schema != nullptr) RETURN_IF_ERROR(schema->Attach(session));
@@ -258,9 +259,9 @@ Status Server::StartServices(State* s) {
     profiles->Detach();
     if (schema != nullptr) schema->Detach();
   };
-  ASSIGN_OR_RETURN(s->node, cluster::ClusterNode::Start(std::move(node_options),
-                                                        s->lock_service.get(),
-                                                        s->transport.get(), std::move(hooks)));
+  ASSIGN_OR_RETURN(s->node,
+                   cluster::ClusterNode::Start(std::move(node_options), s->lock_service.get(),
+                                               s->transport.get(), std::move(hooks)));
   s->serving_node.store(s->node.get(), std::memory_order_release);
   s->cluster_admin->SetNode(s->node.get());
   return Status();
