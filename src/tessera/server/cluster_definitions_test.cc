@@ -12,6 +12,7 @@
 
 #include "gtest/gtest.h"
 #include "tessera/catalog/schema_record.h"
+#include "tessera/catalog/schema_record.h"
 #include "tessera/coord/embedded_lock_service.h"
 #include "tessera/coord/etcd_lock_service.h"
 #include "tessera/coord/etcd_test_server.h"

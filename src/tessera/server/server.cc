@@ -186,14 +186,13 @@ Status Server::StartServices(State* s) {
   data_options.serving_check = serving_check;
   s->data = std::make_unique<DataService>(s->catalog.get(), SystemClock(), s->workers.get(),
                                           data_options);
-  s->admin = std::make_unique<AdminService>(s->catalog.get(), s->data->row_locks(), s->schema.get(),
-                                            serving_check);
+  s->admin = std::make_unique<AdminService>(s->catalog.get(), s->data->row_locks(),
+                                            s->schema.get(), serving_check);
   ASSIGN_OR_RETURN(s->profiles, AppProfileStore::Open(AppProfileStoreOptions{}));
   const std::string cluster_name = options.cluster.node.cluster_name;
   const std::string dc = options.cluster.node.dc;
   s->instance_admin = std::make_unique<InstanceAdminService>(
-      s->catalog.get(), s->profiles.get(),
-      [s, cluster_name, dc] {
+      s->catalog.get(), s->profiles.get(), [s, cluster_name, dc] {
         ClusterView view{cluster_name, dc, 1, false};
         cluster::ClusterNode* node = s->serving_node.load(std::memory_order_acquire);
         if (node == nullptr) return view;
@@ -230,8 +229,8 @@ Status Server::StartServices(State* s) {
   builder.RegisterCallbackGenericService(s->unimplemented.get());
   s->grpc_server = builder.BuildAndStart();
   if (s->grpc_server == nullptr || s->port == 0) {
-    return absl::UnavailableError(
-        tessera::StrCat("cannot listen on ", options.listen, ": ", ListenFailure(options.listen)));
+    return absl::UnavailableError(tessera::StrCat("cannot listen on ", options.listen, ": ",
+                                                  ListenFailure(options.listen)));
   }
   const std::string& listen = options.listen;
   s->address = tessera::StrCat(listen.substr(0, listen.rfind(':')), ":", s->port);
@@ -259,9 +258,9 @@ Status Server::StartServices(State* s) {
     profiles->Detach();
     if (schema != nullptr) schema->Detach();
   };
-  ASSIGN_OR_RETURN(s->node,
-                   cluster::ClusterNode::Start(std::move(node_options), s->lock_service.get(),
-                                               s->transport.get(), std::move(hooks)));
+  ASSIGN_OR_RETURN(s->node, cluster::ClusterNode::Start(std::move(node_options),
+                                                        s->lock_service.get(),
+                                                        s->transport.get(), std::move(hooks)));
   s->serving_node.store(s->node.get(), std::memory_order_release);
   s->cluster_admin->SetNode(s->node.get());
   return Status();

@@ -22,9 +22,8 @@ bool Tiles(const std::vector<TabletRef>& tablets) {
 
 const TabletRef& TableInfo::TabletFor(std::string_view row) const {
   // The last tablet whose start_row <= row.
-  auto it =
-      std::upper_bound(tablets.begin(), tablets.end(), row,
-                       [](std::string_view r, const TabletRef& t) { return r < t.start_row; });
+  auto it = std::upper_bound(tablets.begin(), tablets.end(), row,
+                             [](std::string_view r, const TabletRef& t) { return r < t.start_row; });
   return *(it - 1);
 }
 
@@ -67,8 +66,9 @@ Status TableCatalog::Load() {
     // Sort tablets (and their schemas) by start row.
     std::vector<size_t> order(f.tablets.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(),
-              [&](size_t a, size_t b) { return f.tablets[a].start_row < f.tablets[b].start_row; });
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return f.tablets[a].start_row < f.tablets[b].start_row;
+    });
     std::vector<TabletRef> tablets;
     for (size_t i : order) tablets.push_back(f.tablets[i]);
 
@@ -90,8 +90,8 @@ Status TableCatalog::Load() {
     }
     for (size_t i = 0; i < f.schemas.size(); ++i) {
       if (f.schemas[i].version != f.schemas[newest].version) {
-        TLOG_WARN("catalog: table {}: tablet {} has schema version {}, repairing to {}", full_name,
-                  f.tablets[i].id, f.schemas[i].version, f.schemas[newest].version);
+        TLOG_WARN("catalog: table {}: tablet {} has schema version {}, repairing to {}",
+                  full_name, f.tablets[i].id, f.schemas[i].version, f.schemas[newest].version);
         RETURN_IF_ERROR(engine_->UpdateSchema(f.tablets[i].id, f.schemas[newest]));
       }
     }
@@ -250,8 +250,9 @@ StatusOr<std::shared_ptr<const TableInfo>> TableCatalog::ApplyDefinition(
   model::TableSchema schema = definition.schema;
   schema.dropped_families.clear();
   if (schema.name != name.table_id) {
-    return absl::InvalidArgumentError(tessera::StrCat(
-        "table \"", definition.full_name, "\": the schema names table \"", schema.name, "\""));
+    return absl::InvalidArgumentError(tessera::StrCat("table \"", definition.full_name,
+                                                      "\": the schema names table \"",
+                                                      schema.name, "\""));
   }
   RETURN_IF_ERROR(schema.Validate());
   if (schema.version == 0) {

@@ -56,7 +56,7 @@ struct TabletRef {
 struct TableInfo {
   TableName name;
   std::string full_name;
-  model::TableSchema schema;       // schema.name == name.table_id
+  model::TableSchema schema;      // schema.name == name.table_id
   std::vector<TabletRef> tablets;  // by start_row; tile ["", "")
 
   // The tablet holding `row`.
