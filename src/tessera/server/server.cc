@@ -15,7 +15,7 @@
 #include "tessera/coord/open_lock_service.h"
 #include "tessera/server/admin_service.h"
 #include "tessera/server/app_profile_store.h"
-#include "tessera/server/cluster_schema.h"
+#include "tessera/server/cluster_definitions.h"
 #include "tessera/server/instance_admin_service.h"
 #include "tessera/server/table_catalog.h"
 #include "tessera/server/unimplemented_service.h"
@@ -72,7 +72,7 @@ struct Server::State {
   std::unique_ptr<UnimplementedService> unimplemented;
   std::unique_ptr<coord::LockService> lock_service;
   // Cluster mode (etcd) only: the schema decided in the lock service.
-  std::unique_ptr<ClusterSchema> schema;
+  std::unique_ptr<ClusterDefinitions> schema;
   // App profiles, in the lock service in both modes (attached with the node's session).
   std::unique_ptr<AppProfileStore> profiles;
   std::unique_ptr<cluster::GrpcTransport> transport;
@@ -174,10 +174,10 @@ Status Server::StartServices(State* s) {
 
   // A cluster's schema lives in the lock service; a single node's in its catalog.
   if (s->lock_service->backend_name() != "embedded") {
-    ClusterSchemaOptions schema_options;
+    catalog::SchemaStoreOptions schema_options;
     schema_options.fs = PosixFileSystem();
     schema_options.state_path = JoinPath(options.engine.dir, "CLUSTER_SCHEMA");
-    ASSIGN_OR_RETURN(s->schema, ClusterSchema::Open(s->catalog.get(), schema_options));
+    ASSIGN_OR_RETURN(s->schema, ClusterDefinitions::Open(s->catalog.get(), schema_options));
   }
 
   s->workers = NewThreadPoolExecutor(options.worker_threads);
@@ -252,7 +252,7 @@ Status Server::StartServices(State* s) {
   };
   cluster::NodeHooks hooks;
   hooks.on_fatal = options.cluster.on_fatal;
-  ClusterSchema* schema = s->schema.get();
+  catalog::SchemaStore* schema = s->schema != nullptr ? s->schema->store() : nullptr;
   AppProfileStore* profiles = s->profiles.get();
   hooks.on_registered = [schema, profiles](coord::Session* session) {
     if (schema != nullptr) RETURN_IF_ERROR(schema->Attach(session));

@@ -17,9 +17,9 @@
 // lock service in its data folder (the default), or one of many with etcd as the lock service.
 // The same port carries gossip (tessera.v1.Gossip) and the operator's status
 // (tessera.v1.ClusterAdmin). With etcd, the schema lives in the lock service and this node
-// mirrors it (server/cluster_schema.h); every Bigtable call, data and admin, answers UNAVAILABLE
-// while the node has no lock-service session. Shutdown() first announces the stop through
-// gossip (peers mark the node down at once), then stops answering.
+// mirrors it (catalog/schema_store.h, cluster_definitions.h); every Bigtable call, data and admin,
+// answers UNAVAILABLE while the node has no lock-service session. Shutdown() first announces the
+// stop through gossip (peers mark the node down at once), then stops answering.
 //
 // Thread-safety: Start/Shutdown/Wait from one controlling thread; the services are
 // thread-safe.

@@ -9,14 +9,6 @@ namespace tessera::server {
 
 namespace {
 
-constexpr std::string_view kProjects = "projects/";
-constexpr std::string_view kInstances = "/instances/";
-constexpr std::string_view kTables = "/tables/";
-
-bool IsPlainSegment(std::string_view s) {
-  return !s.empty() && s.find('/') == std::string_view::npos;
-}
-
 // True if `tablets` (sorted by start row) tile ["", "") without gaps or overlaps.
 bool Tiles(const std::vector<TabletRef>& tablets) {
   if (tablets.empty() || !tablets.front().start_row.empty()) return false;
@@ -27,39 +19,6 @@ bool Tiles(const std::vector<TabletRef>& tablets) {
 }
 
 }  // namespace
-
-Status ValidateInstanceName(std::string_view name) {
-  std::string_view rest = name;
-  if (rest.substr(0, kProjects.size()) != kProjects) {
-    return absl::InvalidArgumentError(
-        tessera::StrCat("instance name \"", name, "\" must look like projects/P/instances/I"));
-  }
-  rest.remove_prefix(kProjects.size());
-  const size_t slash = rest.find(kInstances);
-  if (slash == std::string_view::npos || !IsPlainSegment(rest.substr(0, slash)) ||
-      !IsPlainSegment(rest.substr(slash + kInstances.size()))) {
-    return absl::InvalidArgumentError(
-        tessera::StrCat("instance name \"", name, "\" must look like projects/P/instances/I"));
-  }
-  return Status();
-}
-
-StatusOr<TableName> TableName::Parse(std::string_view full_name) {
-  const size_t pos = full_name.rfind(kTables);
-  if (pos == std::string_view::npos) {
-    return absl::InvalidArgumentError(tessera::StrCat(
-        "table name \"", full_name, "\" must look like projects/P/instances/I/tables/T"));
-  }
-  TableName name;
-  name.instance = std::string(full_name.substr(0, pos));
-  name.table_id = std::string(full_name.substr(pos + kTables.size()));
-  if (!ValidateInstanceName(name.instance).ok()) {
-    return absl::InvalidArgumentError(tessera::StrCat(
-        "table name \"", full_name, "\" must look like projects/P/instances/I/tables/T"));
-  }
-  RETURN_IF_ERROR(model::ValidateTableName(name.table_id));
-  return name;
-}
 
 const TabletRef& TableInfo::TabletFor(std::string_view row) const {
   // The last tablet whose start_row <= row.
@@ -165,28 +124,11 @@ void TableCatalog::Unpublish(std::string_view full_name) {
   if (it != tables_.end()) tables_.erase(it);
 }
 
-namespace {
-
-// Checks and normalizes initial split keys: sorted, de-duplicated, none empty.
-Status NormalizeSplitKeys(std::vector<std::string>* split_keys) {
-  for (size_t i = 0; i < split_keys->size(); ++i) {
-    if ((*split_keys)[i].empty()) {
-      return absl::InvalidArgumentError(
-          tessera::StrCat("initial split #", i, " has an empty row key"));
-    }
-  }
-  std::sort(split_keys->begin(), split_keys->end());
-  split_keys->erase(std::unique(split_keys->begin(), split_keys->end()), split_keys->end());
-  return Status();
-}
-
-}  // namespace
-
 StatusOr<std::shared_ptr<const TableInfo>> TableCatalog::CreateTable(
     std::string_view instance, model::TableSchema schema, std::vector<std::string> split_keys) {
   RETURN_IF_ERROR(ValidateInstanceName(instance));
   RETURN_IF_ERROR(schema.Validate());
-  RETURN_IF_ERROR(NormalizeSplitKeys(&split_keys));
+  RETURN_IF_ERROR(catalog::NormalizeSplitKeys(&split_keys));
   schema.version = 1;
   TableName name{std::string(instance), schema.name};  // before `schema` is moved
   absl::MutexLock change(&change_mu_);
@@ -290,19 +232,6 @@ StatusOr<std::shared_ptr<const TableInfo>> TableCatalog::UpdateSchema(
   return WriteSchemaLocked(*old, std::move(schema));
 }
 
-StatusOr<model::TableSchema> ChangedSchema(
-    const model::TableSchema& old, const std::function<Status(model::TableSchema*)>& change) {
-  model::TableSchema schema = old;
-  RETURN_IF_ERROR(change(&schema));
-  if (schema.name != old.name) {
-    return absl::InvalidArgumentError("a table's name cannot change");
-  }
-  RETURN_IF_ERROR(schema.Validate());
-  schema.version = old.version + 1;
-  schema.dropped_families.clear();
-  return schema;
-}
-
 StatusOr<std::shared_ptr<const TableInfo>> TableCatalog::WriteSchemaLocked(
     const TableInfo& old, model::TableSchema schema) {
   schema.dropped_families.clear();
@@ -339,7 +268,7 @@ StatusOr<std::shared_ptr<const TableInfo>> TableCatalog::ApplyDefinition(
     }
   }
   std::vector<std::string> split_keys = definition.split_keys;
-  RETURN_IF_ERROR(NormalizeSplitKeys(&split_keys));
+  RETURN_IF_ERROR(catalog::NormalizeSplitKeys(&split_keys));
 
   absl::MutexLock change(&change_mu_);
   std::shared_ptr<const TableInfo> old = Find(definition.full_name);

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "tessera/catalog/table_definition.h"
 #include "tessera/model/schema.h"
 #include "tessera/server/table_definitions.h"
 #include "tessera/tablet/engine.h"
@@ -39,25 +40,11 @@
 
 namespace tessera::server {
 
-// "projects/{p}/instances/{i}" and "projects/{p}/instances/{i}/tables/{t}".
-struct TableName {
-  std::string instance;  // "projects/p/instances/i"
-  std::string table_id;  // "t"
-
-  std::string Full() const { return instance + "/tables/" + table_id; }
-  // InvalidArgument naming the problem for anything that is not a well-formed table name
-  // (the table id is checked with model::ValidateTableName).
-  static StatusOr<TableName> Parse(std::string_view full_name);
-};
-// InvalidArgument unless `name` is "projects/{p}/instances/{i}" with non-empty p and i that
-// contain no '/'.
-Status ValidateInstanceName(std::string_view name);
-
-// The schema a change makes of `old`: `change` run on a copy (its non-OK status is returned
-// unchanged), checked (the name may not change; Validate()), with the next version and no
-// dropped families (the engine owns those). Shared by every TableDefinitions.
-StatusOr<model::TableSchema> ChangedSchema(
-    const model::TableSchema& old, const std::function<Status(model::TableSchema*)>& change);
+// The names and definitions live in catalog/ (shared with the cluster's schema store).
+using catalog::ChangedSchema;
+using catalog::TableDefinition;
+using catalog::TableName;
+using catalog::ValidateInstanceName;
 
 struct TabletRef {
   tablet::TabletId id = 0;
@@ -76,22 +63,6 @@ struct TableInfo {
   const TabletRef& TabletFor(std::string_view row) const;
   // Indexes into `tablets` of those overlapping [start, end) (end "" = unbounded), in order.
   std::vector<size_t> TabletsOverlapping(std::string_view start, std::string_view end) const;
-};
-
-// A table definition decided elsewhere (by the cluster schema in the lock service), for
-// TableCatalog::ApplyDefinition.
-struct TableDefinition {
-  std::string full_name;  // "projects/{p}/instances/{i}/tables/{t}"; t == schema.name
-  // The schema with the version the authority gave it (>= 1). dropped_families is ignored.
-  model::TableSchema schema;
-  // Initial tablet boundaries; used only when the table is created here.
-  std::vector<std::string> split_keys;
-  // For each family of `schema`, the schema version at which it was last created (a family
-  // dropped and created again gets the version of the re-creation). A family held locally
-  // whose entry is newer than the local schema version was dropped and re-created while this
-  // node did not look: its local data is dropped before the new family is added. Families
-  // missing from the map count as created at version 1.
-  std::map<std::string, uint64_t, std::less<>> family_since;
 };
 
 class TableCatalog final : public TableDefinitions {
@@ -125,7 +96,7 @@ class TableCatalog final : public TableDefinitions {
       std::string_view full_name,
       const std::function<Status(model::TableSchema*)>& change) override;
 
-  // --- For a mirror of definitions decided elsewhere (ClusterSchema) ---
+  // --- For a mirror of definitions decided elsewhere (catalog::SchemaStore) ---
   // Makes the local table match `definition`: creates it when absent (with the definition's
   // version and split keys), or replaces its schema wholesale when the definition's version is
   // higher than the local one. Families missing from the new schema are dropped through the

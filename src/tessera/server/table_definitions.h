@@ -4,9 +4,9 @@
 //
 // Two implementations:
 //   * TableCatalog (single-node mode, the default): the node's own catalog is the authority.
-//   * ClusterSchema (cluster mode, cluster_schema.h): the definition is decided in the lock
-//     service, so every node sees one schema, and mirrored into the local catalog before the
-//     call returns (a node reads its own writes).
+//   * ClusterDefinitions (cluster mode, cluster_definitions.h over catalog/schema_store.h):
+//     the definition is decided in the lock service, so every node sees one schema, and
+//     mirrored into the local catalog before the call returns (a node reads its own writes).
 //
 // Thread-safety: implementations are safe to call from many threads at once.
 #pragma once

@@ -1,4 +1,6 @@
-#include "tessera/server/cluster_schema.h"
+// Cluster mode's table definitions node by node: the schema store (catalog/schema_store.h)
+// over each node's real TableCatalog and engine, through ClusterDefinitions.
+#include "tessera/server/cluster_definitions.h"
 
 #include <chrono>
 #include <cstdio>
@@ -9,6 +11,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tessera/catalog/schema_record.h"
+#include "tessera/catalog/schema_record.h"
 #include "tessera/coord/embedded_lock_service.h"
 #include "tessera/coord/etcd_lock_service.h"
 #include "tessera/coord/etcd_test_server.h"
@@ -18,6 +22,8 @@
 
 namespace tessera::server {
 namespace {
+
+using catalog::SchemaRecord;
 
 constexpr char kInstance[] = "projects/p/instances/i";
 constexpr char kTable[] = "projects/p/instances/i/tables/t";
@@ -32,8 +38,8 @@ model::TableSchema Schema(std::string name, std::vector<std::string> families) {
 // Polls `done` every 2 ms for at most `timeout_ms`.
 using ::tessera::testing::WaitFor;
 
-// One node: its own file system, engine, catalog, ClusterSchema and lock-service session. Stop()
-// and Start() again simulate a restart (the file system survives).
+// One node: its own file system, engine, catalog, ClusterDefinitions and lock-service session.
+// Stop() and Start() again simulate a restart (the file system survives).
 class Node {
  public:
   explicit Node(coord::LockService* service) : service_(service) {}
@@ -45,23 +51,23 @@ class Node {
     options.background_threads = 1;
     ASSIGN_OR_RETURN(engine_, tablet::Engine::Open(options, tablet::EngineEnv{&fs_, &clock_}));
     ASSIGN_OR_RETURN(catalog_, TableCatalog::Open(engine_.get()));
-    ClusterSchemaOptions schema_options;
+    catalog::SchemaStoreOptions schema_options;
     schema_options.fs = &fs_;
     schema_options.state_path = "/db/CLUSTER_SCHEMA";
-    ASSIGN_OR_RETURN(schema_, ClusterSchema::Open(catalog_.get(), schema_options));
+    ASSIGN_OR_RETURN(schema_, ClusterDefinitions::Open(catalog_.get(), schema_options));
     return Reattach();
   }
 
   // A new session, attached (the node's re-registration).
   Status Reattach() {
-    schema_->Detach();
+    store()->Detach();
     session_.reset();
     ASSIGN_OR_RETURN(session_, service_->CreateSession(coord::SessionOptions{}));
-    return schema_->Attach(session_.get());
+    return store()->Attach(session_.get());
   }
 
   void Stop() {
-    if (schema_ != nullptr) schema_->Detach();
+    if (schema_ != nullptr) store()->Detach();
     schema_.reset();
     session_.reset();
     catalog_.reset();
@@ -69,7 +75,8 @@ class Node {
     engine_.reset();
   }
 
-  ClusterSchema* schema() { return schema_.get(); }
+  ClusterDefinitions* schema() { return schema_.get(); }
+  catalog::SchemaStore* store() { return schema_->store(); }
   TableCatalog* catalog() { return catalog_.get(); }
 
   // The local table's schema version, or 0 when the table is absent.
@@ -105,7 +112,7 @@ class Node {
   ManualClock clock_;
   std::unique_ptr<tablet::Engine> engine_;
   std::unique_ptr<TableCatalog> catalog_;
-  std::unique_ptr<ClusterSchema> schema_;
+  std::unique_ptr<ClusterDefinitions> schema_;
   std::unique_ptr<coord::Session> session_;
 };
 
@@ -196,11 +203,11 @@ TEST_F(ClusterSchemaTest, CreateIsSeenOnEveryNode) {
   ASSERT_TRUE(decoded.ok()) << decoded.status();
   EXPECT_EQ(decoded->split_keys, std::vector<std::string>{"m"});
   EXPECT_EQ(record->owner.valid(), false);  // persistent
-  EXPECT_EQ(nodes_[2]->schema()->GetStats().apply_failures, 0u);
+  EXPECT_EQ(nodes_[2]->store()->GetStats().apply_failures, 0u);
 }
 
 TEST_F(ClusterSchemaTest, BadInputIsRefusedBeforeTheLockService) {
-  ClusterSchema* schema = nodes_[0]->schema();
+  ClusterDefinitions* schema = nodes_[0]->schema();
   EXPECT_EQ(schema->CreateTable("nope", Schema("t", {}), {}).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(schema->CreateTable(kInstance, Schema("t", {"bad:family"}), {}).status().code(),
@@ -317,15 +324,15 @@ TEST_F(ClusterSchemaTest, DetachedNodeRefusesChangesAndReconcilesOnAttach) {
   ASSERT_TRUE(AllAtVersion(1, gone));
   late.Write("a", "cf", "old incarnation");
 
-  late.schema()->Detach();
-  EXPECT_FALSE(late.schema()->attached());
+  late.store()->Detach();
+  EXPECT_FALSE(late.store()->attached());
   auto refused = late.schema()->CreateTable(kInstance, Schema("w", {}), {});
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(refused.status().message(), "this node has no lock-service session (re-registering)");
   EXPECT_EQ(late.schema()->UpdateSchema(kTable, Add("x")).status().code(),
             absl::StatusCode::kUnavailable);
   EXPECT_EQ(late.schema()->DeleteTable(kTable).code(), absl::StatusCode::kUnavailable);
-  EXPECT_EQ(late.schema()->Reconcile().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(late.store()->Reconcile().code(), absl::StatusCode::kUnavailable);
 
   // Meanwhile: t deleted and created again with the same schema; u changed; v created; gone
   // deleted.
@@ -341,7 +348,7 @@ TEST_F(ClusterSchemaTest, DetachedNodeRefusesChangesAndReconcilesOnAttach) {
 
   Status attached = late.Reattach();
   ASSERT_TRUE(attached.ok()) << attached;
-  EXPECT_TRUE(late.schema()->attached());
+  EXPECT_TRUE(late.store()->attached());
   // Attach returns after reconciling.
   EXPECT_EQ(late.Version(), 1u);
   EXPECT_EQ(late.Families("a"), "");  // the old table's data is gone
@@ -401,7 +408,7 @@ TEST_F(ClusterSchemaTest, FamilyRecreatedWhileNodeWasDownKeepsItsTable) {
 
 TEST_F(ClusterSchemaTest, LocalTablesJoinTheClusterUnlessItHasThatTable) {
   Node& n = *nodes_[0];
-  n.schema()->Detach();
+  n.store()->Detach();
   // Tables made locally (single-node mode): one the cluster also has, one it does not.
   auto local_t = n.catalog()->CreateTable(kInstance, Schema("t", {"cf"}), {});
   ASSERT_TRUE(local_t.ok()) << local_t.status();
@@ -437,14 +444,14 @@ TEST_F(ClusterSchemaTest, MalformedRecordsAreSkipped) {
   ASSERT_TRUE(nodes_[0]->schema()->CreateTable(kInstance, Schema("t", {"cf"}), {}).ok());
   ASSERT_TRUE(AllAtVersion(1));
   for (auto& n : nodes_) {
-    EXPECT_TRUE(WaitFor([&] { return n->schema()->GetStats().malformed_records >= 3; }))
-        << n->schema()->GetStats().malformed_records;
+    EXPECT_TRUE(WaitFor([&] { return n->store()->GetStats().malformed_records >= 3; }))
+        << n->store()->GetStats().malformed_records;
     EXPECT_EQ(n->catalog()->ListTables(kInstance).size(), 1u);
   }
   // A node that attaches now skips them in its reconcile, and stays attached.
   Status attached = nodes_[2]->Reattach();
   ASSERT_TRUE(attached.ok()) << attached;
-  EXPECT_EQ(nodes_[2]->schema()->GetStats().malformed_records, 6u);
+  EXPECT_EQ(nodes_[2]->store()->GetStats().malformed_records, 6u);
   auto bad_update =
       nodes_[0]->schema()->UpdateSchema("projects/p/instances/i/tables/bad", Add("cf"));
   EXPECT_EQ(bad_update.status().code(), absl::StatusCode::kDataLoss);
@@ -475,7 +482,7 @@ TEST_F(ClusterSchemaTest, ChangesMadeByHandThroughTheLockServiceAreMirrored) {
   record.family_since.erase("late");
   ASSERT_TRUE(Raw()->Put(file->name, record.Encode(), {}).ok());
   for (auto& n : nodes_) {
-    EXPECT_TRUE(WaitFor([&] { return n->schema()->GetStats().divergent_records == 1; }));
+    EXPECT_TRUE(WaitFor([&] { return n->store()->GetStats().divergent_records == 1; }));
     EXPECT_EQ(n->Version(), 5u);
   }
 }
@@ -486,103 +493,10 @@ TEST_F(ClusterSchemaTest, ReconcileDropsStrayLocalTables) {
   // A local table the cluster does not know (made behind the mirror's back) goes at the next
   // reconcile.
   ASSERT_TRUE(nodes_[1]->catalog()->CreateTable(kInstance, Schema("stray", {}), {}).ok());
-  Status s = nodes_[1]->schema()->Reconcile();
+  Status s = nodes_[1]->store()->Reconcile();
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_EQ(nodes_[1]->Version("projects/p/instances/i/tables/stray"), 0u);
   EXPECT_EQ(nodes_[1]->Version(), 1u);
-}
-
-// --- The record and the state file ----------------------------------------------------------
-
-SchemaRecord SampleRecord() {
-  SchemaRecord r;
-  r.schema = Schema("t", {"a", "b"});
-  r.schema.version = 4;
-  r.schema.deletion_protection = true;
-  r.schema.families["a"].gc_rule = model::GcRule::MaxNumVersions(3);
-  r.split_keys = {"k", "p"};
-  r.family_since = {{"a", 1}, {"b", 4}};
-  return r;
-}
-
-TEST(SchemaRecordTest, RoundTrip) {
-  const SchemaRecord r = SampleRecord();
-  auto back = SchemaRecord::Decode(r.Encode());
-  ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_EQ(back->schema, r.schema);
-  EXPECT_EQ(back->split_keys, r.split_keys);
-  EXPECT_EQ(back->family_since, r.family_since);
-  // Dropped families are per node: never written.
-  SchemaRecord with_drops = r;
-  with_drops.schema.dropped_families["x"] = 7;
-  EXPECT_EQ(with_drops.Encode(), r.Encode());
-}
-
-TEST(SchemaRecordTest, MalformedIsDataLoss) {
-  const std::string good = SampleRecord().Encode();
-  auto expect_bad = [](const std::string& bytes, std::string_view what) {
-    auto r = SchemaRecord::Decode(bytes);
-    EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss) << what;
-    EXPECT_NE(std::string(r.status().message()).find(what), std::string::npos) << r.status();
-  };
-  expect_bad("", "empty");
-  expect_bad(std::string(1, '\x02') + good.substr(1), "unknown format byte 2");
-  for (size_t cut = 1; cut < good.size(); ++cut) {
-    EXPECT_FALSE(SchemaRecord::Decode(good.substr(0, cut)).ok()) << "cut at " << cut;
-  }
-  expect_bad(good + "x", "1 trailing bytes");
-  SchemaRecord r = SampleRecord();
-  r.family_since["b"] = 5;  // after the schema's version
-  expect_bad(r.Encode(), "created at version 5");
-  r = SampleRecord();
-  r.family_since.erase("b");
-  expect_bad(r.Encode(), "1 family versions for 2 families");
-  r = SampleRecord();
-  r.family_since = {{"a", 1}, {"c", 1}};
-  expect_bad(r.Encode(), "names \"c\"");
-  r = SampleRecord();
-  r.split_keys = {"p", "k"};
-  expect_bad(r.Encode(), "out of order");
-  r = SampleRecord();
-  r.split_keys = {""};
-  expect_bad(r.Encode(), "is empty");
-  r = SampleRecord();
-  r.schema.version = 0;
-  r.family_since.clear();
-  r.schema.families.clear();
-  expect_bad(r.Encode(), "schema version 0");
-}
-
-TEST(ClusterSchemaStateTest, CorruptStateFileIsDataLossAndOptionsAreChecked) {
-  MemFileSystem fs;
-  ManualClock clock;
-  tablet::EngineOptions engine_options;
-  engine_options.dir = "/db";
-  auto engine = tablet::Engine::Open(engine_options, tablet::EngineEnv{&fs, &clock});
-  ASSERT_TRUE(engine.ok());
-  auto catalog = TableCatalog::Open(engine->get());
-  ASSERT_TRUE(catalog.ok());
-  ClusterSchemaOptions options;
-  EXPECT_EQ(ClusterSchema::Open(catalog->get(), options).status().code(),
-            absl::StatusCode::kInvalidArgument);
-  options.fs = &fs;
-  options.state_path = "/db/CLUSTER_SCHEMA";
-  options.prefix = "";
-  EXPECT_EQ(ClusterSchema::Open(catalog->get(), options).status().code(),
-            absl::StatusCode::kInvalidArgument);
-  options.prefix = "schema/";
-  {
-    auto schema = ClusterSchema::Open(catalog->get(), options);
-    ASSERT_TRUE(schema.ok()) << schema.status();
-    EXPECT_EQ((*schema)->Attach(nullptr).code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_FALSE((*schema)->attached());
-  }
-  ASSERT_TRUE(WriteStringToFile(&fs, options.state_path, "TSCS\x01\x00garbage", true).ok());
-  auto corrupt = ClusterSchema::Open(catalog->get(), options);
-  EXPECT_EQ(corrupt.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_NE(std::string(corrupt.status().message()).find("/db/CLUSTER_SCHEMA"), std::string::npos);
-  catalog->reset();
-  (void)(*engine)->Close();
 }
 
 // --- Against a real etcd --------------------------------------------------------------------

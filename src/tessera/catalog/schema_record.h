@@ -1,0 +1,46 @@
+// SchemaRecord: the value of a table's file in the lock service, `<prefix><full table name>`
+// (docs/server.md, "The schema in cluster mode"). Written by the schema store's compare-and-set
+// changes, read by every node's mirror.
+//
+// Thread-safety: a value type.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tessera/model/schema.h"
+#include "tessera/util/status.h"
+
+namespace tessera::catalog {
+
+// The value of a table's file in the lock service.
+//
+//   record := format(1 byte = 0x01) lp(schema) varint32(splits) lp(split key)*splits
+//             varint32(families) (lp(family name) varint64(since))*families
+//   schema: model::TableSchema::Encode() with no dropped families (those are per node)
+//   splits: the initial split keys, sorted, unique, none empty
+//   since:  the schema version at which the family was last created; one entry per family of
+//           the schema, in increasing name order, each in [1, schema.version]
+// A reader refuses an unknown format byte (a newer writer must choose another one).
+struct SchemaRecord {
+  static constexpr uint8_t kFormat = 0x01;
+
+  model::TableSchema schema;
+  std::vector<std::string> split_keys;
+  std::map<std::string, uint64_t, std::less<>> family_since;
+
+  std::string Encode() const;
+  // DataLoss naming the problem for anything malformed: unknown format, truncation, a bad
+  // schema, split keys unsorted or empty, `since` entries that do not match the families,
+  // trailing bytes.
+  static StatusOr<SchemaRecord> Decode(std::string_view encoded);
+};
+
+// DataLoss "malformed schema record: <what>", for records that decode but do not fit (a schema
+// naming another table).
+Status MalformedRecord(std::string_view what);
+
+}  // namespace tessera::catalog

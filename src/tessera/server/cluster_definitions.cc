@@ -1,0 +1,66 @@
+#include "tessera/server/cluster_definitions.h"
+
+#include <utility>
+
+namespace tessera::server {
+
+// The catalog as the schema store sees it.
+class ClusterDefinitions::CatalogTables final : public catalog::LocalTables {
+ public:
+  explicit CatalogTables(TableCatalog* catalog) : catalog_(catalog) {}
+
+  bool Contains(std::string_view full_name) const override {
+    return catalog_->GetTable(full_name).ok();
+  }
+  std::vector<catalog::LocalTable> List() const override {
+    std::vector<catalog::LocalTable> out;
+    for (const auto& info : catalog_->ListAllTables()) {
+      catalog::LocalTable table{info->full_name, info->schema, {}};
+      for (size_t i = 1; i < info->tablets.size(); ++i) {
+        table.split_keys.push_back(info->tablets[i].start_row);
+      }
+      out.push_back(std::move(table));
+    }
+    return out;
+  }
+  Status Apply(const catalog::TableDefinition& definition) override {
+    return catalog_->ApplyDefinition(definition).status();
+  }
+  Status Drop(std::string_view full_name) override { return catalog_->DropTable(full_name); }
+
+ private:
+  TableCatalog* const catalog_;
+};
+
+ClusterDefinitions::ClusterDefinitions(TableCatalog* catalog)
+    : catalog_(catalog), local_(std::make_unique<CatalogTables>(catalog)) {}
+
+ClusterDefinitions::~ClusterDefinitions() = default;
+
+StatusOr<std::unique_ptr<ClusterDefinitions>> ClusterDefinitions::Open(
+    TableCatalog* catalog, const catalog::SchemaStoreOptions& options) {
+  if (catalog == nullptr) return absl::InvalidArgumentError("ClusterDefinitions needs a catalog");
+  std::unique_ptr<ClusterDefinitions> definitions(new ClusterDefinitions(catalog));
+  ASSIGN_OR_RETURN(definitions->store_,
+                   catalog::SchemaStore::Open(definitions->local_.get(), options));
+  return definitions;
+}
+
+StatusOr<std::shared_ptr<const TableInfo>> ClusterDefinitions::CreateTable(
+    std::string_view instance, model::TableSchema schema, std::vector<std::string> split_keys) {
+  ASSIGN_OR_RETURN(std::string full_name,
+                   store_->CreateTable(instance, std::move(schema), std::move(split_keys)));
+  return catalog_->GetTable(full_name);
+}
+
+Status ClusterDefinitions::DeleteTable(std::string_view full_name) {
+  return store_->DeleteTable(full_name);
+}
+
+StatusOr<std::shared_ptr<const TableInfo>> ClusterDefinitions::UpdateSchema(
+    std::string_view full_name, const std::function<Status(model::TableSchema*)>& change) {
+  RETURN_IF_ERROR(store_->UpdateSchema(full_name, change));
+  return catalog_->GetTable(full_name);
+}
+
+}  // namespace tessera::server
