@@ -87,6 +87,23 @@ class SimNodes {
 
   void RunFor(int64_t us) { sim_.RunFor(us); }
 
+  // Begins every node and runs until all serve (at most 10 simulated seconds), then `settle_us`.
+  ::testing::AssertionResult StartAll(int64_t settle_us) {
+    for (int i = 0; i < static_cast<int>(nodes_.size()); ++i) {
+      if (Status s = Begin(i); !s.ok())
+        return ::testing::AssertionFailure() << "node " << i << ": " << s;
+    }
+    RunUntilStarted(10 * kSecond);
+    for (int i = 0; i < static_cast<int>(nodes_.size()); ++i) {
+      if (!started_[i].has_value())
+        return ::testing::AssertionFailure() << "node " << i << " did not start";
+      if (!started_[i]->ok())
+        return ::testing::AssertionFailure() << "node " << i << ": " << *started_[i];
+    }
+    RunFor(settle_us);
+    return ::testing::AssertionSuccess();
+  }
+
   int Master() const {
     int master = -1;
     for (int i = 0; i < static_cast<int>(nodes_.size()); ++i) {
@@ -136,13 +153,7 @@ TEST(ClusterNodeSimTest, ThreeNodesFormOneClusterWithOneMaster) {
   const uint64_t seed = TestSeed();
   SCOPED_TRACE(StrCat("replay with TESSERA_SEED=", seed));
   SimNodes c(seed);
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(c.Begin(i).ok());
-  c.RunUntilStarted(10 * kSecond);
-  for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(c.started(i).has_value()) << "node " << i << " did not start";
-    ASSERT_TRUE(c.started(i)->ok()) << *c.started(i);
-  }
-  c.RunFor(3 * kSecond);
+  ASSERT_TRUE(c.StartAll(3 * kSecond));
   EXPECT_GE(c.Master(), 0);
   for (int i = 0; i < 3; ++i) {
     EXPECT_TRUE(c.node(i)->serving()) << i;
@@ -155,9 +166,7 @@ TEST(ClusterNodeSimTest, ThreeNodesFormOneClusterWithOneMaster) {
 // moved, and each node's view of the others.
 std::string Trace(uint64_t seed) {
   SimNodes c(seed);
-  for (int i = 0; i < 3; ++i) EXPECT_TRUE(c.Begin(i).ok());
-  c.RunUntilStarted(10 * kSecond);
-  c.RunFor(5 * kSecond);
+  EXPECT_TRUE(c.StartAll(5 * kSecond));
   std::string trace = StrCat("master ", c.Master(), " tasks ", c.sim().tasks_run(), " sent ",
                              c.network().messages_sent(), " at ", c.now_us());
   for (int i = 0; i < 3; ++i) {
@@ -179,9 +188,7 @@ TEST(ClusterNodeSimTest, AnotherNodeBecomesMasterWhenTheMasterStops) {
   const uint64_t seed = TestSeed();
   SCOPED_TRACE(StrCat("replay with TESSERA_SEED=", seed));
   SimNodes c(seed);
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(c.Begin(i).ok());
-  c.RunUntilStarted(10 * kSecond);
-  c.RunFor(1 * kSecond);
+  ASSERT_TRUE(c.StartAll(1 * kSecond));
   const int old_master = c.Master();
   ASSERT_GE(old_master, 0);
   c.node(old_master)->Stop();  // its session closes: the master lock goes at once
@@ -196,9 +203,7 @@ TEST(ClusterNodeSimTest, ANodeWhoseSessionIsRevokedRegistersAgain) {
   const uint64_t seed = TestSeed();
   SCOPED_TRACE(StrCat("replay with TESSERA_SEED=", seed));
   SimNodes c(seed);
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(c.Begin(i).ok());
-  c.RunUntilStarted(10 * kSecond);
-  c.RunFor(1 * kSecond);
+  ASSERT_TRUE(c.StartAll(1 * kSecond));
   const int master = c.Master();
   ASSERT_GE(master, 0);
   ASSERT_TRUE(c.lock_service()->RevokeSession(c.node(master)->session_id()).ok());
@@ -212,9 +217,7 @@ TEST(ClusterNodeSimTest, APartitionedNodeIsSeenDownThenUpAgainAfterTheHeal) {
   const uint64_t seed = TestSeed();
   SCOPED_TRACE(StrCat("replay with TESSERA_SEED=", seed));
   SimNodes c(seed);
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(c.Begin(i).ok());
-  c.RunUntilStarted(10 * kSecond);
-  c.RunFor(2 * kSecond);
+  ASSERT_TRUE(c.StartAll(2 * kSecond));
   c.network().SetPartition({{Endpoint(2), 1}});
   c.RunFor(30 * kSecond);
   for (int i : {0, 1}) {
