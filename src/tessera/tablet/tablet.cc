@@ -26,10 +26,24 @@ Status InsertMutation(storage::MemTable* mem, SequenceNumber first, std::string_
                                  });
 }
 
+std::string_view TabletDataStateName(TabletDataState state) {
+  switch (state) {
+    case TabletDataState::kServing:
+      return "serving";
+    case TabletDataState::kCopying:
+      return "copying";
+    case TabletDataState::kTombstoned:
+      return "tombstoned";
+  }
+  return "unknown";
+}
+
 Tablet::Tablet(TabletId id, TabletDescriptor descriptor, SequenceNumber flushed_sequence,
-               std::shared_ptr<const FileSet> files, const TabletContext& context)
+               std::shared_ptr<const FileSet> files, TabletDataState state,
+               const TabletContext& context)
     : id_(id), context_(context) {
   absl::MutexLock l(&mu_);
+  state_ = state;
   descriptor_ = std::make_shared<const TabletDescriptor>(std::move(descriptor));
   mem_ = NewMemTable();
   flushed_sequence_ = flushed_sequence;
@@ -52,14 +66,36 @@ std::shared_ptr<const TabletDescriptor> Tablet::descriptor() const {
   return descriptor_;
 }
 
+TabletDataState Tablet::state() const {
+  absl::MutexLock l(&mu_);
+  return state_;
+}
+
+void Tablet::SetState(TabletDataState state) {
+  absl::MutexLock l(&mu_);
+  state_ = state;
+}
+
+Status Tablet::CheckServing() const {
+  absl::MutexLock l(&mu_);
+  return CheckServingLocked();
+}
+
+Status Tablet::CheckServingLocked() const {
+  if (state_ == TabletDataState::kServing) return Status();
+  return absl::UnavailableError(StrCat("tablet ", id_, " is ", TabletDataStateName(state_),
+                                       ": it serves no reads or writes"));
+}
+
 // ------------------------------------------------------------------------------------------
 // Reads
 
-TabletSnapshot Tablet::Snapshot() const {
+StatusOr<TabletSnapshot> Tablet::Snapshot() const {
   TabletSnapshot snap;
   // The sequence first: every write up to it is in the memtables (or files) read below.
   snap.sequence = context_.visible_sequence->load(std::memory_order_acquire);
   absl::MutexLock l(&mu_);
+  RETURN_IF_ERROR(CheckServingLocked());
   snap.descriptor = descriptor_;
   snap.memtables.push_back(mem_);
   for (auto i = imm_.rbegin(); i != imm_.rend(); ++i) snap.memtables.push_back(i->mem);
@@ -69,7 +105,7 @@ TabletSnapshot Tablet::Snapshot() const {
 }
 
 StatusOr<std::optional<Row>> Tablet::ReadRow(std::string_view row, const ReadSpec& spec) const {
-  TabletSnapshot snap = Snapshot();
+  ASSIGN_OR_RETURN(TabletSnapshot snap, Snapshot());
   if (!snap.descriptor->ContainsRow(row)) {
     return absl::InvalidArgumentError(StrCat("row is outside tablet [", snap.descriptor->start_row,
                                              ", ", snap.descriptor->end_row, ")"));
@@ -77,9 +113,27 @@ StatusOr<std::optional<Row>> Tablet::ReadRow(std::string_view row, const ReadSpe
   return ReadRowFromSnapshot(snap, row, spec);
 }
 
-std::unique_ptr<RowIterator> Tablet::Scan(const RowRange& range, const ReadSpec& spec,
-                                          const ScanOptions& options) const {
-  return NewSnapshotScan(Snapshot(), range, spec, options);
+StatusOr<std::unique_ptr<RowIterator>> Tablet::Scan(const RowRange& range, const ReadSpec& spec,
+                                                    const ScanOptions& options) const {
+  ASSIGN_OR_RETURN(TabletSnapshot snap, Snapshot());
+  return NewSnapshotScan(std::move(snap), range, spec, options);
+}
+
+StatusOr<std::unique_ptr<EntryIterator>> Tablet::NewEntryIterator() const {
+  ASSIGN_OR_RETURN(TabletSnapshot snap, Snapshot());
+  return std::make_unique<EntryIterator>(std::move(snap));
+}
+
+StatusOr<TabletCheckpoint> Tablet::Checkpoint() const {
+  absl::MutexLock l(&mu_);
+  RETURN_IF_ERROR(CheckServingLocked());
+  TabletCheckpoint c;
+  c.id = id_;
+  c.descriptor = *descriptor_;
+  c.flushed_sequence = flushed_sequence_;
+  for (const auto& f : files_->files) c.files.push_back({f->meta(), f->path()});
+  c.pinned = files_;
+  return c;
 }
 
 uint64_t Tablet::ApproximateBytes() const {
@@ -92,7 +146,7 @@ uint64_t Tablet::ApproximateBytes() const {
 
 StatusOr<std::vector<std::string>> Tablet::SampleRowKeys(uint64_t every_bytes) const {
   if (every_bytes == 0) return absl::InvalidArgumentError("SampleRowKeys needs every_bytes > 0");
-  TabletSnapshot snap = Snapshot();
+  ASSIGN_OR_RETURN(TabletSnapshot snap, Snapshot());
   // (row, bytes of data ending at that row) pieces from every source, then one walk in row
   // order. The cached file samples stay alive in `file_samples`.
   std::vector<std::shared_ptr<const std::vector<RowSample>>> file_samples;
@@ -125,7 +179,10 @@ StatusOr<std::vector<std::string>> Tablet::SampleRowKeys(uint64_t every_bytes) c
   return rows;
 }
 
-Status Tablet::WarmRow(std::string_view row) const { return WarmRowInSnapshot(Snapshot(), row); }
+Status Tablet::WarmRow(std::string_view row) const {
+  ASSIGN_OR_RETURN(TabletSnapshot snap, Snapshot());
+  return WarmRowInSnapshot(snap, row);
+}
 
 // ------------------------------------------------------------------------------------------
 // Write path
@@ -153,6 +210,7 @@ StatusOr<std::shared_ptr<storage::MemTable>> Tablet::PrepareWrite(
   absl::MutexLock l(&mu_);
   // Dropped while the writer waited; it fails alone.
   if (removed_) return absl::NotFoundError(StrCat("tablet ", id_, " not found"));
+  RETURN_IF_ERROR(CheckServingLocked());
   // The schema changed while the writer waited (a family may be gone).
   if (descriptor_.get() != validated_with) RETURN_IF_ERROR(ValidateMutation(*descriptor_, m));
   if (mem_->Empty() && mem_first_segment_ == 0) mem_first_segment_ = segment;

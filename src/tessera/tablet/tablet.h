@@ -28,10 +28,35 @@
 #include "tessera/storage/memtable.h"
 #include "tessera/storage/table_options.h"
 #include "tessera/tablet/engine.h"
+#include "tessera/tablet/entry_iterator.h"
 #include "tessera/tablet/snapshot.h"
 #include "tessera/tablet/table_file.h"
 
 namespace tessera::tablet {
+
+// What a tablet's data is (persisted in the manifest; docs/tablet.md). The values are stored.
+enum class TabletDataState : uint32_t {
+  kServing = 0,     // reads and writes served
+  kCopying = 1,     // its files are being brought in: reads and writes refused (Unavailable)
+  kTombstoned = 2,  // its data was deleted, its descriptor kept: reads and writes refused
+};
+inline constexpr uint32_t kMaxTabletDataState = 2;
+std::string_view TabletDataStateName(TabletDataState state);
+
+// A tablet's SSTables at a flush point, pinned: the files stay on disk while this lives, even if
+// a compaction replaces them or the tablet is dropped, so they can be copied. The files hold
+// every entry of the tablet with a sequence <= flushed_sequence.
+struct TabletCheckpoint {
+  struct File {
+    storage::FileMeta meta;
+    std::string path;
+  };
+  TabletId id = 0;
+  TabletDescriptor descriptor;
+  storage::SequenceNumber flushed_sequence = 0;
+  std::vector<File> files;
+  std::shared_ptr<const FileSet> pinned;  // keeps the files alive
+};
 
 // What every tablet of one manager shares. All pointers outlive the tablets.
 struct TabletContext {
@@ -70,19 +95,29 @@ class Tablet : public std::enable_shared_from_this<Tablet> {
  public:
   // A tablet with an empty active memtable and `files`.
   Tablet(TabletId id, TabletDescriptor descriptor, storage::SequenceNumber flushed_sequence,
-         std::shared_ptr<const FileSet> files, const TabletContext& context);
+         std::shared_ptr<const FileSet> files, TabletDataState state, const TabletContext& context);
   Tablet(const Tablet&) = delete;
   Tablet& operator=(const Tablet&) = delete;
 
   TabletId id() const { return id_; }
   std::shared_ptr<const TabletDescriptor> descriptor() const;
 
-  // --- reads (engine.h documents each) ---
+  TabletDataState state() const;
+  void SetState(TabletDataState state);
+  // OK when serving; Unavailable naming the tablet and its state otherwise.
+  Status CheckServing() const;
+
+  // --- reads (engine.h documents each); Unavailable unless serving ---
   // The memtables, files and descriptor now, at the published sequence.
-  TabletSnapshot Snapshot() const;
+  StatusOr<TabletSnapshot> Snapshot() const;
   StatusOr<std::optional<Row>> ReadRow(std::string_view row, const ReadSpec& spec) const;
-  std::unique_ptr<RowIterator> Scan(const RowRange& range, const ReadSpec& spec,
-                                    const ScanOptions& options) const;
+  StatusOr<std::unique_ptr<RowIterator>> Scan(const RowRange& range, const ReadSpec& spec,
+                                              const ScanOptions& options) const;
+  // Raw entries from one snapshot (entry_iterator.h).
+  StatusOr<std::unique_ptr<EntryIterator>> NewEntryIterator() const;
+  // The files and descriptor now (TabletManager::Checkpoint flushes first).
+  StatusOr<TabletCheckpoint> Checkpoint() const;
+  // Served in every state.
   uint64_t ApproximateBytes() const;
   StatusOr<std::vector<std::string>> SampleRowKeys(uint64_t every_bytes) const;
   Status WarmRow(std::string_view row) const;
@@ -90,7 +125,8 @@ class Tablet : public std::enable_shared_from_this<Tablet> {
   // --- write path (the CommitQueue's leader) ---
   // OK when `m` may be written to this tablet with descriptor `d`.
   static Status ValidateMutation(const TabletDescriptor& d, const model::RowMutation& m);
-  // Before a group's records are appended: NotFound when the tablet was removed; validates `m`
+  // Before a group's records are appended: NotFound when the tablet was removed, Unavailable
+  // unless it is serving; validates `m`
   // again when the descriptor changed since `validated_with`. Returns the memtable to insert
   // into and notes `segment` as the memtable's first when it has none.
   StatusOr<std::shared_ptr<storage::MemTable>> PrepareWrite(const model::RowMutation& m,
@@ -162,6 +198,7 @@ class Tablet : public std::enable_shared_from_this<Tablet> {
  private:
   std::shared_ptr<storage::MemTable> NewMemTable() const;
   bool SwitchMemtableLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Status CheckServingLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const TabletId id_;
   const TabletContext context_;
@@ -189,6 +226,7 @@ class Tablet : public std::enable_shared_from_this<Tablet> {
   // waits), so none installs files from before the truncation afterwards.
   bool paused_ ABSL_GUARDED_BY(mu_) = false;
   bool removed_ ABSL_GUARDED_BY(mu_) = false;
+  TabletDataState state_ ABSL_GUARDED_BY(mu_) = TabletDataState::kServing;
 };
 
 }  // namespace tessera::tablet

@@ -108,9 +108,10 @@ StatusOr<std::shared_ptr<Tablet>> TabletManager::OpenTablet(TabletId id) const {
 
 std::shared_ptr<Tablet> TabletManager::NewTablet(TabletId id, TabletDescriptor descriptor,
                                                  SequenceNumber flushed_sequence,
-                                                 std::shared_ptr<const FileSet> files) const {
+                                                 std::shared_ptr<const FileSet> files,
+                                                 TabletDataState state) const {
   return std::make_shared<Tablet>(id, std::move(descriptor), flushed_sequence, std::move(files),
-                                  tablet_context_);
+                                  state, tablet_context_);
 }
 
 Status TabletManager::CreateTablet(TabletId id, const TabletDescriptor& descriptor) {
@@ -142,7 +143,8 @@ Status TabletManager::CreateTablet(TabletId id, const TabletDescriptor& descript
   edit.next_file_number = next_file_number_.load();
   RETURN_IF_ERROR(manifest_->LogAndApply(edit));
   absl::MutexLock l(&mu_);
-  tablets_[id] = NewTablet(id, std::move(d), created_at, std::make_shared<FileSet>());
+  tablets_[id] = NewTablet(id, std::move(d), created_at, std::make_shared<FileSet>(),
+                           TabletDataState::kServing);
   return Status();
 }
 
@@ -200,7 +202,9 @@ Status TabletManager::ChangeSchemaAlone(Tablet* t, const model::TableSchema& sch
   return Status();
 }
 
-Status TabletManager::TruncateTablet(TabletId id) {
+Status TabletManager::TruncateTablet(TabletId id) { return DeleteTabletData(id, std::nullopt); }
+
+Status TabletManager::DeleteTabletData(TabletId id, std::optional<TabletDataState> state) {
   absl::MutexLock admin(&admin_mu_);
   ASSIGN_OR_RETURN(std::shared_ptr<Tablet> t, OpenTablet(id));
   {
@@ -210,7 +214,8 @@ Status TabletManager::TruncateTablet(TabletId id) {
     t->SetPaused(true);
     mu_.Await(absl::Condition(t.get(), &Tablet::Idle));
   }
-  Status s = queue_.RunAlone([&](SequenceNumber now) { return TruncateAlone(t.get(), now); });
+  Status s =
+      queue_.RunAlone([&](SequenceNumber now) { return TruncateAlone(t.get(), now, state); });
   absl::MutexLock l(&mu_);
   t->SetPaused(false);
   MaybeScheduleFlush(t.get());
@@ -219,7 +224,8 @@ Status TabletManager::TruncateTablet(TabletId id) {
   return s;
 }
 
-Status TabletManager::TruncateAlone(Tablet* t, SequenceNumber truncated_at) {
+Status TabletManager::TruncateAlone(Tablet* t, SequenceNumber truncated_at,
+                                    std::optional<TabletDataState> state) {
   // As for a schema change, the sequence splits the writes exactly. The tablet is paused, so
   // its files do not change while the edit is written.
   const std::shared_ptr<const FileSet> old_files = t->files();
@@ -230,9 +236,11 @@ Status TabletManager::TruncateAlone(Tablet* t, SequenceNumber truncated_at) {
   edit.SetFlushed(t->id(), truncated_at);
   edit.last_sequence = truncated_at;
   edit.next_file_number = next_file_number_.load();
+  if (state.has_value()) edit.SetDataState(t->id(), static_cast<uint32_t>(*state));
   RETURN_IF_ERROR(manifest_->LogAndApply(edit));
   absl::MutexLock l(&mu_);
   t->Truncate(truncated_at);
+  if (state.has_value()) t->SetState(*state);
   DeleteObsoleteLogSegments();
   return Status();
 }

@@ -3,7 +3,8 @@
 // tablet_recovery.cc), creates, drops and lists tablets, and owns what the tablets share: the
 // Manifest, the CommitLog with its CommitQueue, the BlockCache and the background executor.
 // It schedules and runs flushes and compactions and records their files in the manifest
-// (background.cc); it stalls writers above the memory limit and keeps the sticky background
+// (background.cc); it pins a tablet's files for copying and creates a tablet from copied files
+// (tablet_copy.cc); it stalls writers above the memory limit and keeps the sticky background
 // error. engine.h documents every Engine method; docs/tablet.md the design.
 //
 // Thread-safety: every method is safe to call from many threads. Lock order (docs/tablet.md):
@@ -40,6 +41,25 @@ class TabletManager final : public Engine {
 
   // A handle on the tablet; NotFound for an unknown id. See tablet.h for what a handle may do.
   StatusOr<std::shared_ptr<Tablet>> tablet(TabletId id) const;
+
+  // Flushes the tablet, then pins its files at that flush point (tablet.h: TabletCheckpoint).
+  // Errors: NotFound, Unavailable (not serving), the flush's error.
+  StatusOr<TabletCheckpoint> Checkpoint(TabletId id);
+  // Creates tablet `id` (serving) from SSTables copied from a checkpoint: `files` name each
+  // copy's path (on this engine's file system, outside its own numbered files) and the meta the
+  // checkpoint gave. Each file is renamed to a new file number of this engine and checked
+  // against its meta; one manifest edit then adds the tablet with its files. Ordered in the
+  // commit queue: later writes are numbered above every sequence in the files, so they win over
+  // the ingested data. The descriptor is kept whole, drop marks included (they number the same
+  // entries as the files). On error no tablet exists and files already renamed are removed.
+  // Errors: AlreadyExists, InvalidArgument (descriptor), NotFound (a file), DataLoss (a size or
+  // a table that does not match), Unavailable (I/O).
+  Status Ingest(TabletId id, const TabletDescriptor& descriptor,
+                const std::vector<TabletCheckpoint::File>& files);
+  // Moves the tablet to `state` (docs/tablet.md), durably, ordered against writes in the commit
+  // queue. Tombstoning deletes the data as TruncateTablet does, in the same manifest edit.
+  // Errors: NotFound, Unavailable (I/O), a sticky background error.
+  Status SetTabletState(TabletId id, TabletDataState state);
 
   Status CreateTablet(TabletId id, const TabletDescriptor& descriptor) override;
   Status DropTablet(TabletId id) override;
@@ -79,11 +99,15 @@ class TabletManager final : public Engine {
   std::shared_ptr<Tablet> FindLocked(TabletId id) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   std::shared_ptr<Tablet> NewTablet(TabletId id, TabletDescriptor descriptor,
                                     storage::SequenceNumber flushed_sequence,
-                                    std::shared_ptr<const FileSet> files) const;
+                                    std::shared_ptr<const FileSet> files,
+                                    TabletDataState state) const;
+  // Deletes the tablet's data (TruncateTablet), then moves it to `state` when given.
+  Status DeleteTabletData(TabletId id, std::optional<TabletDataState> state);
   // Run alone in the commit queue (admin_mu_ held by the caller).
   Status ChangeSchemaAlone(Tablet* t, const model::TableSchema& schema,
                            storage::SequenceNumber now);
-  Status TruncateAlone(Tablet* t, storage::SequenceNumber truncated_at);
+  Status TruncateAlone(Tablet* t, storage::SequenceNumber truncated_at,
+                       std::optional<TabletDataState> state);
 
   // --- write path ---
   // The CommitQueue's hooks.

@@ -65,7 +65,12 @@ Status TabletManager::Recover() {
     for (const auto& [family, dropped_at] : d.schema.dropped_families) {
       marks = std::max<SequenceNumber>(marks, dropped_at);
     }
-    tablets_[id] = NewTablet(id, std::move(d), ts.flushed_sequence, std::move(files));
+    if (ts.data_state > kMaxTabletDataState) {
+      return absl::DataLossError(
+          StrCat(options_.dir, ": tablet ", id, " has unknown data state ", ts.data_state));
+    }
+    tablets_[id] = NewTablet(id, std::move(d), ts.flushed_sequence, std::move(files),
+                             static_cast<TabletDataState>(ts.data_state));
   }
   if (marks > state.last_sequence) {
     TLOG_WARN(
