@@ -197,6 +197,9 @@ void CommitQueue::Close() {
     mu_.Await(absl::Condition(
         +[](std::deque<Writer*>* w) { return w->empty(); }, &writers_));
     closed_ = true;
+  }
+  {
+    absl::MutexLock l(&syncer_mu_);
     stop_syncer_ = true;
   }
   if (syncer_.joinable()) syncer_.join();
@@ -207,8 +210,8 @@ void CommitQueue::PeriodicSyncLoop() {
       absl::Milliseconds(std::max<int64_t>(1, periodic_sync_interval_ms_));
   while (true) {
     {
-      absl::MutexLock l(&mu_);
-      mu_.AwaitWithTimeout(absl::Condition(&stop_syncer_), interval);
+      absl::MutexLock l(&syncer_mu_);
+      syncer_mu_.AwaitWithTimeout(absl::Condition(&stop_syncer_), interval);
       if (stop_syncer_) return;
     }
     if (!log_dirty_.exchange(false, std::memory_order_acq_rel)) continue;

@@ -110,7 +110,11 @@ class CommitQueue {
   absl::Mutex mu_;
   std::deque<Writer*> writers_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
-  bool stop_syncer_ ABSL_GUARDED_BY(mu_) = false;
+
+  // The syncer waits on a mutex of its own: a timed wait on mu_ would make every unlock of the
+  // write path evaluate its condition.
+  absl::Mutex syncer_mu_;
+  bool stop_syncer_ ABSL_GUARDED_BY(syncer_mu_) = false;
 };
 
 }  // namespace tessera::tablet
