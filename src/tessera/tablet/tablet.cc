@@ -283,20 +283,21 @@ bool Tablet::FlushDone() const {
 bool Tablet::TryStartCompaction() {
   absl::MutexLock l(&mu_);
   if (dropping_ || paused_ || compaction_running_) return false;
-  const EngineOptions& o = *context_.options;
   bool work = false;
   for (LocalityGroup g : {LocalityGroup::kDefault, LocalityGroup::kInMemory}) {
-    std::vector<uint64_t> sizes;
-    for (const auto& f : files_->files) {
-      if (f->group() == g) sizes.push_back(f->meta().size);
-    }
-    work |=
-        !PickSizeTieredRun(sizes, o.size_tier_min_files, o.size_tier_max_files, o.size_tier_ratio)
-             .empty();
+    work |= !PickRunLocked(GroupFilesLocked(g)).empty();
   }
   if (!work) return false;
   compaction_running_ = true;
   return true;
+}
+
+std::vector<size_t> Tablet::PickRunLocked(
+    const std::vector<std::shared_ptr<TableFile>>& group_files) const {
+  std::vector<uint64_t> sizes;
+  for (const auto& f : group_files) sizes.push_back(f->meta().size);
+  const EngineOptions& o = *context_.options;
+  return PickSizeTieredRun(sizes, o.size_tier_min_files, o.size_tier_max_files, o.size_tier_ratio);
 }
 
 bool Tablet::CanStartManualCompaction() const {
@@ -358,15 +359,8 @@ std::optional<CompactionInput> Tablet::PickCompaction(LocalityGroup group,
   in.now_micros = context_.clock->NowMicros();
   in.can_purge_tombstones = purge;
   if (files.empty()) {
-    std::vector<std::shared_ptr<TableFile>> group_files;
-    for (const auto& f : files_->files) {
-      if (f->group() == group) group_files.push_back(f);
-    }
-    std::vector<uint64_t> sizes;
-    for (const auto& f : group_files) sizes.push_back(f->meta().size);
-    const EngineOptions& o = *context_.options;
-    std::vector<size_t> run =
-        PickSizeTieredRun(sizes, o.size_tier_min_files, o.size_tier_max_files, o.size_tier_ratio);
+    const std::vector<std::shared_ptr<TableFile>> group_files = GroupFilesLocked(group);
+    std::vector<size_t> run = PickRunLocked(group_files);
     if (run.empty()) return std::nullopt;
     for (size_t i : run) files.push_back(group_files[i]);
     // Tombstones may go when nothing older than the run exists.
@@ -381,6 +375,10 @@ std::optional<CompactionInput> Tablet::PickCompaction(LocalityGroup group,
 
 std::vector<std::shared_ptr<TableFile>> Tablet::GroupFiles(LocalityGroup group) const {
   absl::MutexLock l(&mu_);
+  return GroupFilesLocked(group);
+}
+
+std::vector<std::shared_ptr<TableFile>> Tablet::GroupFilesLocked(LocalityGroup group) const {
   std::vector<std::shared_ptr<TableFile>> files;
   for (const auto& f : files_->files) {
     if (f->group() == group) files.push_back(f);

@@ -199,6 +199,11 @@ class Tablet : public std::enable_shared_from_this<Tablet> {
   std::shared_ptr<storage::MemTable> NewMemTable() const;
   bool SwitchMemtableLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Status CheckServingLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<std::shared_ptr<TableFile>> GroupFilesLocked(LocalityGroup group) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The size-tiered run to compact among `group_files` (indices); empty when there is none.
+  std::vector<size_t> PickRunLocked(const std::vector<std::shared_ptr<TableFile>>& group_files)
+      const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const TabletId id_;
   const TabletContext context_;
