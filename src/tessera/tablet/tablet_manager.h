@@ -89,7 +89,7 @@ class TabletManager final : public Engine {
 
   // --- recovery (tablet_recovery.cc) ---
   Status Recover();
-  Status ReplayCommitLog();
+  Status ReplayCommitLog() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Status RemoveOrphanFiles(const storage::ManifestState& state);
   StatusOr<std::shared_ptr<TableFile>> OpenTableFile(const storage::FileMeta& meta);
 
