@@ -93,6 +93,9 @@ Status ManifestState::CheckApplicable(const VersionEdit& edit) const {
       return NotApplicable("flushed mark for unknown tablet ", f.tablet_id);
     }
   }
+  for (const VersionEdit::DataState& d : edit.data_states) {
+    if (!known(d.tablet_id)) return NotApplicable("data state for unknown tablet ", d.tablet_id);
+  }
   std::set<uint64_t> removed;
   for (uint64_t id : edit.removed_tablets) {
     if (added.contains(id)) return NotApplicable("tablet ", id, " both added and removed");
@@ -119,6 +122,9 @@ Status ManifestState::Apply(const VersionEdit& edit) {
   for (const VersionEdit::Flushed& f : edit.flushed) {
     tablets[f.tablet_id].flushed_sequence = f.flushed_sequence;
   }
+  for (const VersionEdit::DataState& d : edit.data_states) {
+    tablets[d.tablet_id].data_state = d.state;
+  }
   for (uint64_t id : edit.removed_tablets) tablets.erase(id);
   return Status();
 }
@@ -132,6 +138,7 @@ VersionEdit ManifestState::ToSnapshotEdit() const {
     edit.AddTablet(id, tablet.descriptor);
     for (const auto& [number, meta] : tablet.files) edit.AddFile(id, meta);
     if (tablet.flushed_sequence != 0) edit.SetFlushed(id, tablet.flushed_sequence);
+    if (tablet.data_state != 0) edit.SetDataState(id, tablet.data_state);
   }
   return edit;
 }

@@ -14,6 +14,8 @@
 //                           varint64 num_entries, varint32 group
 //   7    deleted file       varint64 tablet_id, varint64 file_number
 //   8    flushed            varint64 tablet_id, varint64 flushed_sequence
+//   9    data state         varint64 tablet_id, varint32 state (added after the others: a
+//                           manifest without it is read with every tablet in state 0)
 //
 // Tag 0 and any tag not listed are DataLoss: there is no way to skip a field of unknown size.
 #include "tessera/storage/version_edit.h"
@@ -33,6 +35,7 @@ enum Tag : uint32_t {
   kNewFile = 6,
   kDeletedFile = 7,
   kFlushed = 8,
+  kDataState = 9,
 };
 
 bool GetString(std::string_view* in, std::string* out) {
@@ -95,6 +98,11 @@ void VersionEdit::EncodeTo(std::string* dst) const {
     PutVarint32(dst, kFlushed);
     PutVarint64(dst, f.tablet_id);
     PutVarint64(dst, f.flushed_sequence);
+  }
+  for (const DataState& d : data_states) {
+    PutVarint32(dst, kDataState);
+    PutVarint64(dst, d.tablet_id);
+    PutVarint32(dst, d.state);
   }
 }
 
@@ -164,6 +172,13 @@ Status VersionEdit::DecodeFrom(std::string_view src) {
           if (ok) flushed.push_back(f);
           break;
         }
+        case kDataState: {
+          field = "data state";
+          DataState d;
+          ok = GetVarint64(&in, &d.tablet_id) && GetVarint32(&in, &d.state);
+          if (ok) data_states.push_back(d);
+          break;
+        }
         default:
           return absl::DataLossError(
               StrCat("version edit: unknown tag ", tag, " at byte ", field_offset));
@@ -198,6 +213,9 @@ std::string VersionEdit::DebugString() const {
   }
   for (const Flushed& f : flushed) {
     s += StrCat("\n  flushed: tablet ", f.tablet_id, " through ", f.flushed_sequence);
+  }
+  for (const DataState& d : data_states) {
+    s += StrCat("\n  data state: tablet ", d.tablet_id, " state ", d.state);
   }
   s += StrCat("\n}");
   return s;

@@ -54,6 +54,13 @@ struct VersionEdit {
     SequenceNumber flushed_sequence = 0;
     bool operator==(const Flushed&) const = default;
   };
+  struct DataState {
+    uint64_t tablet_id = 0;
+    // What the tablet's data is (opaque to storage; tablet::TabletDataState). A tablet no edit
+    // gave a state has state 0, as do tablets of manifests written before this field existed.
+    uint32_t state = 0;
+    bool operator==(const DataState&) const = default;
+  };
 
   std::optional<uint64_t> next_file_number;
   std::optional<SequenceNumber> last_sequence;
@@ -64,6 +71,7 @@ struct VersionEdit {
   std::vector<NewFile> new_files;
   std::vector<DeletedFile> deleted_files;
   std::vector<Flushed> flushed;
+  std::vector<DataState> data_states;
 
   void AddTablet(uint64_t tablet_id, std::string descriptor) {
     tablets.push_back({tablet_id, std::move(descriptor)});
@@ -77,6 +85,9 @@ struct VersionEdit {
   }
   void SetFlushed(uint64_t tablet_id, SequenceNumber sequence) {
     flushed.push_back({tablet_id, sequence});
+  }
+  void SetDataState(uint64_t tablet_id, uint32_t state) {
+    data_states.push_back({tablet_id, state});
   }
 
   // Appends the encoding to `*dst`.

@@ -40,6 +40,8 @@ VersionEdit FullEdit() {
   e.DeleteFile(7, 11);
   e.SetFlushed(7, 1234567);
   e.SetFlushed(0, 0);
+  e.SetDataState(7, 2);
+  e.SetDataState(0, std::numeric_limits<uint32_t>::max());
   return e;
 }
 
@@ -57,10 +59,33 @@ TEST(VersionEditTest, RoundTrip) {
   EXPECT_TRUE(empty.empty());
 }
 
+// Bytes as engines wrote them before the data-state field existed: they decode, and apply with
+// the tablet in state 0; such an edit still encodes to exactly these bytes.
+TEST(VersionEditTest, EditWithoutDataStateReadsAsBefore) {
+  const std::string old_bytes(
+      "\x02\x05\x04\x01\x01"
+      "d"
+      "\x08\x01\x05",
+      9);
+  VersionEdit e;
+  TESSERA_ASSERT_OK(e.DecodeFrom(old_bytes));
+  EXPECT_EQ(5u, e.last_sequence.value_or(0));
+  ASSERT_EQ(1u, e.tablets.size());
+  EXPECT_EQ("d", e.tablets[0].descriptor);
+  ASSERT_EQ(1u, e.flushed.size());
+  EXPECT_TRUE(e.data_states.empty());
+  ManifestState state;
+  TESSERA_ASSERT_OK(state.Apply(e));
+  EXPECT_EQ(0u, state.tablets[1].data_state);
+  std::string encoded;
+  e.EncodeTo(&encoded);
+  EXPECT_EQ(old_bytes, encoded);
+}
+
 TEST(VersionEditTest, UnknownTagIsDataLoss) {
   std::string encoded;
   FullEdit().EncodeTo(&encoded);
-  for (uint32_t tag : {0u, 9u, 100u, 1u << 20}) {
+  for (uint32_t tag : {0u, 10u, 100u, 1u << 20}) {
     std::string bad = encoded;
     PutVarint32(&bad, tag);
     PutVarint64(&bad, 1);
@@ -110,7 +135,10 @@ TEST(ManifestStateTest, ApplyAndSnapshot) {
   e2.AddFile(1, MakeFile(6));
   e2.AddTablet(1, "t1 v2");
   e2.SetFlushed(1, 90);
+  e2.SetDataState(1, 1);
   TESSERA_ASSERT_OK(state.Apply(e2));
+  EXPECT_EQ(1u, state.tablets[1].data_state);
+  EXPECT_EQ(0u, state.tablets[2].data_state);
   EXPECT_EQ("t1 v2", state.tablets[1].descriptor);
   ASSERT_EQ(1u, state.tablets[1].files.size());
   EXPECT_EQ(MakeFile(6), state.tablets[1].files.begin()->second);
@@ -144,7 +172,7 @@ TEST(ManifestStateTest, InapplicableEditsLeaveTheStateUnchanged) {
   TESSERA_ASSERT_OK(state.Apply(base));
   const ManifestState before = state;
 
-  std::vector<VersionEdit> bad(9);
+  std::vector<VersionEdit> bad(10);
   bad[0].AddFile(2, MakeFile(4));  // unknown tablet
   bad[1].DeleteFile(1, 99);        // unknown file
   bad[2].DeleteFile(2, 3);         // unknown tablet
@@ -157,7 +185,8 @@ TEST(ManifestStateTest, InapplicableEditsLeaveTheStateUnchanged) {
   bad[7].AddTablet(1, "again");
   bad[7].RemoveTablet(1);  // added and removed
   bad[8].DeleteFile(1, 3);
-  bad[8].DeleteFile(1, 3);  // twice
+  bad[8].DeleteFile(1, 3);    // twice
+  bad[9].SetDataState(9, 1);  // unknown tablet
   for (size_t i = 0; i < bad.size(); ++i) {
     bad[i].last_sequence = 77;  // must not leak into the state either
     Status s = state.Apply(bad[i]);

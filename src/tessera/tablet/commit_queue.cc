@@ -1,0 +1,226 @@
+// The group commit. See commit_queue.h and docs/storage_engine.md ("Write path").
+#include "tessera/tablet/commit_queue.h"
+
+#include <algorithm>
+#include <optional>
+#include <vector>
+
+#include "tessera/util/coding.h"
+#include "tessera/util/logging.h"
+
+namespace tessera::tablet {
+namespace {
+
+using storage::SequenceNumber;
+
+// A group commit takes at most this many bytes of records.
+constexpr size_t kMaxGroupBytes = 4 << 20;
+
+}  // namespace
+
+void EncodeLogRecord(std::string* dst, TabletId id, SequenceNumber first,
+                     std::string_view mutation) {
+  PutVarint64(dst, id);
+  PutFixed64(dst, first);
+  dst->append(mutation.data(), mutation.size());
+}
+
+bool DecodeLogRecord(std::string_view record, TabletId* id, SequenceNumber* first,
+                     std::string_view* mutation) {
+  uint64_t seq;
+  if (!GetVarint64(&record, id) || !GetFixed64(&record, &seq)) return false;
+  *first = seq;
+  *mutation = record;
+  return true;
+}
+
+// A place in the queue: a caller of Write, or an op that runs alone (its writer leads a group
+// of one).
+struct CommitQueue::Writer {
+  // A write: the tablet, the mutation and the descriptor it was validated against.
+  std::shared_ptr<Tablet> tablet;
+  const model::RowMutation* mutation = nullptr;
+  const TabletDescriptor* validated_with = nullptr;
+  // An op run alone; null for a write.
+  const absl::FunctionRef<Status(SequenceNumber)>* op = nullptr;
+  Status status;
+  bool done = false;
+  absl::CondVar cv;
+};
+
+CommitQueue::CommitQueue(SyncMode sync_mode, int64_t periodic_sync_interval_ms, Hooks hooks)
+    : sync_mode_(sync_mode),
+      periodic_sync_interval_ms_(periodic_sync_interval_ms),
+      hooks_(std::move(hooks)) {}
+
+CommitQueue::~CommitQueue() { Close(); }
+
+void CommitQueue::Start(storage::CommitLog* log, SequenceNumber last_sequence) {
+  log_ = log;
+  RaiseLastSequence(last_sequence);
+  if (sync_mode_ == SyncMode::kPeriodic) syncer_ = std::thread([this] { PeriodicSyncLoop(); });
+}
+
+void CommitQueue::RaiseLastSequence(SequenceNumber sequence) {
+  if (sequence > last_sequence_.load(std::memory_order_relaxed)) {
+    last_sequence_.store(sequence, std::memory_order_release);
+  }
+}
+
+Status CommitQueue::Write(std::shared_ptr<Tablet> tablet, const model::RowMutation& mutation,
+                          const TabletDescriptor* validated_with) {
+  Writer w;
+  w.tablet = std::move(tablet);
+  w.mutation = &mutation;
+  w.validated_with = validated_with;
+  absl::MutexLock l(&mu_);
+  return JoinAndLead(&w);
+}
+
+Status CommitQueue::RunAlone(absl::FunctionRef<Status(SequenceNumber)> op) {
+  Writer w;
+  w.op = &op;
+  absl::MutexLock l(&mu_);
+  return JoinAndLead(&w);
+}
+
+Status CommitQueue::JoinAndLead(Writer* w) {
+  if (closed_) return absl::FailedPreconditionError("engine is closed");
+  writers_.push_back(w);
+  while (!w->done && w != writers_.front()) w->cv.Wait(&mu_);
+  if (w->done) return w->status;
+
+  // This writer leads: it writes the group that starts with it. Others may join the queue
+  // while it works without the lock, but none leads until it is done.
+  const bool write_group = w->op == nullptr;
+  mu_.Unlock();
+  Status s = hooks_.before_turn(write_group);
+  mu_.Lock();
+  std::vector<Writer*> group;
+  std::vector<std::shared_ptr<Tablet>> sealed;
+  if (!write_group) {
+    group.push_back(w);
+    if (s.ok()) {
+      const SequenceNumber last = last_sequence();
+      mu_.Unlock();
+      s = (*w->op)(last);
+      mu_.Lock();
+    }
+  } else if (s.ok()) {
+    s = WriteGroup(&group, &sealed);
+  }
+  if (!sealed.empty()) {
+    mu_.Unlock();
+    for (const auto& t : sealed) hooks_.memtable_sealed(t.get());
+    mu_.Lock();
+  }
+  if (group.empty()) group.push_back(w);  // s failed before gathering
+  for (Writer* x : group) {
+    if (x->status.ok()) x->status = s;
+    x->done = true;
+    if (x != w) x->cv.Signal();
+  }
+  while (!writers_.empty() && writers_.front()->done) writers_.pop_front();
+  if (!writers_.empty()) writers_.front()->cv.Signal();
+  return w->status;
+}
+
+Status CommitQueue::WriteGroup(std::vector<Writer*>* group,
+                               std::vector<std::shared_ptr<Tablet>>* sealed) {
+  // Gather followers, stopping at an op that runs alone or a full group.
+  size_t bytes = 0;
+  struct Pending {
+    Writer* writer;
+    std::shared_ptr<storage::MemTable> mem;
+    SequenceNumber first;
+    SequenceNumber some_versions_deleted = 0;
+  };
+  std::vector<Pending> pending;
+  std::vector<std::string> records;
+  SequenceNumber seq = last_sequence();
+  const uint64_t segment = log_->current_segment();
+  for (Writer* x : writers_) {
+    if (x->op != nullptr || (bytes > 0 && bytes + x->mutation->encoded().size() > kMaxGroupBytes)) {
+      break;
+    }
+    group->push_back(x);
+    StatusOr<std::shared_ptr<storage::MemTable>> mem =
+        x->tablet->PrepareWrite(*x->mutation, x->validated_with, segment);
+    if (!mem.ok()) {
+      x->status = mem.status();  // this writer fails alone
+      continue;
+    }
+    pending.push_back({x, *std::move(mem), seq + 1, 0});
+    records.emplace_back();
+    EncodeLogRecord(&records.back(), x->tablet->id(), seq + 1, x->mutation->encoded());
+    seq += x->mutation->size();
+    bytes += x->mutation->encoded().size();
+  }
+  mu_.Unlock();
+  // Only the leader runs here: log and memtables have one writer.
+  Status s;
+  std::vector<std::string_view> views(records.begin(), records.end());
+  if (!views.empty()) s = log_->AddRecords(views).status();
+  if (s.ok()) {
+    if (sync_mode_ == SyncMode::kBatch) {
+      s = log_->Sync();
+    } else {
+      // Acknowledged before fdatasync, but never before the bytes reach the kernel: a process
+      // crash loses nothing, a machine crash at most one sync interval. The syncer thread makes
+      // them durable without blocking this path.
+      s = log_->Flush();
+      log_dirty_.store(true, std::memory_order_release);
+    }
+  }
+  if (s.ok()) {
+    for (Pending& p : pending) {
+      Status is = InsertMutation(p.mem.get(), p.first, p.writer->mutation->encoded(),
+                                 &p.some_versions_deleted);
+      if (!is.ok()) p.writer->status = is;
+    }
+  }
+  mu_.Lock();
+  if (!s.ok()) return s;
+  last_sequence_.store(seq, std::memory_order_release);
+  for (const Pending& p : pending) {
+    if (p.writer->tablet->FinishWrite(p.mem.get(), p.some_versions_deleted)) {
+      sealed->push_back(p.writer->tablet);
+    }
+  }
+  return s;
+}
+
+void CommitQueue::Close() {
+  {
+    absl::MutexLock l(&mu_);
+    // Let queued writers finish first.
+    mu_.Await(absl::Condition(
+        +[](std::deque<Writer*>* w) { return w->empty(); }, &writers_));
+    closed_ = true;
+  }
+  {
+    absl::MutexLock l(&syncer_mu_);
+    stop_syncer_ = true;
+  }
+  if (syncer_.joinable()) syncer_.join();
+}
+
+void CommitQueue::PeriodicSyncLoop() {
+  const absl::Duration interval =
+      absl::Milliseconds(std::max<int64_t>(1, periodic_sync_interval_ms_));
+  while (true) {
+    {
+      absl::MutexLock l(&syncer_mu_);
+      syncer_mu_.AwaitWithTimeout(absl::Condition(&stop_syncer_), interval);
+      if (stop_syncer_) return;
+    }
+    if (!log_dirty_.exchange(false, std::memory_order_acq_rel)) continue;
+    Status s = log_->SyncFlushedConcurrently();
+    if (!s.ok()) {
+      TLOG_WARN("periodic commit-log sync failed: {}", s);
+      log_dirty_.store(true, std::memory_order_release);  // try again next interval
+    }
+  }
+}
+
+}  // namespace tessera::tablet

@@ -1,0 +1,120 @@
+// CommitQueue: the group commit shared by every tablet of one node (leveldb's writers_ queue).
+//
+// Each Write() joins a FIFO queue. The writer at the head leads: it takes every queued mutation
+// (up to 4 MiB), numbers their entries with consecutive sequence numbers, appends all their
+// commit-log records with one write and, in kBatch mode, one fdatasync, inserts them into the
+// tablets' memtables, publishes the new last sequence and wakes the followers. In kPeriodic mode
+// the leader acknowledges once the bytes reach the OS and a syncer thread syncs every interval.
+//
+// RunAlone(op) takes a place in the same queue: when its turn comes no write group is in flight,
+// every write so far has a sequence <= the last sequence it is given and every later one gets a
+// larger sequence. Schema changes, truncation, memtable switches and ingests run this way.
+//
+// Commit-log record: varint64(tablet id) fixed64(first sequence) row-mutation bytes; the
+// mutation's i-th entry has sequence first + i.
+//
+// Thread-safety: every method is safe to call from many threads. Lock order (docs/tablet.md):
+// CommitQueue::mu_ before TabletManager::mu_ before Tablet::mu_; the queue never holds mu_ while
+// it calls a hook or an op, so those may take the manager's lock.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
+#include "absl/synchronization/mutex.h"
+#include "tessera/model/row_mutation.h"
+#include "tessera/storage/commit_log.h"
+#include "tessera/storage/dbformat.h"
+#include "tessera/tablet/engine.h"
+#include "tessera/tablet/tablet.h"
+
+namespace tessera::tablet {
+
+void EncodeLogRecord(std::string* dst, TabletId id, storage::SequenceNumber first,
+                     std::string_view mutation);
+// False when `record` is too short for its header.
+bool DecodeLogRecord(std::string_view record, TabletId* id, storage::SequenceNumber* first,
+                     std::string_view* mutation);
+
+class CommitQueue {
+ public:
+  struct Hooks {
+    // Called by a leader before its turn, without the queue's lock: for a write group, the
+    // memory stall (it may wait); for an op run alone, the sticky background error. An error
+    // fails the group or the op.
+    std::function<Status(bool write_group)> before_turn;
+    // Called without the queue's lock for each tablet whose memtable a write group sealed.
+    std::function<void(Tablet*)> memtable_sealed;
+  };
+
+  CommitQueue(SyncMode sync_mode, int64_t periodic_sync_interval_ms, Hooks hooks);
+  CommitQueue(const CommitQueue&) = delete;
+  CommitQueue& operator=(const CommitQueue&) = delete;
+  ~CommitQueue();
+
+  // Starts accepting writes to `log` (which must outlive the queue), numbering them above
+  // `last_sequence`, and starts the syncer in kPeriodic mode.
+  void Start(storage::CommitLog* log, storage::SequenceNumber last_sequence);
+
+  // Appends `mutation` for `tablet` and inserts it into the tablet's memtable. `validated_with`
+  // is the descriptor the caller validated it against; the leader validates again when the
+  // tablet's descriptor changed since. Errors: NotFound (tablet removed), InvalidArgument,
+  // the log's error, the hook's error, FailedPrecondition once closed.
+  Status Write(std::shared_ptr<Tablet> tablet, const model::RowMutation& mutation,
+               const TabletDescriptor* validated_with);
+
+  // Runs `op(last_sequence)` at its turn, alone. Returns op's status (or the hook's error).
+  Status RunAlone(absl::FunctionRef<Status(storage::SequenceNumber last_sequence)> op);
+
+  // The newest sequence whose writes are all in the memtables. Lock-free.
+  storage::SequenceNumber last_sequence() const {
+    return last_sequence_.load(std::memory_order_acquire);
+  }
+  const std::atomic<storage::SequenceNumber>* visible_sequence() const { return &last_sequence_; }
+  // Raises the last sequence to at least `sequence`. REQUIRES: called from an op run alone, or
+  // before Start().
+  void RaiseLastSequence(storage::SequenceNumber sequence);
+
+  // Lets every queued writer finish, then refuses new ones and stops the syncer.
+  void Close();
+
+ private:
+  struct Writer;
+  Status JoinAndLead(Writer* w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Gathers, logs and inserts the write group led by the queue's head.
+  Status WriteGroup(std::vector<Writer*>* group, std::vector<std::shared_ptr<Tablet>>* sealed)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PeriodicSyncLoop();
+
+  const SyncMode sync_mode_;
+  const int64_t periodic_sync_interval_ms_;
+  const Hooks hooks_;
+  // The log has one writer without a lock of its own: the leader (only one leads at a time),
+  // then Close of the manager, once no writer is queued and none can join. The syncer needs no
+  // lock (CommitLog::SyncFlushedConcurrently).
+  storage::CommitLog* log_ = nullptr;
+  // Records were handed to the OS since the syncer's last fdatasync (periodic mode).
+  std::atomic<bool> log_dirty_{false};
+  // Written by the leader (or an op run alone) only; read by anyone.
+  std::atomic<storage::SequenceNumber> last_sequence_{0};
+  std::thread syncer_;
+
+  absl::Mutex mu_;
+  std::deque<Writer*> writers_ ABSL_GUARDED_BY(mu_);
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+
+  // The syncer waits on a mutex of its own: a timed wait on mu_ would make every unlock of the
+  // write path evaluate its condition.
+  absl::Mutex syncer_mu_;
+  bool stop_syncer_ ABSL_GUARDED_BY(syncer_mu_) = false;
+};
+
+}  // namespace tessera::tablet

@@ -1,0 +1,464 @@
+// One tablet's state, reads and job picking. See tablet.h and docs/tablet.md.
+#include "tessera/tablet/tablet.h"
+
+#include <algorithm>
+
+#include "tessera/model/cell_key.h"
+#include "tessera/model/cell_visibility.h"
+#include "tessera/tablet/compaction.h"
+#include "tessera/tablet/row_reader.h"
+#include "tessera/tablet/row_samples.h"
+
+namespace tessera::tablet {
+
+using storage::SequenceNumber;
+
+Status InsertMutation(storage::MemTable* mem, SequenceNumber first, std::string_view encoded,
+                      SequenceNumber* some_versions_deleted) {
+  SequenceNumber seq = first;
+  thread_local std::string scratch;
+  return model::ForEachCellEntry(encoded, &scratch,
+                                 [&](std::string_view key, std::string_view value) {
+                                   if (model::DeletesSomeVersions(key, value)) {
+                                     *some_versions_deleted = std::max(*some_versions_deleted, seq);
+                                   }
+                                   mem->Add(seq++, storage::ValueType::kValue, key, value);
+                                 });
+}
+
+std::string_view TabletDataStateName(TabletDataState state) {
+  switch (state) {
+    case TabletDataState::kServing:
+      return "serving";
+    case TabletDataState::kCopying:
+      return "copying";
+    case TabletDataState::kTombstoned:
+      return "tombstoned";
+  }
+  return "unknown";
+}
+
+Tablet::Tablet(TabletId id, TabletDescriptor descriptor, SequenceNumber flushed_sequence,
+               std::shared_ptr<const FileSet> files, TabletDataState state,
+               const TabletContext& context)
+    : id_(id), context_(context) {
+  absl::MutexLock l(&mu_);
+  state_ = state;
+  descriptor_ = std::make_shared<const TabletDescriptor>(std::move(descriptor));
+  mem_ = NewMemTable();
+  flushed_sequence_ = flushed_sequence;
+  // The files' entries are not read to find deletes of some versions: assume any may be one.
+  for (const auto& f : files->files) {
+    some_versions_deleted_ = std::max(some_versions_deleted_, f->meta().max_sequence);
+  }
+  files_ = std::move(files);
+}
+
+std::shared_ptr<storage::MemTable> Tablet::NewMemTable() const {
+  // Arena blocks scale with the memtable size, so that a small memtable is not one big block.
+  storage::MemTableOptions o;
+  o.arena_block_size = std::clamp<size_t>(context_.options->memtable_bytes / 16, 4096, 1 << 20);
+  return std::make_shared<storage::MemTable>(o);
+}
+
+std::shared_ptr<const TabletDescriptor> Tablet::descriptor() const {
+  absl::MutexLock l(&mu_);
+  return descriptor_;
+}
+
+TabletDataState Tablet::state() const {
+  absl::MutexLock l(&mu_);
+  return state_;
+}
+
+void Tablet::SetState(TabletDataState state) {
+  absl::MutexLock l(&mu_);
+  state_ = state;
+}
+
+Status Tablet::CheckServing() const {
+  absl::MutexLock l(&mu_);
+  return CheckServingLocked();
+}
+
+Status Tablet::CheckServingLocked() const {
+  if (state_ == TabletDataState::kServing) return Status();
+  return absl::UnavailableError(StrCat("tablet ", id_, " is ", TabletDataStateName(state_),
+                                       ": it serves no reads or writes"));
+}
+
+// ------------------------------------------------------------------------------------------
+// Reads
+
+StatusOr<TabletSnapshot> Tablet::Snapshot() const {
+  TabletSnapshot snap;
+  // The sequence first: every write up to it is in the memtables (or files) read below.
+  snap.sequence = context_.visible_sequence->load(std::memory_order_acquire);
+  absl::MutexLock l(&mu_);
+  RETURN_IF_ERROR(CheckServingLocked());
+  snap.descriptor = descriptor_;
+  snap.memtables.push_back(mem_);
+  for (auto i = imm_.rbegin(); i != imm_.rend(); ++i) snap.memtables.push_back(i->mem);
+  snap.files = files_;
+  snap.now_micros = context_.clock->NowMicros();
+  return snap;
+}
+
+StatusOr<std::optional<Row>> Tablet::ReadRow(std::string_view row, const ReadSpec& spec) const {
+  ASSIGN_OR_RETURN(TabletSnapshot snap, Snapshot());
+  if (!snap.descriptor->ContainsRow(row)) {
+    return absl::InvalidArgumentError(StrCat("row is outside tablet [", snap.descriptor->start_row,
+                                             ", ", snap.descriptor->end_row, ")"));
+  }
+  return ReadRowFromSnapshot(snap, row, spec);
+}
+
+StatusOr<std::unique_ptr<RowIterator>> Tablet::Scan(const RowRange& range, const ReadSpec& spec,
+                                                    const ScanOptions& options) const {
+  ASSIGN_OR_RETURN(TabletSnapshot snap, Snapshot());
+  return NewSnapshotScan(std::move(snap), range, spec, options);
+}
+
+StatusOr<std::unique_ptr<EntryIterator>> Tablet::NewEntryIterator() const {
+  ASSIGN_OR_RETURN(TabletSnapshot snap, Snapshot());
+  return std::make_unique<EntryIterator>(std::move(snap));
+}
+
+StatusOr<TabletCheckpoint> Tablet::Checkpoint() const {
+  absl::MutexLock l(&mu_);
+  RETURN_IF_ERROR(CheckServingLocked());
+  TabletCheckpoint c;
+  c.id = id_;
+  c.descriptor = *descriptor_;
+  c.flushed_sequence = flushed_sequence_;
+  for (const auto& f : files_->files) c.files.push_back({f->meta(), f->path()});
+  c.pinned = files_;
+  return c;
+}
+
+uint64_t Tablet::ApproximateBytes() const {
+  absl::MutexLock l(&mu_);
+  uint64_t bytes = mem_->ApproximateMemoryUsage();
+  for (const auto& i : imm_) bytes += i.mem->ApproximateMemoryUsage();
+  for (const auto& f : files_->files) bytes += f->meta().size;
+  return bytes;
+}
+
+StatusOr<std::vector<std::string>> Tablet::SampleRowKeys(uint64_t every_bytes) const {
+  if (every_bytes == 0) return absl::InvalidArgumentError("SampleRowKeys needs every_bytes > 0");
+  ASSIGN_OR_RETURN(TabletSnapshot snap, Snapshot());
+  // (row, bytes of data ending at that row) pieces from every source, then one walk in row
+  // order. The cached file samples stay alive in `file_samples`.
+  std::vector<std::shared_ptr<const std::vector<RowSample>>> file_samples;
+  std::vector<RowSample> memtable_samples;
+  for (const auto& f : snap.files->files) {
+    ASSIGN_OR_RETURN(auto samples, f->RowSamples());
+    file_samples.push_back(std::move(samples));
+  }
+  for (const auto& mem : snap.memtables) {
+    std::unique_ptr<storage::Iterator> it = mem->NewIterator();
+    RETURN_IF_ERROR(SampleIterator(it.get(), context_.options->block_size, &memtable_samples));
+  }
+  std::vector<std::pair<std::string_view, uint64_t>> pieces;
+  for (const auto& samples : file_samples) {
+    for (const RowSample& b : *samples) pieces.emplace_back(b.row, b.bytes);
+  }
+  for (const RowSample& b : memtable_samples) pieces.emplace_back(b.row, b.bytes);
+  std::sort(pieces.begin(), pieces.end());
+  std::vector<std::string> rows;
+  uint64_t pending = 0;
+  for (const auto& [row, bytes] : pieces) {
+    pending += bytes;
+    if (pending < every_bytes || row <= std::string_view(snap.descriptor->start_row) ||
+        (!rows.empty() && row <= std::string_view(rows.back()))) {
+      continue;
+    }
+    rows.emplace_back(row);
+    pending = 0;
+  }
+  return rows;
+}
+
+Status Tablet::WarmRow(std::string_view row) const {
+  ASSIGN_OR_RETURN(TabletSnapshot snap, Snapshot());
+  return WarmRowInSnapshot(snap, row);
+}
+
+// ------------------------------------------------------------------------------------------
+// Write path
+
+Status Tablet::ValidateMutation(const TabletDescriptor& d, const model::RowMutation& m) {
+  if (m.empty()) return absl::InvalidArgumentError("a row mutation needs at least one mutation");
+  if (!d.ContainsRow(m.row())) {
+    return absl::InvalidArgumentError(
+        StrCat("row is outside tablet [", d.start_row, ", ", d.end_row, ") of table ", d.table));
+  }
+  Status bad;
+  Status s = model::ForEachMutation(m.encoded(), [&](const model::MutationView& v) {
+    if (!bad.ok() || v.type == model::MutationType::kDeleteFromRow) return;
+    if (d.schema.Find(v.family) == nullptr) {
+      bad = absl::InvalidArgumentError(
+          StrCat("family \"", v.family, "\" does not exist in table ", d.table));
+    }
+  });
+  RETURN_IF_ERROR(s);
+  return bad;
+}
+
+StatusOr<std::shared_ptr<storage::MemTable>> Tablet::PrepareWrite(
+    const model::RowMutation& m, const TabletDescriptor* validated_with, uint64_t segment) {
+  absl::MutexLock l(&mu_);
+  // Dropped while the writer waited; it fails alone.
+  if (removed_) return absl::NotFoundError(StrCat("tablet ", id_, " not found"));
+  RETURN_IF_ERROR(CheckServingLocked());
+  // The schema changed while the writer waited (a family may be gone).
+  if (descriptor_.get() != validated_with) RETURN_IF_ERROR(ValidateMutation(*descriptor_, m));
+  if (mem_->Empty() && mem_first_segment_ == 0) mem_first_segment_ = segment;
+  return mem_;
+}
+
+bool Tablet::FinishWrite(const storage::MemTable* mem, SequenceNumber some_versions_deleted) {
+  absl::MutexLock l(&mu_);
+  // Before the memtable can be sealed: its flush must know.
+  some_versions_deleted_ = std::max(some_versions_deleted_, some_versions_deleted);
+  if (mem_.get() == mem && mem_->ApproximateMemoryUsage() >= context_.options->memtable_bytes) {
+    return SwitchMemtableLocked();
+  }
+  return false;
+}
+
+StatusOr<SequenceNumber> Tablet::Replay(uint64_t segment, SequenceNumber first,
+                                        std::string_view mutation) {
+  absl::MutexLock l(&mu_);
+  if (mem_first_segment_ == 0) mem_first_segment_ = segment;
+  RETURN_IF_ERROR(InsertMutation(mem_.get(), first, mutation, &some_versions_deleted_));
+  const SequenceNumber largest = mem_->LargestSequence();
+  if (mem_->ApproximateMemoryUsage() >= context_.options->memtable_bytes) SwitchMemtableLocked();
+  return largest;
+}
+
+bool Tablet::SwitchMemtable() {
+  absl::MutexLock l(&mu_);
+  return SwitchMemtableLocked();
+}
+
+bool Tablet::SwitchMemtableLocked() {
+  if (mem_->Empty()) return false;
+  imm_.push_back({mem_, mem_first_segment_});
+  mem_ = NewMemTable();
+  mem_first_segment_ = 0;
+  return true;
+}
+
+void Tablet::MarkRemoved() {
+  absl::MutexLock l(&mu_);
+  removed_ = true;
+}
+
+// ------------------------------------------------------------------------------------------
+// Background work
+
+bool Tablet::TryStartFlush() {
+  absl::MutexLock l(&mu_);
+  if (dropping_ || paused_ || flush_running_ || imm_.empty()) return false;
+  flush_running_ = true;
+  return true;
+}
+
+void Tablet::FinishFlush() {
+  absl::MutexLock l(&mu_);
+  flush_running_ = false;
+}
+
+bool Tablet::FlushMayRun() const {
+  absl::MutexLock l(&mu_);
+  return !imm_.empty() && (flush_running_ || (!paused_ && !dropping_));
+}
+
+bool Tablet::FlushDone() const {
+  absl::MutexLock l(&mu_);
+  return imm_.empty() && !flush_running_;
+}
+
+bool Tablet::TryStartCompaction() {
+  absl::MutexLock l(&mu_);
+  if (dropping_ || paused_ || compaction_running_) return false;
+  bool work = false;
+  for (LocalityGroup g : {LocalityGroup::kDefault, LocalityGroup::kInMemory}) {
+    work |= !PickRunLocked(GroupFilesLocked(g)).empty();
+  }
+  if (!work) return false;
+  compaction_running_ = true;
+  return true;
+}
+
+std::vector<size_t> Tablet::PickRunLocked(
+    const std::vector<std::shared_ptr<TableFile>>& group_files) const {
+  std::vector<uint64_t> sizes;
+  for (const auto& f : group_files) sizes.push_back(f->meta().size);
+  const EngineOptions& o = *context_.options;
+  return PickSizeTieredRun(sizes, o.size_tier_min_files, o.size_tier_max_files, o.size_tier_ratio);
+}
+
+bool Tablet::CanStartManualCompaction() const {
+  absl::MutexLock l(&mu_);
+  return !compaction_running_ && !paused_;
+}
+
+bool Tablet::TryStartManualCompaction() {
+  absl::MutexLock l(&mu_);
+  if (compaction_running_ || paused_) return false;
+  compaction_running_ = true;
+  return true;
+}
+
+void Tablet::FinishCompaction() {
+  absl::MutexLock l(&mu_);
+  compaction_running_ = false;
+}
+
+bool Tablet::Idle() const {
+  absl::MutexLock l(&mu_);
+  return !flush_running_ && !compaction_running_;
+}
+
+void Tablet::SetDropping() {
+  absl::MutexLock l(&mu_);
+  dropping_ = true;
+}
+
+bool Tablet::dropping() const {
+  absl::MutexLock l(&mu_);
+  return dropping_;
+}
+
+void Tablet::SetPaused(bool paused) {
+  absl::MutexLock l(&mu_);
+  paused_ = paused;
+}
+
+std::optional<FlushInput> Tablet::PickFlush() const {
+  absl::MutexLock l(&mu_);
+  if (imm_.empty()) return std::nullopt;
+  FlushInput in;
+  in.mem = imm_.front().mem;
+  in.descriptor = descriptor_;
+  in.now_micros = context_.clock->NowMicros();
+  // Nothing older than the oldest memtable exists when the tablet has no files.
+  in.can_purge_tombstones = files_->files.empty();
+  in.gc_by_versions = some_versions_deleted_ <= in.mem->LargestSequence();
+  return in;
+}
+
+std::optional<CompactionInput> Tablet::PickCompaction(LocalityGroup group,
+                                                      std::vector<std::shared_ptr<TableFile>> files,
+                                                      bool purge) const {
+  absl::MutexLock l(&mu_);
+  CompactionInput in;
+  in.descriptor = descriptor_;  // with the time, as in PickFlush
+  in.now_micros = context_.clock->NowMicros();
+  in.can_purge_tombstones = purge;
+  if (files.empty()) {
+    const std::vector<std::shared_ptr<TableFile>> group_files = GroupFilesLocked(group);
+    std::vector<size_t> run = PickRunLocked(group_files);
+    if (run.empty()) return std::nullopt;
+    for (size_t i : run) files.push_back(group_files[i]);
+    // Tombstones may go when nothing older than the run exists.
+    in.can_purge_tombstones = (run.back() == group_files.size() - 1);
+  }
+  SequenceNumber inputs_reach = 0;
+  for (const auto& f : files) inputs_reach = std::max(inputs_reach, f->meta().max_sequence);
+  in.gc_by_versions = some_versions_deleted_ <= inputs_reach;
+  in.files = std::move(files);
+  return in;
+}
+
+std::vector<std::shared_ptr<TableFile>> Tablet::GroupFiles(LocalityGroup group) const {
+  absl::MutexLock l(&mu_);
+  return GroupFilesLocked(group);
+}
+
+std::vector<std::shared_ptr<TableFile>> Tablet::GroupFilesLocked(LocalityGroup group) const {
+  std::vector<std::shared_ptr<TableFile>> files;
+  for (const auto& f : files_->files) {
+    if (f->group() == group) files.push_back(f);
+  }
+  return files;
+}
+
+std::shared_ptr<const FileSet> Tablet::files() const {
+  absl::MutexLock l(&mu_);
+  return files_;
+}
+
+SequenceNumber Tablet::flushed_sequence() const {
+  absl::MutexLock l(&mu_);
+  return flushed_sequence_;
+}
+
+void Tablet::InstallFiles(std::vector<std::shared_ptr<TableFile>> added,
+                          const std::vector<std::shared_ptr<TableFile>>& removed,
+                          std::optional<SequenceNumber> flushed) {
+  absl::MutexLock l(&mu_);
+  auto files = std::make_shared<FileSet>();
+  for (const auto& f : files_->files) {
+    bool gone = std::any_of(removed.begin(), removed.end(),
+                            [&](const auto& r) { return r.get() == f.get(); });
+    if (!gone) files->files.push_back(f);
+  }
+  for (auto& f : added) files->files.push_back(std::move(f));
+  std::stable_sort(files->files.begin(), files->files.end(), [](const auto& a, const auto& b) {
+    return a->meta().max_sequence > b->meta().max_sequence;
+  });
+  files_ = std::move(files);
+  if (flushed.has_value()) flushed_sequence_ = std::max(flushed_sequence_, *flushed);
+  for (const auto& f : removed) f->MarkObsolete();
+}
+
+void Tablet::PopFlushed(const storage::MemTable* mem) {
+  absl::MutexLock l(&mu_);
+  if (!imm_.empty() && imm_.front().mem.get() == mem) imm_.pop_front();
+}
+
+void Tablet::Truncate(SequenceNumber truncated_at) {
+  absl::MutexLock l(&mu_);
+  for (const auto& f : files_->files) f->MarkObsolete();
+  files_ = std::make_shared<FileSet>();
+  mem_ = NewMemTable();
+  mem_first_segment_ = 0;
+  imm_.clear();
+  flushed_sequence_ = std::max(flushed_sequence_, truncated_at);
+}
+
+void Tablet::SetDescriptor(TabletDescriptor descriptor) {
+  absl::MutexLock l(&mu_);
+  descriptor_ = std::make_shared<const TabletDescriptor>(std::move(descriptor));
+}
+
+void Tablet::MarkFilesObsolete() {
+  absl::MutexLock l(&mu_);
+  for (const auto& f : files_->files) f->MarkObsolete();
+}
+
+size_t Tablet::MemtableBytes() const {
+  absl::MutexLock l(&mu_);
+  size_t total = mem_->ApproximateMemoryUsage();
+  for (const auto& i : imm_) total += i.mem->ApproximateMemoryUsage();
+  return total;
+}
+
+size_t Tablet::ActiveMemtableBytes() const {
+  absl::MutexLock l(&mu_);
+  return mem_->Empty() ? 0 : mem_->ApproximateMemoryUsage();
+}
+
+uint64_t Tablet::OldestSegment() const {
+  absl::MutexLock l(&mu_);
+  uint64_t oldest = mem_first_segment_;
+  for (const auto& i : imm_) {
+    if (i.first_segment != 0 && (oldest == 0 || i.first_segment < oldest)) oldest = i.first_segment;
+  }
+  return oldest;
+}
+
+}  // namespace tessera::tablet

@@ -1,0 +1,237 @@
+// Tablet: one row range of one table on this node — its memtables (one active, a queue of
+// immutable ones), its SSTables (a FileSet), its descriptor and flushed mark — and everything
+// that needs only that: reads from a consistent snapshot, row samples, warm-up, size, and the
+// picking of flushes and compactions. See docs/tablet.md.
+//
+// The TabletManager creates tablets and hands them out as std::shared_ptr<Tablet>. It runs the
+// background jobs and writes the manifest; the Tablet records what they changed. The
+// CommitQueue's leader is the only thread that inserts into a tablet's active memtable.
+//
+// Thread-safety: every method is safe to call from many threads; each takes the tablet's own
+// mutex for a moment and never calls out while holding it. Lock order (docs/tablet.md):
+// TabletManager::mu_ before Tablet::mu_. A Tablet must not outlive its TabletManager.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "tessera/model/row_mutation.h"
+#include "tessera/storage/dbformat.h"
+#include "tessera/storage/memtable.h"
+#include "tessera/storage/table_options.h"
+#include "tessera/tablet/engine.h"
+#include "tessera/tablet/entry_iterator.h"
+#include "tessera/tablet/snapshot.h"
+#include "tessera/tablet/table_file.h"
+
+namespace tessera::tablet {
+
+// What a tablet's data is (persisted in the manifest; docs/tablet.md). The values are stored.
+enum class TabletDataState : uint32_t {
+  kServing = 0,     // reads and writes served
+  kCopying = 1,     // its files are being brought in: reads and writes refused (Unavailable)
+  kTombstoned = 2,  // its data was deleted, its descriptor kept: reads and writes refused
+};
+inline constexpr uint32_t kMaxTabletDataState = 2;
+std::string_view TabletDataStateName(TabletDataState state);
+
+// A tablet's SSTables at a flush point, pinned: the files stay on disk while this lives, even if
+// a compaction replaces them or the tablet is dropped, so they can be copied. The files hold
+// every entry of the tablet with a sequence <= flushed_sequence.
+struct TabletCheckpoint {
+  struct File {
+    storage::FileMeta meta;
+    std::string path;
+  };
+  TabletId id = 0;
+  TabletDescriptor descriptor;
+  storage::SequenceNumber flushed_sequence = 0;
+  std::vector<File> files;
+  std::shared_ptr<const FileSet> pinned;  // keeps the files alive
+};
+
+// What every tablet of one manager shares. All pointers outlive the tablets.
+struct TabletContext {
+  const EngineOptions* options = nullptr;
+  Clock* clock = nullptr;
+  // The newest sequence whose writes are all in the memtables (published by the CommitQueue).
+  const std::atomic<storage::SequenceNumber>* visible_sequence = nullptr;
+};
+
+// Inserts the entries of the encoded row mutation `encoded` into `mem`, numbering them from
+// `first` on. Raises *some_versions_deleted to the sequence of each entry that deletes some
+// versions of a column only (model::DeletesSomeVersions).
+Status InsertMutation(storage::MemTable* mem, storage::SequenceNumber first,
+                      std::string_view encoded, storage::SequenceNumber* some_versions_deleted);
+
+// The input of a flush of a tablet's oldest immutable memtable.
+struct FlushInput {
+  std::shared_ptr<storage::MemTable> mem;
+  // The schema and the time are read together: GC applies the rules in force at that instant.
+  std::shared_ptr<const TabletDescriptor> descriptor;
+  int64_t now_micros = 0;
+  bool can_purge_tombstones = false;  // the tablet has no files: nothing older exists
+  bool gc_by_versions = false;
+};
+
+// The input of a compaction of some files of one locality group.
+struct CompactionInput {
+  std::vector<std::shared_ptr<TableFile>> files;
+  std::shared_ptr<const TabletDescriptor> descriptor;
+  int64_t now_micros = 0;
+  bool can_purge_tombstones = false;
+  bool gc_by_versions = false;
+};
+
+class Tablet : public std::enable_shared_from_this<Tablet> {
+ public:
+  // A tablet with an empty active memtable and `files`.
+  Tablet(TabletId id, TabletDescriptor descriptor, storage::SequenceNumber flushed_sequence,
+         std::shared_ptr<const FileSet> files, TabletDataState state, const TabletContext& context);
+  Tablet(const Tablet&) = delete;
+  Tablet& operator=(const Tablet&) = delete;
+
+  TabletId id() const { return id_; }
+  std::shared_ptr<const TabletDescriptor> descriptor() const;
+
+  TabletDataState state() const;
+  void SetState(TabletDataState state);
+  // OK when serving; Unavailable naming the tablet and its state otherwise.
+  Status CheckServing() const;
+
+  // --- reads (engine.h documents each); Unavailable unless serving ---
+  // The memtables, files and descriptor now, at the published sequence.
+  StatusOr<TabletSnapshot> Snapshot() const;
+  StatusOr<std::optional<Row>> ReadRow(std::string_view row, const ReadSpec& spec) const;
+  StatusOr<std::unique_ptr<RowIterator>> Scan(const RowRange& range, const ReadSpec& spec,
+                                              const ScanOptions& options) const;
+  // Raw entries from one snapshot (entry_iterator.h).
+  StatusOr<std::unique_ptr<EntryIterator>> NewEntryIterator() const;
+  // The files and descriptor now (TabletManager::Checkpoint flushes first).
+  StatusOr<TabletCheckpoint> Checkpoint() const;
+  // Served in every state.
+  uint64_t ApproximateBytes() const;
+  StatusOr<std::vector<std::string>> SampleRowKeys(uint64_t every_bytes) const;
+  Status WarmRow(std::string_view row) const;
+
+  // --- write path (the CommitQueue's leader) ---
+  // OK when `m` may be written to this tablet with descriptor `d`.
+  static Status ValidateMutation(const TabletDescriptor& d, const model::RowMutation& m);
+  // Before a group's records are appended: NotFound when the tablet was removed, Unavailable
+  // unless it is serving; validates `m`
+  // again when the descriptor changed since `validated_with`. Returns the memtable to insert
+  // into and notes `segment` as the memtable's first when it has none.
+  StatusOr<std::shared_ptr<storage::MemTable>> PrepareWrite(const model::RowMutation& m,
+                                                            const TabletDescriptor* validated_with,
+                                                            uint64_t segment);
+  // After the leader inserted into `mem`: records `some_versions_deleted` and seals the active
+  // memtable when it is still `mem` and full. True when it sealed one (a flush is due).
+  bool FinishWrite(const storage::MemTable* mem, storage::SequenceNumber some_versions_deleted);
+  // Recovery: inserts one log record's mutation (sequences from `first`) and seals the memtable
+  // when full. Returns the largest sequence in the memtable after the insert.
+  // REQUIRES: first > flushed_sequence().
+  StatusOr<storage::SequenceNumber> Replay(uint64_t segment, storage::SequenceNumber first,
+                                           std::string_view mutation);
+  // Seals the active memtable unless it is empty. True when it sealed one.
+  bool SwitchMemtable();
+  // Removes the tablet: later PrepareWrite calls fail with NotFound.
+  void MarkRemoved();
+
+  // --- background work (the TabletManager, holding its own mutex) ---
+  bool TryStartFlush();  // false when there is nothing to flush or it may not start
+  void FinishFlush();
+  // True when a flush of the immutable memtables is running or may be scheduled.
+  bool FlushMayRun() const;
+  // No immutable memtable left and no flush running.
+  bool FlushDone() const;
+  // Starts a background compaction when a size-tiered run exists in some group.
+  bool TryStartCompaction();
+  // A manual (major) compaction may start: no compaction runs and the tablet is not paused.
+  bool CanStartManualCompaction() const;
+  // Starts a manual compaction when CanStartManualCompaction().
+  bool TryStartManualCompaction();
+  void FinishCompaction();
+  // No flush or compaction running.
+  bool Idle() const;
+  // Dropping: no job may start or install files.
+  void SetDropping();
+  bool dropping() const;
+  // Paused (TruncateTablet): no job may start.
+  void SetPaused(bool paused);
+
+  std::optional<FlushInput> PickFlush() const;
+  // With `files` empty, picks a size-tiered run of `group`; nullopt when there is none.
+  // Otherwise compacts the given files (purging tombstones as `purge` says).
+  std::optional<CompactionInput> PickCompaction(LocalityGroup group,
+                                                std::vector<std::shared_ptr<TableFile>> files,
+                                                bool purge) const;
+  std::vector<std::shared_ptr<TableFile>> GroupFiles(LocalityGroup group) const;
+  std::shared_ptr<const FileSet> files() const;
+  storage::SequenceNumber flushed_sequence() const;
+  // Replaces `removed` by `added` in the file set and raises the flushed mark to `flushed`.
+  // The removed files are marked obsolete.
+  void InstallFiles(std::vector<std::shared_ptr<TableFile>> added,
+                    const std::vector<std::shared_ptr<TableFile>>& removed,
+                    std::optional<storage::SequenceNumber> flushed);
+  // Drops the oldest immutable memtable when it is `mem` (it was flushed).
+  void PopFlushed(const storage::MemTable* mem);
+  // Deletes every memtable and file (after the manifest recorded it) and raises the flushed mark.
+  void Truncate(storage::SequenceNumber truncated_at);
+  void SetDescriptor(TabletDescriptor descriptor);
+  // Marks every file obsolete (the tablet was dropped).
+  void MarkFilesObsolete();
+
+  // Memory of every memtable, and of the active one.
+  size_t MemtableBytes() const;
+  size_t ActiveMemtableBytes() const;
+  // The oldest commit-log segment the memtables still need; 0 = none.
+  uint64_t OldestSegment() const;
+
+ private:
+  std::shared_ptr<storage::MemTable> NewMemTable() const;
+  bool SwitchMemtableLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Status CheckServingLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<std::shared_ptr<TableFile>> GroupFilesLocked(LocalityGroup group) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The size-tiered run to compact among `group_files` (indices); empty when there is none.
+  std::vector<size_t> PickRunLocked(const std::vector<std::shared_ptr<TableFile>>& group_files)
+      const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const TabletId id_;
+  const TabletContext context_;
+
+  mutable absl::Mutex mu_;
+  std::shared_ptr<const TabletDescriptor> descriptor_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<storage::MemTable> mem_ ABSL_GUARDED_BY(mu_);
+  uint64_t mem_first_segment_ ABSL_GUARDED_BY(mu_) = 0;  // segment of mem_'s oldest record
+  struct Immutable {
+    std::shared_ptr<storage::MemTable> mem;
+    uint64_t first_segment = 0;
+  };
+  std::deque<Immutable> imm_ ABSL_GUARDED_BY(mu_);  // oldest first
+  std::shared_ptr<const FileSet> files_ ABSL_GUARDED_BY(mu_);
+  storage::SequenceNumber flushed_sequence_ ABSL_GUARDED_BY(mu_) = 0;
+  // The newest sequence of an entry that deletes some versions of a column only (a column
+  // tombstone with a time range), or after Open of any entry in the files (they are not read
+  // to find out). A flush or compaction counts versions for GC only when its inputs reach this
+  // sequence: such a delete outside them can make an older version the newest (issue 9).
+  storage::SequenceNumber some_versions_deleted_ ABSL_GUARDED_BY(mu_) = 0;
+  bool flush_running_ ABSL_GUARDED_BY(mu_) = false;
+  bool compaction_running_ ABSL_GUARDED_BY(mu_) = false;
+  bool dropping_ ABSL_GUARDED_BY(mu_) = false;
+  // TruncateTablet is replacing the files: no flush or compaction may start (CompactTablet
+  // waits), so none installs files from before the truncation afterwards.
+  bool paused_ ABSL_GUARDED_BY(mu_) = false;
+  bool removed_ ABSL_GUARDED_BY(mu_) = false;
+  TabletDataState state_ ABSL_GUARDED_BY(mu_) = TabletDataState::kServing;
+};
+
+}  // namespace tessera::tablet

@@ -1,0 +1,429 @@
+// The tablets of one node: lifecycle, the write path's hooks, reads by id, flush, stats, close.
+// Recovery is in tablet_recovery.cc, background jobs in background.cc. See tablet_manager.h.
+#include "tessera/tablet/tablet_manager.h"
+
+#include <algorithm>
+
+#include "tessera/model/cell_key.h"
+#include "tessera/storage/filter_key.h"
+#include "tessera/util/logging.h"
+
+namespace tessera::tablet {
+namespace {
+
+using storage::SequenceNumber;
+
+// Bloom filters are built over rows: "may this file hold row R?" is one probe.
+class RowFilterKeyExtractor final : public storage::FilterKeyExtractor {
+ public:
+  std::string_view FilterKey(std::string_view table_key) const override {
+    if (table_key.size() < storage::kTrailerSize) return table_key;
+    return model::RowPrefix(storage::ExtractUserKey(table_key));
+  }
+  const char* Name() const override { return "tessera.CellRowPrefix.v1"; }
+};
+
+const RowFilterKeyExtractor* RowFilterKey() {
+  static const RowFilterKeyExtractor instance;
+  return &instance;
+}
+
+storage::CompressionType ToStorage(Compression c) {
+  switch (c) {
+    case Compression::kNone:
+      return storage::CompressionType::kNone;
+    case Compression::kLz4:
+      return storage::CompressionType::kLz4;
+    case Compression::kZstd:
+      return storage::CompressionType::kZstd;
+  }
+  return storage::CompressionType::kNone;
+}
+
+Status TabletNotFound(TabletId id) {
+  return absl::NotFoundError(StrCat("tablet ", id, " not found"));
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options, const EngineEnv& env) {
+  ASSIGN_OR_RETURN(std::unique_ptr<TabletManager> manager, TabletManager::Open(options, env));
+  return std::unique_ptr<Engine>(std::move(manager));
+}
+
+StatusOr<std::unique_ptr<TabletManager>> TabletManager::Open(const EngineOptions& options,
+                                                             const EngineEnv& env) {
+  if (options.dir.empty()) return absl::InvalidArgumentError("engine needs a data folder (dir)");
+  std::unique_ptr<TabletManager> manager(new TabletManager(options, env));
+  RETURN_IF_ERROR(manager->Recover());
+  return manager;
+}
+
+TabletManager::TabletManager(const EngineOptions& options, const EngineEnv& env)
+    : options_(options),
+      env_(env),
+      block_cache_(options.block_cache_bytes),
+      rate_limiter_(options.compaction_bytes_per_second, env.clock),
+      queue_(options.sync_mode, options.periodic_sync_interval_ms,
+             CommitQueue::Hooks{
+                 .before_turn = [this](bool write_group) { return BeforeTurn(write_group); },
+                 .memtable_sealed =
+                     [this](Tablet* t) {
+                       absl::MutexLock l(&mu_);
+                       MaybeScheduleFlush(t);
+                     },
+             }),
+      tablet_context_{&options_, env.clock, queue_.visible_sequence()} {
+  table_options_.comparator = storage::InternalKeyComparator();
+  table_options_.filter_key_extractor = RowFilterKey();
+  table_options_.block_size = options.block_size;
+  table_options_.compression = ToStorage(options.compression);
+  table_options_.bloom_bits_per_key = options.bloom_bits_per_key;
+}
+
+TabletManager::~TabletManager() { (void)Close(); }
+
+// ------------------------------------------------------------------------------------------
+// Tablets
+
+std::shared_ptr<Tablet> TabletManager::FindLocked(TabletId id) const {
+  auto it = tablets_.find(id);
+  return it == tablets_.end() ? nullptr : it->second;
+}
+
+StatusOr<std::shared_ptr<Tablet>> TabletManager::tablet(TabletId id) const {
+  absl::MutexLock l(&mu_);
+  std::shared_ptr<Tablet> t = FindLocked(id);
+  if (t == nullptr) return TabletNotFound(id);
+  return t;
+}
+
+StatusOr<std::shared_ptr<Tablet>> TabletManager::OpenTablet(TabletId id) const {
+  absl::MutexLock l(&mu_);
+  RETURN_IF_ERROR(CheckOpen());
+  std::shared_ptr<Tablet> t = FindLocked(id);
+  if (t == nullptr) return TabletNotFound(id);
+  return t;
+}
+
+std::shared_ptr<Tablet> TabletManager::NewTablet(TabletId id, TabletDescriptor descriptor,
+                                                 SequenceNumber flushed_sequence,
+                                                 std::shared_ptr<const FileSet> files,
+                                                 TabletDataState state) const {
+  return std::make_shared<Tablet>(id, std::move(descriptor), flushed_sequence, std::move(files),
+                                  state, tablet_context_);
+}
+
+Status TabletManager::CreateTablet(TabletId id, const TabletDescriptor& descriptor) {
+  RETURN_IF_ERROR(descriptor.schema.Validate());
+  if (!descriptor.end_row.empty() && descriptor.end_row <= descriptor.start_row) {
+    return absl::InvalidArgumentError("tablet end row must sort after its start row");
+  }
+  TabletDescriptor d = descriptor;
+  // The engine owns the drop marks: nothing in a new tablet is older than it.
+  d.schema.dropped_families.clear();
+  absl::MutexLock admin(&admin_mu_);
+  SequenceNumber created_at;
+  {
+    absl::MutexLock l(&mu_);
+    RETURN_IF_ERROR(CheckOpen());
+    if (tablets_.contains(id)) {
+      return absl::AlreadyExistsError(StrCat("tablet ", id, " already exists"));
+    }
+    created_at = queue_.last_sequence();
+  }
+  storage::VersionEdit edit;
+  edit.AddTablet(id, d.Encode());
+  // Log records of an earlier tablet with this id must not replay into this one. The last
+  // sequence is recorded too: should the log segments holding it be deleted, sequences after a
+  // restart must still start above the mark, or replay would skip new writes.
+  edit.SetFlushed(id, created_at);
+  edit.last_sequence = created_at;
+  edit.comparator = table_options_.comparator->Name();
+  edit.next_file_number = next_file_number_.load();
+  RETURN_IF_ERROR(manifest_->LogAndApply(edit));
+  absl::MutexLock l(&mu_);
+  tablets_[id] = NewTablet(id, std::move(d), created_at, std::make_shared<FileSet>(),
+                           TabletDataState::kServing);
+  return Status();
+}
+
+Status TabletManager::DropTablet(TabletId id) {
+  absl::MutexLock admin(&admin_mu_);
+  std::shared_ptr<Tablet> t;
+  {
+    absl::MutexLock l(&mu_);
+    RETURN_IF_ERROR(CheckOpen());
+    t = FindLocked(id);
+    if (t == nullptr) return TabletNotFound(id);
+    // Wait for background work on it, so no job installs files into a removed tablet.
+    t->SetDropping();
+    mu_.Await(absl::Condition(t.get(), &Tablet::Idle));
+  }
+  storage::VersionEdit edit;
+  edit.RemoveTablet(id);
+  RETURN_IF_ERROR(manifest_->LogAndApply(edit));
+  absl::MutexLock l(&mu_);
+  t->MarkRemoved();
+  t->MarkFilesObsolete();
+  tablets_.erase(id);
+  DeleteObsoleteLogSegments();
+  return Status();
+}
+
+Status TabletManager::UpdateSchema(TabletId id, const model::TableSchema& schema) {
+  RETURN_IF_ERROR(schema.Validate());
+  absl::MutexLock admin(&admin_mu_);
+  ASSIGN_OR_RETURN(std::shared_ptr<Tablet> t, OpenTablet(id));
+  return queue_.RunAlone(
+      [&](SequenceNumber now) { return ChangeSchemaAlone(t.get(), schema, now); });
+}
+
+Status TabletManager::ChangeSchemaAlone(Tablet* t, const model::TableSchema& schema,
+                                        SequenceNumber now) {
+  // No write group is in flight: every write so far has a sequence <= now, and every later one
+  // gets a larger sequence and is validated against the new schema. So a family dropped now is
+  // dead up to exactly this sequence.
+  TabletDescriptor d = *t->descriptor();
+  model::TableSchema next = schema;
+  next.dropped_families = d.schema.dropped_families;
+  for (const auto& [name, family] : d.schema.families) {
+    if (next.families.contains(name)) continue;
+    uint64_t& dropped = next.dropped_families[name];
+    dropped = std::max<uint64_t>(dropped, now);
+  }
+  d.schema = std::move(next);
+  storage::VersionEdit edit;
+  edit.AddTablet(t->id(), d.Encode());
+  // A drop mark must stay below every sequence given out after a restart.
+  edit.last_sequence = now;
+  RETURN_IF_ERROR(manifest_->LogAndApply(edit));
+  t->SetDescriptor(std::move(d));  // still there: admin_mu_ keeps DropTablet out
+  return Status();
+}
+
+Status TabletManager::TruncateTablet(TabletId id) { return DeleteTabletData(id, std::nullopt); }
+
+Status TabletManager::DeleteTabletData(TabletId id, std::optional<TabletDataState> state) {
+  absl::MutexLock admin(&admin_mu_);
+  ASSIGN_OR_RETURN(std::shared_ptr<Tablet> t, OpenTablet(id));
+  {
+    // Stop background work on the tablet, so that nothing installs files made of old data
+    // after the truncation. admin_mu_ keeps the tablet in the map.
+    absl::MutexLock l(&mu_);
+    t->SetPaused(true);
+    mu_.Await(absl::Condition(t.get(), &Tablet::Idle));
+  }
+  Status s =
+      queue_.RunAlone([&](SequenceNumber now) { return TruncateAlone(t.get(), now, state); });
+  absl::MutexLock l(&mu_);
+  t->SetPaused(false);
+  MaybeScheduleFlush(t.get());
+  MaybeScheduleCompaction(t.get());
+  bg_cv_.SignalAll();  // Flush and CompactTablet calls waiting on the tablet
+  return s;
+}
+
+Status TabletManager::TruncateAlone(Tablet* t, SequenceNumber truncated_at,
+                                    std::optional<TabletDataState> state) {
+  // As for a schema change, the sequence splits the writes exactly. The tablet is paused, so
+  // its files do not change while the edit is written.
+  const std::shared_ptr<const FileSet> old_files = t->files();
+  storage::VersionEdit edit;
+  for (const auto& f : old_files->files) edit.DeleteFile(t->id(), f->meta().number);
+  // Replay skips the tablet's records up to here: they are deleted, as if flushed. One edit:
+  // after a crash either the files and the records are all gone or nothing happened.
+  edit.SetFlushed(t->id(), truncated_at);
+  edit.last_sequence = truncated_at;
+  edit.next_file_number = next_file_number_.load();
+  if (state.has_value()) edit.SetDataState(t->id(), static_cast<uint32_t>(*state));
+  RETURN_IF_ERROR(manifest_->LogAndApply(edit));
+  absl::MutexLock l(&mu_);
+  t->Truncate(truncated_at);
+  if (state.has_value()) t->SetState(*state);
+  DeleteObsoleteLogSegments();
+  return Status();
+}
+
+StatusOr<TabletDescriptor> TabletManager::GetTablet(TabletId id) const {
+  ASSIGN_OR_RETURN(std::shared_ptr<Tablet> t, tablet(id));
+  return *t->descriptor();
+}
+
+std::vector<TabletId> TabletManager::ListTablets() const {
+  absl::MutexLock l(&mu_);
+  std::vector<TabletId> ids;
+  for (const auto& [id, t] : tablets_) ids.push_back(id);
+  return ids;
+}
+
+// ------------------------------------------------------------------------------------------
+// Write path
+
+Status TabletManager::Apply(TabletId id, const model::RowMutation& mutation) {
+  ASSIGN_OR_RETURN(std::shared_ptr<Tablet> t, tablet(id));
+  // Held until the write is done, so the leader's "descriptor changed?" check compares live
+  // objects.
+  std::shared_ptr<const TabletDescriptor> d = t->descriptor();
+  RETURN_IF_ERROR(Tablet::ValidateMutation(*d, mutation));
+  return queue_.Write(std::move(t), mutation, d.get());
+}
+
+Status TabletManager::BeforeTurn(bool write_group) {
+  absl::MutexLock l(&mu_);
+  if (!write_group) return bg_error_;
+  return MakeRoomForWrite();
+}
+
+size_t TabletManager::MemtableBytes() const {
+  size_t total = 0;
+  for (const auto& [id, t] : tablets_) total += t->MemtableBytes();
+  return total;
+}
+
+Status TabletManager::MakeRoomForWrite() {
+  bool stalled = false;
+  while (bg_error_.ok() && !closed_ && MemtableBytes() > options_.memory_hard_limit_bytes) {
+    // Over the bound: make sure the biggest active memtable is on its way to disk, then wait.
+    // Only the leader calls this, and it inserts nothing meanwhile: sealing races no insert.
+    Tablet* biggest = nullptr;
+    size_t biggest_bytes = 0;
+    for (auto& [id, t] : tablets_) {
+      const size_t bytes = t->ActiveMemtableBytes();
+      if (bytes > 0 && (biggest == nullptr || bytes > biggest_bytes)) {
+        biggest = t.get();
+        biggest_bytes = bytes;
+      }
+    }
+    if (biggest != nullptr && biggest->SwitchMemtable()) MaybeScheduleFlush(biggest);
+    bool flushing = false;
+    for (auto& [id, t] : tablets_) flushing |= t->FlushMayRun();
+    if (!flushing) break;  // nothing to wait for (a paused tablet waits for this queue)
+    if (!stalled) {
+      ++stats_.write_stalls;
+      stalled = true;
+    }
+    bg_cv_.Wait(&mu_);
+  }
+  if (closed_) return absl::FailedPreconditionError("engine is closed");
+  return bg_error_;
+}
+
+// ------------------------------------------------------------------------------------------
+// Reads
+
+StatusOr<std::optional<Row>> TabletManager::ReadRow(TabletId id, std::string_view row,
+                                                    const ReadSpec& spec) const {
+  ASSIGN_OR_RETURN(std::shared_ptr<Tablet> t, OpenTablet(id));
+  return t->ReadRow(row, spec);
+}
+
+StatusOr<std::unique_ptr<RowIterator>> TabletManager::Scan(TabletId id, const RowRange& range,
+                                                           const ReadSpec& spec,
+                                                           const ScanOptions& options) const {
+  ASSIGN_OR_RETURN(std::shared_ptr<Tablet> t, OpenTablet(id));
+  return t->Scan(range, spec, options);
+}
+
+StatusOr<uint64_t> TabletManager::ApproximateTabletBytes(TabletId id) const {
+  ASSIGN_OR_RETURN(std::shared_ptr<Tablet> t, OpenTablet(id));
+  return t->ApproximateBytes();
+}
+
+StatusOr<std::vector<std::string>> TabletManager::SampleRowKeys(TabletId id,
+                                                                uint64_t every_bytes) const {
+  ASSIGN_OR_RETURN(std::shared_ptr<Tablet> t, OpenTablet(id));
+  return t->SampleRowKeys(every_bytes);
+}
+
+Status TabletManager::WarmRow(TabletId id, std::string_view row) {
+  ASSIGN_OR_RETURN(std::shared_ptr<Tablet> t, OpenTablet(id));
+  return t->WarmRow(row);
+}
+
+// ------------------------------------------------------------------------------------------
+// Flush, waiting, stats, close
+
+Status TabletManager::Flush(std::optional<TabletId> id) {
+  std::vector<std::shared_ptr<Tablet>> tablets;
+  {
+    absl::MutexLock l(&mu_);
+    RETURN_IF_ERROR(CheckOpen());
+    if (id.has_value()) {
+      std::shared_ptr<Tablet> t = FindLocked(*id);
+      if (t == nullptr) return TabletNotFound(*id);
+      tablets.push_back(std::move(t));
+    } else {
+      for (const auto& [tid, t] : tablets_) tablets.push_back(t);
+    }
+  }
+  for (const std::shared_ptr<Tablet>& t : tablets) {
+    // Sealed at its turn in the queue, while nobody inserts.
+    Status s = queue_.RunAlone([&](SequenceNumber) -> Status {
+      absl::MutexLock l(&mu_);
+      if (FindLocked(t->id()) != t) return TabletNotFound(t->id());
+      if (t->SwitchMemtable()) MaybeScheduleFlush(t.get());
+      return Status();
+    });
+    if (absl::IsNotFound(s)) continue;  // dropped meanwhile
+    RETURN_IF_ERROR(s);
+    absl::MutexLock l(&mu_);
+    auto done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return FindLocked(t->id()) != t || !bg_error_.ok() || t->FlushDone();
+    };
+    while (!done()) bg_cv_.Wait(&mu_);
+    RETURN_IF_ERROR(bg_error_);
+  }
+  return Status();
+}
+
+Status TabletManager::WaitForBackgroundWork() {
+  absl::MutexLock l(&mu_);
+  while (background_jobs_ > 0) bg_cv_.Wait(&mu_);
+  return bg_error_;
+}
+
+EngineStats TabletManager::GetStats() const {
+  absl::MutexLock l(&mu_);
+  EngineStats s = stats_;
+  s.memtable_bytes = MemtableBytes();
+  for (const auto& [id, t] : tablets_) {
+    for (const auto& f : t->files()->files) {
+      ++s.sstable_files;
+      s.sstable_bytes += f->meta().size;
+    }
+  }
+  auto cache = block_cache_.GetStats();
+  s.block_cache_hits = cache.hits;
+  s.block_cache_misses = cache.misses;
+  s.block_cache_usage = cache.usage;
+  s.commit_log_segments = log_ ? log_->LiveSegments().size() : 0;
+  s.last_sequence = queue_.last_sequence();
+  return s;
+}
+
+Status TabletManager::Close() {
+  {
+    absl::MutexLock l(&mu_);
+    if (closing_) return absl::FailedPreconditionError("engine is closed");
+    closing_ = true;
+  }
+  // Queued writers finish first.
+  queue_.Close();
+  {
+    absl::MutexLock l(&mu_);
+    closed_ = true;
+    while (background_jobs_ > 0) bg_cv_.Wait(&mu_);
+  }
+  executor_.reset();
+  Status s;
+  if (log_ != nullptr) {
+    s = log_->Sync();
+    Status c = log_->Close();
+    if (s.ok()) s = c;
+  }
+  dir_lock_.reset();
+  return s;
+}
+
+}  // namespace tessera::tablet

@@ -1,0 +1,168 @@
+// TabletManager: the tablets of one node (Kudu's TSTabletManager), and the tablet::Engine that
+// Engine::Open returns. It opens a data folder (recovery: the manifest, then commit-log replay,
+// tablet_recovery.cc), creates, drops and lists tablets, and owns what the tablets share: the
+// Manifest, the CommitLog with its CommitQueue, the BlockCache and the background executor.
+// It schedules and runs flushes and compactions and records their files in the manifest
+// (background.cc); it pins a tablet's files for copying and creates a tablet from copied files
+// (tablet_copy.cc); it stalls writers above the memory limit and keeps the sticky background
+// error. engine.h documents every Engine method; docs/tablet.md the design.
+//
+// Thread-safety: every method is safe to call from many threads. Lock order (docs/tablet.md):
+// admin_mu_ > CommitQueue::mu_ > mu_ > Tablet::mu_.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "tessera/storage/block_cache.h"
+#include "tessera/storage/commit_log.h"
+#include "tessera/storage/manifest.h"
+#include "tessera/storage/table_options.h"
+#include "tessera/tablet/commit_queue.h"
+#include "tessera/tablet/engine.h"
+#include "tessera/tablet/tablet.h"
+#include "tessera/util/executor.h"
+#include "tessera/util/rate_limiter.h"
+
+namespace tessera::tablet {
+
+class TabletManager final : public Engine {
+ public:
+  // Opens (or creates) the data folder options.dir and recovers its tablets.
+  static StatusOr<std::unique_ptr<TabletManager>> Open(const EngineOptions& options,
+                                                       const EngineEnv& env = EngineEnv());
+  ~TabletManager() override;
+
+  // A handle on the tablet; NotFound for an unknown id. See tablet.h for what a handle may do.
+  StatusOr<std::shared_ptr<Tablet>> tablet(TabletId id) const;
+
+  // Flushes the tablet, then pins its files at that flush point (tablet.h: TabletCheckpoint).
+  // Errors: NotFound, Unavailable (not serving), the flush's error.
+  StatusOr<TabletCheckpoint> Checkpoint(TabletId id);
+  // Creates tablet `id` (serving) from SSTables copied from a checkpoint: `files` name each
+  // copy's path (on this engine's file system, outside its own numbered files) and the meta the
+  // checkpoint gave. Each file is renamed to a new file number of this engine and checked
+  // against its meta; one manifest edit then adds the tablet with its files. Ordered in the
+  // commit queue: later writes are numbered above every sequence in the files, so they win over
+  // the ingested data. The descriptor is kept whole, drop marks included (they number the same
+  // entries as the files). On error no tablet exists and files already renamed are removed.
+  // Errors: AlreadyExists, InvalidArgument (descriptor), NotFound (a file), DataLoss (a size or
+  // a table that does not match), Unavailable (I/O).
+  Status Ingest(TabletId id, const TabletDescriptor& descriptor,
+                const std::vector<TabletCheckpoint::File>& files);
+  // Moves the tablet to `state` (docs/tablet.md), durably, ordered against writes in the commit
+  // queue. Tombstoning deletes the data as TruncateTablet does, in the same manifest edit.
+  // Errors: NotFound, Unavailable (I/O), a sticky background error.
+  Status SetTabletState(TabletId id, TabletDataState state);
+
+  Status CreateTablet(TabletId id, const TabletDescriptor& descriptor) override;
+  Status DropTablet(TabletId id) override;
+  Status UpdateSchema(TabletId id, const model::TableSchema& schema) override;
+  Status TruncateTablet(TabletId id) override;
+  StatusOr<TabletDescriptor> GetTablet(TabletId id) const override;
+  std::vector<TabletId> ListTablets() const override;
+  Status Apply(TabletId id, const model::RowMutation& mutation) override;
+  StatusOr<std::optional<Row>> ReadRow(TabletId id, std::string_view row,
+                                       const ReadSpec& spec) const override;
+  using Engine::Scan;
+  StatusOr<std::unique_ptr<RowIterator>> Scan(TabletId id, const RowRange& range,
+                                              const ReadSpec& spec,
+                                              const ScanOptions& options) const override;
+  StatusOr<uint64_t> ApproximateTabletBytes(TabletId id) const override;
+  StatusOr<std::vector<std::string>> SampleRowKeys(TabletId id,
+                                                   uint64_t every_bytes) const override;
+  Status WarmRow(TabletId id, std::string_view row) override;
+  Status Flush(std::optional<TabletId> id) override;
+  Status CompactTablet(TabletId id) override;
+  Status WaitForBackgroundWork() override;
+  EngineStats GetStats() const override;
+  Status Close() override;
+
+ private:
+  TabletManager(const EngineOptions& options, const EngineEnv& env);
+
+  // --- recovery (tablet_recovery.cc) ---
+  Status Recover();
+  Status ReplayCommitLog() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Status RemoveOrphanFiles(const storage::ManifestState& state);
+  StatusOr<std::shared_ptr<TableFile>> OpenTableFile(const storage::FileMeta& meta);
+
+  // --- tablets ---
+  // The tablet, for a caller that also needs the engine open.
+  StatusOr<std::shared_ptr<Tablet>> OpenTablet(TabletId id) const;
+  std::shared_ptr<Tablet> FindLocked(TabletId id) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  std::shared_ptr<Tablet> NewTablet(TabletId id, TabletDescriptor descriptor,
+                                    storage::SequenceNumber flushed_sequence,
+                                    std::shared_ptr<const FileSet> files,
+                                    TabletDataState state) const;
+  // Deletes the tablet's data (TruncateTablet), then moves it to `state` when given.
+  Status DeleteTabletData(TabletId id, std::optional<TabletDataState> state);
+  // Run alone in the commit queue (admin_mu_ held by the caller).
+  Status ChangeSchemaAlone(Tablet* t, const model::TableSchema& schema,
+                           storage::SequenceNumber now);
+  Status TruncateAlone(Tablet* t, storage::SequenceNumber truncated_at,
+                       std::optional<TabletDataState> state);
+
+  // --- write path ---
+  // The CommitQueue's hooks.
+  Status BeforeTurn(bool write_group) ABSL_LOCKS_EXCLUDED(mu_);
+  Status MakeRoomForWrite() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  size_t MemtableBytes() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+
+  // --- background work (background.cc) ---
+  void MaybeScheduleFlush(Tablet* t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void BackgroundFlush(std::shared_ptr<Tablet> t);
+  Status FlushOldestImmutable(Tablet* t);
+  void MaybeScheduleCompaction(Tablet* t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void BackgroundCompaction(std::shared_ptr<Tablet> t);
+  // Merges `inputs` of one group of `t` into new files and installs them. With `inputs` empty,
+  // picks a size-tiered run. REQUIRES: a compaction of t started (TryStart*Compaction).
+  Status CompactFiles(Tablet* t, LocalityGroup group,
+                      std::vector<std::shared_ptr<TableFile>> inputs, bool purge);
+  // Installs new files for `t`, replacing `removed`, after logging the edit.
+  Status InstallFiles(Tablet* t, const std::vector<storage::FileMeta>& added,
+                      const std::vector<std::shared_ptr<TableFile>>& removed,
+                      std::optional<storage::SequenceNumber> flushed) ABSL_LOCKS_EXCLUDED(mu_);
+  void DeleteObsoleteLogSegments() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RecordBackgroundError(const Status& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  Status CheckOpen() const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    if (closed_) return absl::FailedPreconditionError("engine is closed");
+    return Status();
+  }
+  uint64_t NewFileNumber() { return next_file_number_.fetch_add(1); }
+
+  const EngineOptions options_;
+  const EngineEnv env_;
+  storage::TableOptions table_options_;
+  storage::BlockCache block_cache_;
+  RateLimiter rate_limiter_;
+  std::unique_ptr<storage::Manifest> manifest_;
+  std::unique_ptr<FileLock> dir_lock_;  // released by Close()
+  std::unique_ptr<storage::CommitLog> log_;
+  CommitQueue queue_;
+  const TabletContext tablet_context_;
+  std::unique_ptr<Executor> executor_;
+  std::atomic<uint64_t> next_file_number_{1};
+
+  // Serializes tablet creation, removal, schema changes and truncation (manifest writes
+  // included).
+  absl::Mutex admin_mu_;
+
+  mutable absl::Mutex mu_;
+  absl::CondVar bg_cv_;  // signalled when background work finishes
+  std::map<TabletId, std::shared_ptr<Tablet>> tablets_ ABSL_GUARDED_BY(mu_);
+  Status bg_error_ ABSL_GUARDED_BY(mu_);
+  int background_jobs_ ABSL_GUARDED_BY(mu_) = 0;  // scheduled or running
+  bool closing_ ABSL_GUARDED_BY(mu_) = false;     // Close() was called
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;      // the queue is closed too
+  EngineStats stats_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace tessera::tablet

@@ -1,0 +1,161 @@
+// Recovery of a data folder: the lock, the manifest, the tablets and their files, then the commit
+// log replayed into memtables. See engine.h ("Recovery") and docs/storage_engine.md.
+#include <algorithm>
+#include <set>
+
+#include "tessera/tablet/tablet_manager.h"
+#include "tessera/util/logging.h"
+
+namespace tessera::tablet {
+namespace {
+
+using storage::SequenceNumber;
+
+constexpr char kCommitLogSubdir[] = "commitlog";
+// Held for the engine's lifetime (FileSystem::LockFile), as leveldb's LOCK.
+constexpr char kLockFileName[] = "LOCK";
+
+}  // namespace
+
+Status TabletManager::Recover() {
+  FileSystem* fs = env_.fs;
+  RETURN_IF_ERROR(fs->CreateDirs(options_.dir));
+  // One process per data folder: two would both append commit-log segments.
+  StatusOr<std::unique_ptr<FileLock>> lock = fs->LockFile(JoinPath(options_.dir, kLockFileName));
+  if (!lock.ok()) {
+    if (!absl::IsFailedPrecondition(lock.status())) return lock.status();
+    return absl::FailedPreconditionError(
+        StrCat("data folder ", options_.dir, " is in use by another process (",
+               lock.status().message(), "); stop it, or give this one another --data-dir"));
+  }
+  dir_lock_ = *std::move(lock);
+  RETURN_IF_ERROR(fs->CreateDirs(JoinPath(options_.dir, kCommitLogSubdir)));
+  RETURN_IF_ERROR(fs->SyncDir(options_.dir));
+  ASSIGN_OR_RETURN(manifest_,
+                   storage::Manifest::Open(fs, options_.dir, /*create_if_missing=*/true));
+  const storage::ManifestState& state = manifest_->state();
+  if (!state.comparator.empty() && state.comparator != table_options_.comparator->Name()) {
+    return absl::InvalidArgumentError(StrCat("engine in ", options_.dir,
+                                             " was written with key order ", state.comparator,
+                                             ", not ", table_options_.comparator->Name()));
+  }
+  next_file_number_ = state.next_file_number;
+
+  absl::MutexLock l(&mu_);
+  // Every sequence given out from now on must lie above every mark the manifest holds: replay
+  // skips a tablet's records up to its flushed mark, and a dropped family hides its entries up
+  // to its drop mark. The engine records last_sequence with each mark, but the log records that
+  // raised it may be gone (a dropped or truncated tablet's log is recycled), and a manifest
+  // written before those records existed (older engines) holds marks above it. Numbering new
+  // writes from state.last_sequence alone would then number them below a mark, and the next
+  // replay would skip acknowledged writes. So the marks themselves raise the floor.
+  SequenceNumber marks = 0;
+  for (const auto& [id, ts] : state.tablets) {
+    ASSIGN_OR_RETURN(TabletDescriptor d, TabletDescriptor::Decode(ts.descriptor));
+    auto files = std::make_shared<FileSet>();
+    for (const auto& [number, meta] : ts.files) {
+      ASSIGN_OR_RETURN(auto file, OpenTableFile(meta));
+      marks = std::max(marks, meta.max_sequence);
+      files->files.push_back(std::move(file));
+    }
+    std::sort(files->files.begin(), files->files.end(), [](const auto& a, const auto& b) {
+      return a->meta().max_sequence > b->meta().max_sequence;
+    });
+    marks = std::max(marks, ts.flushed_sequence);
+    for (const auto& [family, dropped_at] : d.schema.dropped_families) {
+      marks = std::max<SequenceNumber>(marks, dropped_at);
+    }
+    if (ts.data_state > kMaxTabletDataState) {
+      return absl::DataLossError(
+          StrCat(options_.dir, ": tablet ", id, " has unknown data state ", ts.data_state));
+    }
+    tablets_[id] = NewTablet(id, std::move(d), ts.flushed_sequence, std::move(files),
+                             static_cast<TabletDataState>(ts.data_state));
+  }
+  if (marks > state.last_sequence) {
+    TLOG_WARN(
+        "engine {}: manifest last sequence {} is below a tablet's mark {}; numbering new "
+        "writes above the mark",
+        options_.dir, state.last_sequence, marks);
+  }
+  queue_.RaiseLastSequence(std::max(state.last_sequence, marks));
+  RETURN_IF_ERROR(RemoveOrphanFiles(state));
+  RETURN_IF_ERROR(ReplayCommitLog());
+
+  executor_ = NewThreadPoolExecutor(std::max(1, options_.background_threads));
+  for (auto& [id, t] : tablets_) {
+    MaybeScheduleFlush(t.get());
+    MaybeScheduleCompaction(t.get());
+  }
+  queue_.Start(log_.get(), queue_.last_sequence());
+  return Status();
+}
+
+Status TabletManager::ReplayCommitLog() {
+  storage::CommitLogOptions log_options;
+  log_options.dir = JoinPath(options_.dir, kCommitLogSubdir);
+  log_options.segment_bytes = options_.commit_log_segment_bytes;
+  ASSIGN_OR_RETURN(log_, storage::CommitLog::Open(log_options, env_.fs));
+  SequenceNumber last_sequence = queue_.last_sequence();
+  uint64_t replayed = 0, skipped = 0;
+  Status s = log_->Replay([&](uint64_t segment,
+                              std::string_view record) ABSL_NO_THREAD_SAFETY_ANALYSIS -> Status {
+    TabletId id;
+    SequenceNumber first;
+    std::string_view mutation;
+    if (!DecodeLogRecord(record, &id, &first, &mutation)) {
+      return absl::DataLossError(StrCat(log_->SegmentPath(segment), ": malformed record header"));
+    }
+    std::shared_ptr<Tablet> t = FindLocked(id);
+    if (t == nullptr || first <= t->flushed_sequence()) {
+      // A dropped tablet's, or already in the tablet's files. Its sequence numbers still count:
+      // a tablet created later under the same id must start above them.
+      ASSIGN_OR_RETURN(model::RowMutation m, model::RowMutation::FromEncoded(mutation));
+      last_sequence = std::max(last_sequence, first + m.size() - 1);
+      ++skipped;
+      return Status();
+    }
+    StatusOr<SequenceNumber> largest = t->Replay(segment, first, mutation);
+    RETURN_IF_ERROR_CTX(largest.status(), StrCat(log_->SegmentPath(segment), ": bad mutation"));
+    last_sequence = std::max(last_sequence, *largest);
+    ++replayed;
+    return Status();
+  });
+  RETURN_IF_ERROR(s);
+  queue_.RaiseLastSequence(last_sequence);
+  TLOG_INFO("engine {}: {} tablets, {} log records replayed, {} skipped, last sequence {}",
+            options_.dir, tablets_.size(), replayed, skipped, last_sequence);
+  return Status();
+}
+
+Status TabletManager::RemoveOrphanFiles(const storage::ManifestState& state) {
+  // Tables written by a flush or compaction that crashed before the manifest recorded them.
+  std::set<uint64_t> live;
+  for (const auto& [id, ts] : state.tablets) {
+    for (const auto& [number, meta] : ts.files) live.insert(number);
+  }
+  ASSIGN_OR_RETURN(auto children, env_.fs->GetChildren(options_.dir));
+  for (const auto& name : children) {
+    std::optional<uint64_t> number = ParseTableFileName(name);
+    if (!number.has_value() || live.contains(*number)) continue;
+    TLOG_INFO("removing orphan table {}", name);
+    RETURN_IF_ERROR(env_.fs->RemoveFile(JoinPath(options_.dir, name)));
+  }
+  return Status();
+}
+
+StatusOr<std::shared_ptr<TableFile>> TabletManager::OpenTableFile(const storage::FileMeta& meta) {
+  std::string path = TableFileName(options_.dir, meta.number);
+  ASSIGN_OR_RETURN(auto file, env_.fs->NewRandomAccessFile(path));
+  ASSIGN_OR_RETURN(uint64_t size, file->Size());
+  if (size != meta.size) {
+    return absl::DataLossError(StrCat(path, ": size ", size, " but the manifest says ", meta.size));
+  }
+  bool in_memory = static_cast<LocalityGroup>(meta.group) == LocalityGroup::kInMemory;
+  ASSIGN_OR_RETURN(auto table,
+                   storage::Table::Open(table_options_, path, std::move(file), size, &block_cache_,
+                                        block_cache_.NewId(), in_memory));
+  return std::make_shared<TableFile>(meta, path, std::move(table), env_.fs);
+}
+
+}  // namespace tessera::tablet
