@@ -15,8 +15,20 @@ using storage::SequenceNumber;
 
 void TabletManager::MaybeScheduleFlush(Tablet* t) {
   if (executor_ == nullptr || closed_ || !bg_error_.ok() || !t->TryStartFlush()) return;
+  ScheduleJobLocked([this, t = t->shared_from_this()] { BackgroundFlush(t); });
+}
+
+void TabletManager::ScheduleJobLocked(std::function<void()> job) {
   ++background_jobs_;
-  executor_->Schedule([this, t = t->shared_from_this()] { BackgroundFlush(t); });
+  const uint64_t n = next_job_++;
+  // The job starts only once it is in queued_jobs_: it needs mu_, held here.
+  queued_jobs_[n] = executor_->ScheduleAfter(0, [this, n, job = std::move(job)] {
+    {
+      absl::MutexLock l(&mu_);
+      queued_jobs_.erase(n);  // started: Close waits for it instead of cancelling it
+    }
+    job();
+  });
 }
 
 void TabletManager::BackgroundFlush(std::shared_ptr<Tablet> t) {
@@ -111,8 +123,7 @@ void TabletManager::RecordBackgroundError(const Status& s) {
 
 void TabletManager::MaybeScheduleCompaction(Tablet* t) {
   if (executor_ == nullptr || closed_ || !bg_error_.ok() || !t->TryStartCompaction()) return;
-  ++background_jobs_;
-  executor_->Schedule([this, t = t->shared_from_this()] { BackgroundCompaction(t); });
+  ScheduleJobLocked([this, t = t->shared_from_this()] { BackgroundCompaction(t); });
 }
 
 void TabletManager::BackgroundCompaction(std::shared_ptr<Tablet> t) {

@@ -55,10 +55,14 @@ CommitQueue::CommitQueue(SyncMode sync_mode, int64_t periodic_sync_interval_ms, 
 
 CommitQueue::~CommitQueue() { Close(); }
 
-void CommitQueue::Start(storage::CommitLog* log, SequenceNumber last_sequence) {
+void CommitQueue::Start(storage::CommitLog* log, SequenceNumber last_sequence,
+                        Executor* sync_executor) {
   log_ = log;
   RaiseLastSequence(last_sequence);
-  if (sync_mode_ == SyncMode::kPeriodic) syncer_ = std::thread([this] { PeriodicSyncLoop(); });
+  if (sync_mode_ != SyncMode::kPeriodic) return;
+  sync_executor_ = sync_executor;
+  absl::MutexLock l(&syncer_mu_);
+  ScheduleSyncLocked();
 }
 
 void CommitQueue::RaiseLastSequence(SequenceNumber sequence) {
@@ -198,29 +202,36 @@ void CommitQueue::Close() {
         +[](std::deque<Writer*>* w) { return w->empty(); }, &writers_));
     closed_ = true;
   }
-  {
-    absl::MutexLock l(&syncer_mu_);
-    stop_syncer_ = true;
-  }
-  if (syncer_.joinable()) syncer_.join();
+  absl::MutexLock l(&syncer_mu_);
+  stop_syncer_ = true;
+  if (sync_timer_ != 0) sync_executor_->Cancel(sync_timer_);
+  sync_timer_ = 0;
+  syncer_mu_.Await(absl::Condition(
+      +[](bool* running) { return !*running; }, &sync_running_));
 }
 
-void CommitQueue::PeriodicSyncLoop() {
-  const absl::Duration interval =
-      absl::Milliseconds(std::max<int64_t>(1, periodic_sync_interval_ms_));
-  while (true) {
-    {
-      absl::MutexLock l(&syncer_mu_);
-      syncer_mu_.AwaitWithTimeout(absl::Condition(&stop_syncer_), interval);
-      if (stop_syncer_) return;
-    }
-    if (!log_dirty_.exchange(false, std::memory_order_acq_rel)) continue;
+void CommitQueue::ScheduleSyncLocked() {
+  sync_timer_ = sync_executor_->ScheduleAfter(
+      std::max<int64_t>(1, periodic_sync_interval_ms_) * 1000, [this] { PeriodicSync(); });
+}
+
+void CommitQueue::PeriodicSync() {
+  {
+    absl::MutexLock l(&syncer_mu_);
+    if (stop_syncer_) return;
+    sync_running_ = true;
+    sync_timer_ = 0;
+  }
+  if (log_dirty_.exchange(false, std::memory_order_acq_rel)) {
     Status s = log_->SyncFlushedConcurrently();
     if (!s.ok()) {
       TLOG_WARN("periodic commit-log sync failed: {}", s);
       log_dirty_.store(true, std::memory_order_release);  // try again next interval
     }
   }
+  absl::MutexLock l(&syncer_mu_);
+  sync_running_ = false;
+  if (!stop_syncer_) ScheduleSyncLocked();
 }
 
 }  // namespace tessera::tablet

@@ -4,7 +4,8 @@
 // (up to 4 MiB), numbers their entries with consecutive sequence numbers, appends all their
 // commit-log records with one write and, in kBatch mode, one fdatasync, inserts them into the
 // tablets' memtables, publishes the new last sequence and wakes the followers. In kPeriodic mode
-// the leader acknowledges once the bytes reach the OS and a syncer thread syncs every interval.
+// the leader acknowledges once the bytes reach the OS and a timer task on the executor given to
+// Start syncs every interval.
 //
 // RunAlone(op) takes a place in the same queue: when its turn comes no write group is in flight,
 // every write so far has a sequence <= the last sequence it is given and every later one gets a
@@ -25,7 +26,6 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/function_ref.h"
@@ -35,6 +35,7 @@
 #include "tessera/storage/dbformat.h"
 #include "tessera/tablet/engine.h"
 #include "tessera/tablet/tablet.h"
+#include "tessera/util/executor.h"
 
 namespace tessera::tablet {
 
@@ -61,8 +62,10 @@ class CommitQueue {
   ~CommitQueue();
 
   // Starts accepting writes to `log` (which must outlive the queue), numbering them above
-  // `last_sequence`, and starts the syncer in kPeriodic mode.
-  void Start(storage::CommitLog* log, storage::SequenceNumber last_sequence);
+  // `last_sequence`, and in kPeriodic mode starts the syncer: a timer on `sync_executor`, which
+  // must outlive the queue (or its Close).
+  void Start(storage::CommitLog* log, storage::SequenceNumber last_sequence,
+             Executor* sync_executor);
 
   // Appends `mutation` for `tablet` and inserts it into the tablet's memtable. `validated_with`
   // is the descriptor the caller validated it against; the leader validates again when the
@@ -92,7 +95,8 @@ class CommitQueue {
   // Gathers, logs and inserts the write group led by the queue's head.
   Status WriteGroup(std::vector<Writer*>* group, std::vector<std::shared_ptr<Tablet>>* sealed)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void PeriodicSyncLoop();
+  void ScheduleSyncLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(syncer_mu_);
+  void PeriodicSync();
 
   const SyncMode sync_mode_;
   const int64_t periodic_sync_interval_ms_;
@@ -105,7 +109,7 @@ class CommitQueue {
   std::atomic<bool> log_dirty_{false};
   // Written by the leader (or an op run alone) only; read by anyone.
   std::atomic<storage::SequenceNumber> last_sequence_{0};
-  std::thread syncer_;
+  Executor* sync_executor_ = nullptr;
 
   absl::Mutex mu_;
   std::deque<Writer*> writers_ ABSL_GUARDED_BY(mu_);
@@ -115,6 +119,8 @@ class CommitQueue {
   // write path evaluate its condition.
   absl::Mutex syncer_mu_;
   bool stop_syncer_ ABSL_GUARDED_BY(syncer_mu_) = false;
+  bool sync_running_ ABSL_GUARDED_BY(syncer_mu_) = false;
+  TimerId sync_timer_ ABSL_GUARDED_BY(syncer_mu_) = 0;
 };
 
 }  // namespace tessera::tablet

@@ -40,6 +40,7 @@
 #include "tessera/model/row_mutation.h"
 #include "tessera/model/schema.h"
 #include "tessera/util/clock.h"
+#include "tessera/util/executor.h"
 #include "tessera/util/file_system.h"
 #include "tessera/util/status.h"
 
@@ -77,10 +78,17 @@ struct EngineOptions {
   double size_tier_ratio = 2.0;
 };
 
-// Everything nondeterministic the engine touches. Both pointers must outlive the engine.
+// Everything nondeterministic the engine touches. Every pointer must outlive the engine.
 struct EngineEnv {
   FileSystem* fs = PosixFileSystem();
   Clock* clock = SystemClock();
+  // Runs flushes, compactions and the periodic-sync timer. Null: the engine runs its own pool
+  // of options.background_threads threads and one more thread for the periodic sync. Work the
+  // engine queued and that has not started when it closes is cancelled. With a SimExecutor
+  // (docs/simulation.md) the calls that wait for background work — Flush, CompactTablet,
+  // WaitForBackgroundWork, and a write stalled by memory_hard_limit_bytes — block until the
+  // executor runs it, so they must not be made by the thread that drives the simulation.
+  Executor* executor = nullptr;
 };
 
 struct TabletDescriptor {

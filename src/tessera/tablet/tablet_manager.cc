@@ -413,9 +413,19 @@ Status TabletManager::Close() {
   {
     absl::MutexLock l(&mu_);
     closed_ = true;
+    // Jobs that have not started are cancelled (their work is in the commit log); running ones
+    // finish.
+    for (auto it = queued_jobs_.begin(); it != queued_jobs_.end();) {
+      if (executor_->Cancel(it->second)) {
+        --background_jobs_;
+        it = queued_jobs_.erase(it);
+      } else {
+        ++it;  // already taken by a worker: it runs, and is waited for below
+      }
+    }
     while (background_jobs_ > 0) bg_cv_.Wait(&mu_);
   }
-  executor_.reset();
+  own_pool_.reset();
   Status s;
   if (log_ != nullptr) {
     s = log_->Sync();

@@ -116,6 +116,9 @@ class TabletManager final : public Engine {
   size_t MemtableBytes() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   // --- background work (background.cc) ---
+  // Queues `job` on the executor as one background job (counted in background_jobs_, which
+  // the job must decrement when it ends); Close cancels it if it has not started.
+  void ScheduleJobLocked(std::function<void()> job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MaybeScheduleFlush(Tablet* t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void BackgroundFlush(std::shared_ptr<Tablet> t);
   Status FlushOldestImmutable(Tablet* t);
@@ -146,9 +149,14 @@ class TabletManager final : public Engine {
   std::unique_ptr<storage::Manifest> manifest_;
   std::unique_ptr<FileLock> dir_lock_;  // released by Close()
   std::unique_ptr<storage::CommitLog> log_;
+  // Without env.executor the manager runs its own: a pool for background work and one thread
+  // for the periodic sync, so that long compactions never delay a sync. Declared before the
+  // queue, whose Close (in its destructor too) needs the sync executor alive.
+  std::unique_ptr<Executor> own_pool_;
+  std::unique_ptr<Executor> own_sync_thread_;
+  Executor* executor_ = nullptr;  // env.executor or own_pool_; set by Recover
   CommitQueue queue_;
   const TabletContext tablet_context_;
-  std::unique_ptr<Executor> executor_;
   std::atomic<uint64_t> next_file_number_{1};
 
   // Serializes tablet creation, removal, schema changes and truncation (manifest writes
@@ -160,8 +168,11 @@ class TabletManager final : public Engine {
   std::map<TabletId, std::shared_ptr<Tablet>> tablets_ ABSL_GUARDED_BY(mu_);
   Status bg_error_ ABSL_GUARDED_BY(mu_);
   int background_jobs_ ABSL_GUARDED_BY(mu_) = 0;  // scheduled or running
-  bool closing_ ABSL_GUARDED_BY(mu_) = false;     // Close() was called
-  bool closed_ ABSL_GUARDED_BY(mu_) = false;      // the queue is closed too
+  // Jobs scheduled but not started, by job number: Close cancels them.
+  std::map<uint64_t, TimerId> queued_jobs_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_job_ ABSL_GUARDED_BY(mu_) = 1;
+  bool closing_ ABSL_GUARDED_BY(mu_) = false;  // Close() was called
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;   // the queue is closed too
   EngineStats stats_ ABSL_GUARDED_BY(mu_);
 };
 

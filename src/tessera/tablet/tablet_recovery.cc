@@ -82,12 +82,20 @@ Status TabletManager::Recover() {
   RETURN_IF_ERROR(RemoveOrphanFiles(state));
   RETURN_IF_ERROR(ReplayCommitLog());
 
-  executor_ = NewThreadPoolExecutor(std::max(1, options_.background_threads));
+  Executor* sync_executor = env_.executor;
+  if (env_.executor == nullptr) {
+    own_pool_ = NewThreadPoolExecutor(std::max(1, options_.background_threads));
+    if (options_.sync_mode == SyncMode::kPeriodic) {
+      own_sync_thread_ = NewThreadPoolExecutor(1);
+    }
+    sync_executor = own_sync_thread_.get();
+  }
+  executor_ = env_.executor != nullptr ? env_.executor : own_pool_.get();
   for (auto& [id, t] : tablets_) {
     MaybeScheduleFlush(t.get());
     MaybeScheduleCompaction(t.get());
   }
-  queue_.Start(log_.get(), queue_.last_sequence());
+  queue_.Start(log_.get(), queue_.last_sequence(), sync_executor);
   return Status();
 }
 
