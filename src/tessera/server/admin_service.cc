@@ -250,7 +250,7 @@ StatusOr<admin::Table> AdminService::DoModifyColumnFamilies(
 Status AdminService::DeleteRowsWithPrefix(const TableInfo& table, const std::string& prefix) {
   const std::string end = PrefixSuccessor(prefix);
   tablet::Engine* engine = catalog_->engine();
-  tablet::ReadSpec spec;
+  model::ReadSpec spec;
   spec.max_versions = 1;
   // Every row with data, also one whose cells GC may collect but has not: a relaxed rule would
   // bring them back (the emulator, and Bigtable, drop the range's data outright).
@@ -259,11 +259,11 @@ Status AdminService::DeleteRowsWithPrefix(const TableInfo& table, const std::str
   for (size_t i : table.TabletsOverlapping(prefix, end)) {
     const TabletRef& t = table.tablets[i];
     ASSIGN_OR_RETURN(std::unique_ptr<tablet::RowIterator> it,
-                     engine->Scan(t.id, tablet::RowRange{prefix, end}, spec, 0));
+                     engine->Scan(t.id, model::RowRange{prefix, end}, spec, 0));
     for (; it->Valid(); it->Next()) {
       model::RowMutation m(it->row().key);
       m.DeleteFromRow();
-      RowLocks::Guard guard = row_locks_->LockForWrite(table.full_name, it->row().key);
+      tablet::RowLocks::Guard guard = row_locks_->LockForWrite(table.full_name, it->row().key);
       RETURN_IF_ERROR(engine->Apply(t.id, m));
       ++deleted;
     }

@@ -22,9 +22,9 @@
 #include <functional>
 
 #include "google/bigtable/admin/v2/bigtable_table_admin.grpc.pb.h"
-#include "tessera/server/row_locks.h"
 #include "tessera/server/table_catalog.h"
 #include "tessera/server/table_definitions.h"
+#include "tessera/tablet/row_locks.h"
 
 namespace tessera::server {
 
@@ -40,7 +40,7 @@ class AdminService final
   // `serving_check` is asked before every gRPC call (not before the Do* methods); a non-OK
   // status is the call's answer (a cluster node answers Unavailable while it has no
   // lock-service session). Unset: always serving.
-  AdminService(TableCatalog* catalog, RowLocks* row_locks,
+  AdminService(TableCatalog* catalog, tablet::RowLocks* row_locks,
                TableDefinitions* definitions = nullptr,
                std::function<Status()> serving_check = nullptr)
       : catalog_(catalog),
@@ -108,7 +108,7 @@ class AdminService final
   Status CheckServing() const;
 
   TableCatalog* const catalog_;
-  RowLocks* const row_locks_;
+  tablet::RowLocks* const row_locks_;
   TableDefinitions* const definitions_;
   const std::function<Status()> serving_check_;
 };

@@ -65,7 +65,7 @@ class AdminServiceTest : public ::testing::Test {
     auto info = catalog_->GetTable(kTable);
     EXPECT_TRUE(info.ok());
     for (const TabletRef& t : (*info)->tablets) {
-      auto it = engine_->Scan(t.id, tablet::RowRange{}, tablet::ReadSpec{}, 0);
+      auto it = engine_->Scan(t.id, model::RowRange{}, model::ReadSpec{}, 0);
       EXPECT_TRUE(it.ok());
       for (; (*it)->Valid(); (*it)->Next()) out.push_back((*it)->row().key);
     }
@@ -74,7 +74,7 @@ class AdminServiceTest : public ::testing::Test {
 
   MemFileSystem fs_;
   ManualClock clock_;
-  RowLocks locks_{16};
+  tablet::RowLocks locks_{16};
   std::unique_ptr<tablet::Engine> engine_;
   std::unique_ptr<TableCatalog> catalog_;
   std::unique_ptr<AdminService> service_;
@@ -273,7 +273,7 @@ TEST_F(AdminServiceTest, DroppedFamilyDataIsGoneEvenWhenRecreated) {
   create.mutable_modifications(0)->mutable_create();
   ASSERT_TRUE(service_->DoModifyColumnFamilies(create).ok());
   auto info = catalog_->GetTable(kTable);
-  auto row = engine_->ReadRow((*info)->TabletFor("a").id, "a", tablet::ReadSpec{});
+  auto row = engine_->ReadRow((*info)->TabletFor("a").id, "a", model::ReadSpec{});
   ASSERT_TRUE(row.ok()) << row.status();
   ASSERT_TRUE(row->has_value());
   ASSERT_EQ((*row)->cells.size(), 1u);

@@ -12,11 +12,11 @@
 #include "absl/strings/escaping.h"
 #include "google/bigtable/v2/feature_flags.pb.h"
 #include "tessera/model/cell_key.h"
-#include "tessera/server/family_kinds.h"
+#include "tessera/model/family_kind.h"
 #include "tessera/server/grpc_status.h"
 #include "tessera/server/mutation_builder.h"
 #include "tessera/server/read_rows_chunker.h"
-#include "tessera/server/row_filter.h"
+#include "tessera/server/row_filter_proto.h"
 #include "tessera/util/coding.h"
 #include "tessera/util/logging.h"
 
@@ -53,21 +53,12 @@ size_t TabletIndexFor(const TableInfo& table, std::string_view row) {
   return static_cast<size_t>(it - table.tablets.begin()) - 1;
 }
 
-// A request's RowSet as disjoint, non-adjacent ranges [start, end) in increasing order (end ""
-// = unbounded). Production's checks and messages; keys and overlapping ranges deduplicated.
-StatusOr<std::vector<tablet::RowRange>> NormalizeRowSet(const v2::RowSet& set) {
-  std::vector<tablet::RowRange> ranges;
-  if (set.row_keys_size() == 0 && set.row_ranges_size() == 0) {
-    ranges.push_back({"", ""});
-    return ranges;
-  }
-  ranges.reserve(set.row_keys_size() + set.row_ranges_size());
-  for (const std::string& key : set.row_keys()) {
-    if (key.empty()) continue;  // no row has the empty key
-    std::string end = key;
-    end.push_back('\0');
-    ranges.push_back({key, std::move(end)});
-  }
+// A request's RowSet in model form (model/row.h normalises it). Production's checks and
+// messages; an empty RowSet message means every row.
+StatusOr<model::RowSet> RowSetFromProto(const v2::RowSet& set) {
+  if (set.row_keys_size() == 0 && set.row_ranges_size() == 0) return model::RowSet::All();
+  std::vector<model::RowRange> ranges;
+  ranges.reserve(set.row_ranges_size());
   for (int i = 0; i < set.row_ranges_size(); ++i) {
     const v2::RowRange& r = set.row_ranges(i);
     const bool start_open = r.start_key_case() == v2::RowRange::kStartKeyOpen;
@@ -81,35 +72,14 @@ StatusOr<std::vector<tablet::RowRange>> NormalizeRowSet(const v2::RowSet& set) {
                  end_closed ? "end_key_closed" : "end_key_open", " \"",
                  model::DisplayBytes(end_key), "\""));
     }
-    tablet::RowRange range;
+    model::RowRange& range = ranges.emplace_back();
     range.start = start_key;
     if (start_open && !start_key.empty()) range.start.push_back('\0');
     range.end = end_key;  // "" (unset or empty) = unbounded
     if (end_closed && !end_key.empty()) range.end.push_back('\0');
-    if (!range.end.empty() && range.start >= range.end) continue;  // empty range
-    ranges.push_back(std::move(range));
   }
-  std::sort(ranges.begin(), ranges.end(),
-            [](const tablet::RowRange& a, const tablet::RowRange& b) { return a.start < b.start; });
-  std::vector<tablet::RowRange> merged;
-  for (tablet::RowRange& r : ranges) {
-    if (!merged.empty()) {
-      tablet::RowRange& last = merged.back();
-      if (last.end.empty()) continue;  // unbounded: covers everything after
-      if (r.start <= last.end) {       // overlapping or adjacent
-        if (r.end.empty() || r.end > last.end) last.end = std::move(r.end);
-        continue;
-      }
-    }
-    merged.push_back(std::move(r));
-  }
-  return merged;
-}
-
-// True if `range` holds exactly one row key (range.start).
-bool IsSingleKey(const tablet::RowRange& range) {
-  return range.end.size() == range.start.size() + 1 && range.end.back() == '\0' &&
-         range.end.compare(0, range.start.size(), range.start) == 0 && !range.start.empty();
+  return model::RowSet::Of(std::vector<std::string>(set.row_keys().begin(), set.row_keys().end()),
+                           std::move(ranges));
 }
 
 // Decodes the client's "bigtable-features" header (base64 of FeatureFlags); defaults if absent
@@ -132,29 +102,29 @@ class KindCache {
  public:
   explicit KindCache(const model::TableSchema& schema) {
     for (const auto& [name, family] : schema.families) {
-      FamilyKind kind = FamilyKind::Of(family);
+      model::FamilyKind kind = model::FamilyKind::Of(family);
       if (!kind.plain()) special_.emplace(name, kind);
     }
   }
   bool all_plain() const { return special_.empty(); }
   // Plain for families the schema does not know (created after the snapshot).
-  FamilyKind Get(std::string_view family) const {
+  model::FamilyKind Get(std::string_view family) const {
     auto it = special_.find(family);
-    return it == special_.end() ? FamilyKind() : it->second;
+    return it == special_.end() ? model::FamilyKind() : it->second;
   }
 
  private:
-  std::map<std::string, FamilyKind, std::less<>> special_;
+  std::map<std::string, model::FamilyKind, std::less<>> special_;
 };
 
 // An engine row as filters and clients see it: qualifiers in presented form. Cells stay in
-// storage order (which is presented order for these families; see family_kinds.h).
-Status ToFilterRow(const tablet::Row& row, const KindCache& kinds, FilterRow* out) {
+// storage order (which is presented order for these families; see model/family_kind.h).
+Status ToFilterRow(const model::Row& row, const KindCache& kinds, model::Row* out) {
   out->key = row.key;
   out->cells.clear();
   out->cells.reserve(row.cells.size());
-  for (const tablet::Cell& c : row.cells) {
-    FilterCell& fc = out->cells.emplace_back();
+  for (const model::Cell& c : row.cells) {
+    model::Cell& fc = out->cells.emplace_back();
     fc.family = c.family;
     if (kinds.all_plain()) {
       fc.qualifier = c.qualifier;
@@ -169,10 +139,10 @@ Status ToFilterRow(const tablet::Row& row, const KindCache& kinds, FilterRow* ou
 
 // The filter merges interleave and sink outputs in ascending presented order; for super-column
 // and time-sorted families that is not the order the row is returned in. Restore it.
-void RestoreStoredOrder(const KindCache& kinds, FilterRow* row) {
+void RestoreStoredOrder(const KindCache& kinds, model::Row* row) {
   if (kinds.all_plain() || row->cells.size() < 2) return;
   bool special = false;
-  for (const FilterCell& c : row->cells) {
+  for (const model::Cell& c : row->cells) {
     if (!kinds.Get(c.family).plain()) {
       special = true;
       break;
@@ -185,32 +155,23 @@ void RestoreStoredOrder(const KindCache& kinds, FilterRow* row) {
   };
   std::vector<Keyed> keys(row->cells.size());
   for (size_t i = 0; i < row->cells.size(); ++i) {
-    const FilterCell& c = row->cells[i];
+    const model::Cell& c = row->cells[i];
     keys[i].index = i;
     if (!kinds.Get(c.family).ToStored(c.family, c.qualifier, &keys[i].stored).ok()) {
       keys[i].stored = c.qualifier;  // cannot happen: the qualifier came from ToPresented
     }
   }
   std::stable_sort(keys.begin(), keys.end(), [&](const Keyed& a, const Keyed& b) {
-    const FilterCell& ca = row->cells[a.index];
-    const FilterCell& cb = row->cells[b.index];
+    const model::Cell& ca = row->cells[a.index];
+    const model::Cell& cb = row->cells[b.index];
     if (int c = ca.family.compare(cb.family); c != 0) return c < 0;
     if (int c = a.stored.compare(b.stored); c != 0) return c < 0;
     return ca.timestamp_micros > cb.timestamp_micros;
   });
-  std::vector<FilterCell> sorted;
+  std::vector<model::Cell> sorted;
   sorted.reserve(keys.size());
   for (const Keyed& k : keys) sorted.push_back(std::move(row->cells[k.index]));
   row->cells = std::move(sorted);
-}
-
-tablet::ReadSpec SpecFor(const RowFilter& filter) {
-  tablet::ReadSpec spec;
-  const FilterPushdown& p = filter.pushdown();
-  spec.families = p.families;
-  spec.time_range = p.time_range;
-  spec.max_versions = p.max_versions;
-  return spec;
 }
 
 FilterOptions FilterOptionsFor(const model::TableSchema& schema, uint64_t seed) {
@@ -239,7 +200,7 @@ class DataService::Impl {
   Clock* clock() const { return clock_; }
   const DataServiceOptions& options() const { return options_; }
   bool has_executor() const { return executor_ != nullptr; }
-  RowLocks* row_locks() { return &locks_; }
+  tablet::RowLocks* row_locks() { return &locks_; }
 
   // Runs `fn` on the executor, or right here without one.
   void Run(std::function<void()> fn) {
@@ -277,7 +238,7 @@ class DataService::Impl {
   // Applies `m` to its row of `table` under the row's stripe in shared mode.
   Status ApplyWrite(const TableInfo& table, const model::RowMutation& m) {
     const TabletRef& t = table.TabletFor(m.row());
-    RowLocks::Guard guard = locks_.LockForWrite(table.full_name, m.row());
+    tablet::RowLocks::Guard guard = locks_.LockForWrite(table.full_name, m.row());
     Status s = engine()->Apply(t.id, m);
     return s.ok() ? s : EngineError(table, s);
   }
@@ -310,7 +271,7 @@ class DataService::Impl {
   Clock* const clock_;
   Executor* const executor_;
   const DataServiceOptions options_;
-  RowLocks locks_;
+  tablet::RowLocks locks_;
   std::atomic<uint64_t> seed_counter_{0};
 };
 
@@ -333,12 +294,13 @@ StatusOr<bool> DataService::Impl::CheckAndMutateRow(const v2::CheckAndMutateRowR
                       "Error in field 'true_mutations'");
   RETURN_IF_ERROR_CTX(builder.AppendTo(req.false_mutations(), now, &on_false),
                       "Error in field 'false_mutations'");
-  std::optional<RowFilter> predicate;
-  tablet::ReadSpec spec;
+  std::optional<model::RowFilter> predicate;
+  model::ReadSpec spec;
   if (req.has_predicate_filter()) {
-    ASSIGN_OR_RETURN(RowFilter f, RowFilter::Compile(req.predicate_filter(),
-                                                     FilterOptionsFor(table->schema, NextSeed())));
-    spec = SpecFor(f);
+    ASSIGN_OR_RETURN(
+        model::RowFilter f,
+        CompileRowFilter(req.predicate_filter(), FilterOptionsFor(table->schema, NextSeed())));
+    spec = f.pushdown().ToReadSpec();
     predicate.emplace(std::move(f));
   } else {
     spec.max_versions = 1;  // "does the row have any cell" needs one per column at most
@@ -346,16 +308,16 @@ StatusOr<bool> DataService::Impl::CheckAndMutateRow(const v2::CheckAndMutateRowR
   const TabletRef& t = table->TabletFor(req.row_key());
   const KindCache kinds(table->schema);
 
-  RowLocks::Guard guard = locks_.LockForReadModifyWrite(table->full_name, req.row_key());
+  tablet::RowLocks::Guard guard = locks_.LockForReadModifyWrite(table->full_name, req.row_key());
   bool matched = false;
   if (!predicate.has_value() || !predicate->pushdown().outputs_nothing) {
-    StatusOr<std::optional<tablet::Row>> row = engine()->ReadRow(t.id, req.row_key(), spec);
+    StatusOr<std::optional<model::Row>> row = engine()->ReadRow(t.id, req.row_key(), spec);
     if (!row.ok()) return EngineError(*table, row.status());
     if (row->has_value()) {
       if (!predicate.has_value()) {
         matched = !(*row)->cells.empty();
       } else {
-        FilterRow frow;
+        model::Row frow;
         RETURN_IF_ERROR(ToFilterRow(**row, kinds, &frow));
         predicate->Apply(&frow);
         matched = !frow.cells.empty();
@@ -409,16 +371,16 @@ Status DataService::Impl::ReadModifyWriteRow(const v2::ReadModifyWriteRowRequest
     if (inserted) it->second.presented = rule.column_qualifier();
     rule_column[i] = it;
   }
-  tablet::ReadSpec spec;
+  model::ReadSpec spec;
   spec.max_versions = 1;
   for (const auto& [key, col] : columns) spec.columns.push_back({key.first, key.second});
 
   const TabletRef& t = table->TabletFor(req.row_key());
-  RowLocks::Guard guard = locks_.LockForReadModifyWrite(table->full_name, req.row_key());
-  StatusOr<std::optional<tablet::Row>> row = engine()->ReadRow(t.id, req.row_key(), spec);
+  tablet::RowLocks::Guard guard = locks_.LockForReadModifyWrite(table->full_name, req.row_key());
+  StatusOr<std::optional<model::Row>> row = engine()->ReadRow(t.id, req.row_key(), spec);
   if (!row.ok()) return EngineError(*table, row.status());
   if (row->has_value()) {
-    for (const tablet::Cell& c : (*row)->cells) {
+    for (const model::Cell& c : (*row)->cells) {
       auto it = columns.find(ColumnKey(c.family, c.qualifier));
       if (it == columns.end() || it->second.exists) continue;  // newest first: keep the first
       it->second.exists = true;
@@ -503,10 +465,10 @@ Status DataService::Impl::SampleRowKeys(const v2::SampleRowKeysRequest& req,
     if (keys->empty()) {
       // A small tablet: it may be empty, its size only the memtable's arena. A scan for one
       // row tells (it stops at the first live row); an empty tablet counts as 0 bytes.
-      tablet::ReadSpec one;
+      model::ReadSpec one;
       one.max_versions = 1;
       StatusOr<std::unique_ptr<tablet::RowIterator>> it =
-          engine()->Scan(t.id, tablet::RowRange{}, one, tablet::ScanOptions{.limit = 1});
+          engine()->Scan(t.id, model::RowRange{}, one, tablet::ScanOptions{.limit = 1});
       if (!it.ok()) return EngineError(*table, it.status());
       if (!(*it)->Valid()) {
         if (!(*it)->status().ok()) return EngineError(*table, (*it)->status());
@@ -721,18 +683,18 @@ class ReadRowsReactor final : public grpc::ServerWriteReactor<v2::ReadRowsRespon
           StrCat("rows_limit must not be negative, got ", req_->rows_limit()));
     }
     limit_ = req_->rows_limit();
-    ASSIGN_OR_RETURN(ranges_, NormalizeRowSet(req_->rows()));
+    ASSIGN_OR_RETURN(rows_, RowSetFromProto(req_->rows()));
     if (req_->has_filter()) {
-      ASSIGN_OR_RETURN(RowFilter f,
-                       RowFilter::Compile(req_->filter(),
-                                          FilterOptionsFor(table_->schema, impl_->NextSeed())));
+      ASSIGN_OR_RETURN(
+          model::RowFilter f,
+          CompileRowFilter(req_->filter(), FilterOptionsFor(table_->schema, impl_->NextSeed())));
       filter_.emplace(std::move(f));
     } else {
-      filter_.emplace(RowFilter::PassAll());
+      filter_.emplace(model::RowFilter::PassAll());
     }
-    spec_ = SpecFor(*filter_);
+    spec_ = filter_->pushdown().ToReadSpec();
     kinds_.emplace(table_->schema);
-    if (filter_->pushdown().outputs_nothing) ranges_.clear();
+    if (filter_->pushdown().outputs_nothing) rows_ = model::RowSet();
     reversed_ = req_->reversed();
     return Status();
   }
@@ -794,7 +756,7 @@ class ReadRowsReactor final : public grpc::ServerWriteReactor<v2::ReadRowsRespon
   // Reads one row from the scan (or moves to the next tablet or range), filters it and adds it
   // to the chunker. Sets done_ at the end or at the row limit.
   Status NextRow(size_t* scanned) {
-    const tablet::Row* row = nullptr;
+    const model::Row* row = nullptr;
     if (point_row_.has_value()) {
       row = &*point_row_;
     } else if (iter_ != nullptr && iter_->Valid()) {
@@ -811,7 +773,7 @@ class ReadRowsReactor final : public grpc::ServerWriteReactor<v2::ReadRowsRespon
     ++rows_seen_;
     cells_seen_ += static_cast<int64_t>(row->cells.size());
     last_scanned_key_ = row->key;
-    FilterRow frow;
+    model::Row frow;
     Status s = ToFilterRow(*row, *kinds_, &frow);
     if (point_row_.has_value()) {
       point_row_.reset();
@@ -835,13 +797,13 @@ class ReadRowsReactor final : public grpc::ServerWriteReactor<v2::ReadRowsRespon
   // A range of one key is read with ReadRow (bloom filters, no iterator).
   Status OpenNext() {
     while (tablet_pos_ >= tablets_.size()) {
-      if (range_pos_ >= ranges_.size()) {
+      if (range_pos_ >= rows_.ranges().size()) {
         done_ = true;
         return Status();
       }
-      current_range_ = reversed_ ? ranges_.size() - 1 - range_pos_ : range_pos_;
+      current_range_ = reversed_ ? rows_.ranges().size() - 1 - range_pos_ : range_pos_;
       ++range_pos_;
-      const tablet::RowRange& r = ranges_[current_range_];
+      const model::RowRange& r = rows_.ranges()[current_range_];
       tablets_.clear();
       for (size_t i = TabletIndexFor(*table_, r.start); i < table_->tablets.size(); ++i) {
         if (!r.end.empty() && table_->tablets[i].start_row >= r.end) break;
@@ -851,9 +813,9 @@ class ReadRowsReactor final : public grpc::ServerWriteReactor<v2::ReadRowsRespon
       tablet_pos_ = 0;
     }
     const TabletRef& t = table_->tablets[tablets_[tablet_pos_++]];
-    const tablet::RowRange& r = ranges_[current_range_];
-    if (IsSingleKey(r)) {
-      StatusOr<std::optional<tablet::Row>> row = impl_->engine()->ReadRow(t.id, r.start, spec_);
+    const model::RowRange& r = rows_.ranges()[current_range_];
+    if (r.IsSingleKey()) {
+      StatusOr<std::optional<model::Row>> row = impl_->engine()->ReadRow(t.id, r.start, spec_);
       if (!row.ok()) return EngineError(*table_, row.status());
       point_row_ = *std::move(row);
       return Status();
@@ -895,18 +857,18 @@ class ReadRowsReactor final : public grpc::ServerWriteReactor<v2::ReadRowsRespon
   bool done_ = false;
   bool chunker_finished_ = false;
   TablePtr table_;
-  std::vector<tablet::RowRange> ranges_;  // increasing; visited backwards when reversed_
+  model::RowSet rows_;  // its ranges are visited backwards when reversed_
   bool reversed_ = false;
   int64_t limit_ = 0;  // 0 = none
-  std::optional<RowFilter> filter_;
+  std::optional<model::RowFilter> filter_;
   std::optional<KindCache> kinds_;
-  tablet::ReadSpec spec_;
+  model::ReadSpec spec_;
   size_t range_pos_ = 0;      // ranges started so far
-  size_t current_range_ = 0;  // index into ranges_
+  size_t current_range_ = 0;  // index into rows_.ranges()
   std::vector<size_t> tablets_;  // tablets of the current range, in scan order
   size_t tablet_pos_ = 0;
   std::unique_ptr<tablet::RowIterator> iter_;
-  std::optional<tablet::Row> point_row_;  // the row of a single-key range, until consumed
+  std::optional<model::Row> point_row_;  // the row of a single-key range, until consumed
   std::string last_scanned_key_;
   ReadRowsChunker chunker_;
   v2::ReadRowsResponse response_;  // the write in flight
@@ -926,7 +888,7 @@ DataService::DataService(TableCatalog* catalog, Clock* clock, Executor* executor
 
 DataService::~DataService() = default;
 
-RowLocks* DataService::row_locks() const { return impl_->row_locks(); }
+tablet::RowLocks* DataService::row_locks() const { return impl_->row_locks(); }
 
 grpc::ServerWriteReactor<v2::ReadRowsResponse>* DataService::ReadRows(
     grpc::CallbackServerContext* context, const v2::ReadRowsRequest* request) {

@@ -7,7 +7,7 @@
 //                       response at a time with flow control, large values split into chunks
 //   SampleRowKeys       tablet boundaries and the engine's samples, cumulative offsets, "" last
 //   MutateRow(s)        validated as production does (mutation_builder.h); a status per entry
-//   CheckAndMutateRow   predicate and mutation atomic on the row (row_locks.h)
+//   CheckAndMutateRow   predicate and mutation atomic on the row (tablet/row_locks.h)
 //   ReadModifyWriteRow  append / 64-bit big-endian increment, atomic on the row
 //   PingAndWarm         validates the instance name
 // Every other RPC of the service answers UNIMPLEMENTED (the generated base class does that).
@@ -32,8 +32,8 @@
 #include <memory>
 
 #include "google/bigtable/v2/bigtable.grpc.pb.h"
-#include "tessera/server/row_locks.h"
 #include "tessera/server/table_catalog.h"
+#include "tessera/tablet/row_locks.h"
 #include "tessera/util/clock.h"
 #include "tessera/util/executor.h"
 
@@ -74,8 +74,8 @@ struct DataServiceOptions {
   // MutateRows spreads one request's entries over up to this many executor tasks, so that
   // their commit-log writes group-commit together. 1 = one task. Ignored without an executor.
   int mutate_rows_parallelism = 8;
-  // Stripes of the row locks (row_locks.h).
-  size_t row_lock_stripes = RowLocks::kDefaultStripes;
+  // Stripes of the row locks (tablet/row_locks.h).
+  size_t row_lock_stripes = tablet::RowLocks::kDefaultStripes;
 };
 
 class DataService final : public google::bigtable::v2::Bigtable::CallbackService {
@@ -114,10 +114,10 @@ class DataService final : public google::bigtable::v2::Bigtable::CallbackService
       const google::bigtable::v2::ReadModifyWriteRowRequest* request,
       google::bigtable::v2::ReadModifyWriteRowResponse* response) override;
 
-  // The row locks every write of the data service takes (row_locks.h). Other writers of rows
+  // The row locks every write of the data service takes (tablet/row_locks.h). Other writers of rows
   // (the admin service's DropRowRange) take them too, to be ordered with CheckAndMutateRow and
   // ReadModifyWriteRow. Lives as long as the service.
-  RowLocks* row_locks() const;
+  tablet::RowLocks* row_locks() const;
 
   // The implementation, shared with the reactors (data_service.cc).
   class Impl;

@@ -60,7 +60,7 @@ std::ostream& operator<<(std::ostream& os, const Flat& f) {
 
 struct ReadResult {
   grpc::Status status;
-  std::vector<client::Row> rows;
+  std::vector<model::Row> rows;
   std::vector<v2::ReadRowsResponse> responses;
 
   std::vector<std::string> Keys() const {

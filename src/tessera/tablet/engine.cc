@@ -174,11 +174,11 @@ class EngineImpl final : public Engine {
   StatusOr<TabletDescriptor> GetTablet(TabletId id) const override;
   std::vector<TabletId> ListTablets() const override;
   Status Apply(TabletId id, const model::RowMutation& mutation) override;
-  StatusOr<std::optional<Row>> ReadRow(TabletId id, std::string_view row,
-                                       const ReadSpec& spec) const override;
+  StatusOr<std::optional<model::Row>> ReadRow(TabletId id, std::string_view row,
+                                              const model::ReadSpec& spec) const override;
   using Engine::Scan;
-  StatusOr<std::unique_ptr<RowIterator>> Scan(TabletId id, const RowRange& range,
-                                              const ReadSpec& spec,
+  StatusOr<std::unique_ptr<RowIterator>> Scan(TabletId id, const model::RowRange& range,
+                                              const model::ReadSpec& spec,
                                               const ScanOptions& options) const override;
   StatusOr<uint64_t> ApproximateTabletBytes(TabletId id) const override;
   StatusOr<std::vector<std::string>> SampleRowKeys(TabletId id,
@@ -1205,8 +1205,8 @@ StatusOr<TabletSnapshot> EngineImpl::Snapshot(TabletId id) const {
   return snap;
 }
 
-StatusOr<std::optional<Row>> EngineImpl::ReadRow(TabletId id, std::string_view row,
-                                                 const ReadSpec& spec) const {
+StatusOr<std::optional<model::Row>> EngineImpl::ReadRow(TabletId id, std::string_view row,
+                                                        const model::ReadSpec& spec) const {
   ASSIGN_OR_RETURN(TabletSnapshot snap, Snapshot(id));
   if (!snap.descriptor->ContainsRow(row)) {
     return absl::InvalidArgumentError(StrCat("row is outside tablet [", snap.descriptor->start_row,
@@ -1215,8 +1215,8 @@ StatusOr<std::optional<Row>> EngineImpl::ReadRow(TabletId id, std::string_view r
   return ReadRowFromSnapshot(snap, row, spec);
 }
 
-StatusOr<std::unique_ptr<RowIterator>> EngineImpl::Scan(TabletId id, const RowRange& range,
-                                                        const ReadSpec& spec,
+StatusOr<std::unique_ptr<RowIterator>> EngineImpl::Scan(TabletId id, const model::RowRange& range,
+                                                        const model::ReadSpec& spec,
                                                         const ScanOptions& options) const {
   ASSIGN_OR_RETURN(TabletSnapshot snap, Snapshot(id));
   return NewSnapshotScan(std::move(snap), range, spec, options);

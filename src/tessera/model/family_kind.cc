@@ -1,21 +1,21 @@
-#include "tessera/server/family_kinds.h"
+#include "tessera/model/family_kind.h"
 
 #include "tessera/model/cell_key.h"
 
-namespace tessera::server {
+namespace tessera::model {
 namespace {
 
 constexpr char kSuperSeparatorPresented = ':';
 constexpr char kSuperSeparatorStored = '\0';
 
 Status BadQualifier(std::string_view family, std::string_view qualifier, std::string_view why) {
-  return absl::InvalidArgumentError(StrCat("Invalid qualifier \"", model::DisplayBytes(qualifier),
+  return absl::InvalidArgumentError(StrCat("Invalid qualifier \"", DisplayBytes(qualifier),
                                            "\" for column family \"", family, "\": ", why));
 }
 
 Status BadStored(std::string_view family, std::string_view kind, std::string_view stored,
                  std::string_view why) {
-  return absl::DataLossError(StrCat("stored qualifier \"", model::DisplayBytes(stored),
+  return absl::DataLossError(StrCat("stored qualifier \"", DisplayBytes(stored),
                                     "\" of column family \"", family, "\" (", kind,
                                     ") is malformed: ", why));
 }
@@ -96,9 +96,9 @@ Status FamilyKind::ToPresented(std::string_view family, std::string_view stored,
     return Status();
   }
   if (column.size() != kTimeSortedQualifierSize) {
-    return BadStored(family, Name(), stored,
-                     StrCat("column of ", column.size(), " bytes, expected ",
-                            kTimeSortedQualifierSize));
+    return BadStored(
+        family, Name(), stored,
+        StrCat("column of ", column.size(), " bytes, expected ", kTimeSortedQualifierSize));
   }
   const size_t base = presented->size();
   presented->resize(base + column.size());
@@ -123,4 +123,4 @@ Status FamilyKind::SuperColumnPrefix(std::string_view family, std::string_view s
   return Status();
 }
 
-}  // namespace tessera::server
+}  // namespace tessera::model

@@ -1,4 +1,4 @@
-#include "tessera/server/family_kinds.h"
+#include "tessera/model/family_kind.h"
 
 #include <algorithm>
 #include <string>
@@ -6,10 +6,10 @@
 
 #include "gtest/gtest.h"
 #include "tessera/model/cell_key.h"
-#include "tessera/util/random.h"
 #include "tessera/util/coding.h"
+#include "tessera/util/random.h"
 
-namespace tessera::server {
+namespace tessera::model {
 namespace {
 
 using std::string_literals::operator""s;
@@ -78,10 +78,14 @@ TEST(FamilyKindTest, TimeSortedRejectsOtherLengths) {
 
 TEST(FamilyKindTest, SuperColumnsRoundTrip) {
   FamilyKind kind(true, false);
-  EXPECT_EQ(Stored(kind, "s:c"), "s\x00"s "c");
+  EXPECT_EQ(Stored(kind, "s:c"),
+            "s\x00"s
+            "c");
   EXPECT_EQ(Stored(kind, "s:"), "s\x00"s);
   // Split at the first ':'; the column may hold ':' and 0x00.
-  EXPECT_EQ(Stored(kind, "s:c:d\x00"s), "s\x00"s "c:d\x00"s);
+  EXPECT_EQ(Stored(kind, "s:c:d\x00"s),
+            "s\x00"s
+            "c:d\x00"s);
   for (std::string q : {"s:c"s, "s:"s, "s:c:d\x00"s, "\xff:\x01"s}) {
     EXPECT_EQ(Presented(kind, Stored(kind, q)), q);
   }
@@ -96,7 +100,7 @@ TEST(FamilyKindTest, SuperColumnsRejectBadQualifiers) {
   std::string stored;
   for (std::string q : {""s, "nocolon"s, ":c"s, "s\x00x:c"s}) {
     Status s = kind.ToStored("sc", q, &stored);
-    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << model::DisplayBytes(q);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << DisplayBytes(q);
     EXPECT_NE(s.message().find("\"sc\""), std::string_view::npos) << s;
   }
   std::string prefix;
@@ -104,8 +108,7 @@ TEST(FamilyKindTest, SuperColumnsRejectBadQualifiers) {
   EXPECT_FALSE(kind.SuperColumnPrefix("sc", "a:b", &prefix).ok());
   EXPECT_FALSE(kind.SuperColumnPrefix("sc", "a\x00"s, &prefix).ok());
   std::string presented;
-  EXPECT_EQ(kind.ToPresented("sc", "no-separator", &presented).code(),
-            absl::StatusCode::kDataLoss);
+  EXPECT_EQ(kind.ToPresented("sc", "no-separator", &presented).code(), absl::StatusCode::kDataLoss);
   EXPECT_EQ(kind.ToPresented("sc", "\x00x"s, &presented).code(), absl::StatusCode::kDataLoss);
 }
 
@@ -160,4 +163,4 @@ TEST(FamilyKindTest, RandomRoundTrip) {
 }
 
 }  // namespace
-}  // namespace tessera::server
+}  // namespace tessera::model

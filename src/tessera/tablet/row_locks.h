@@ -23,7 +23,7 @@
 
 #include "absl/synchronization/mutex.h"
 
-namespace tessera::server {
+namespace tessera::tablet {
 
 class RowLocks {
  public:
@@ -102,4 +102,4 @@ class RowLocks {
   const std::unique_ptr<Stripe[]> stripes_;
 };
 
-}  // namespace tessera::server
+}  // namespace tessera::tablet

@@ -27,7 +27,7 @@
 #include "tessera/model/schema.h"
 #include "tessera/util/status.h"
 
-namespace tessera::server {
+namespace tessera::model {
 
 inline constexpr size_t kTimeSortedQualifierSize = 8;
 
@@ -72,4 +72,4 @@ class FamilyKind {
 // Inverts every byte of `in` into *out (ascending stored order = descending time order).
 void InvertBytes(std::string_view in, std::string* out);
 
-}  // namespace tessera::server
+}  // namespace tessera::model
