@@ -162,5 +162,49 @@ TEST(FamilyKindTest, RandomRoundTrip) {
   }
 }
 
+// A schema of one plain, one time-sorted and one super-column family.
+TableSchema KindsSchema() {
+  TableSchema schema;
+  schema.families["plain"];
+  schema.families["ts"].time_sorted = true;
+  schema.families["sc"].super_columns = true;
+  return schema;
+}
+
+TEST(FamilyKindsTest, UnknownFamiliesArePlain) {
+  const FamilyKinds kinds(KindsSchema());
+  EXPECT_FALSE(kinds.all_plain());
+  EXPECT_TRUE(kinds.Get("plain").plain());
+  EXPECT_TRUE(kinds.Get("created-later").plain());
+  EXPECT_TRUE(kinds.Get("ts").time_sorted());
+  EXPECT_TRUE(FamilyKinds(TableSchema()).all_plain());
+}
+
+TEST(FamilyKindsTest, RowsToPresentedFormAndBackToStoredOrder) {
+  const FamilyKinds kinds(KindsSchema());
+  const FamilyKind ts(false, true), sc(true, false);
+  // A row as storage returns it: stored qualifiers, in stored order.
+  Row row{"r",
+          {Cell{"plain", "q", 1, "v", {}}, Cell{"sc", Stored(sc, "a:x"), 1, "v", {}},
+           Cell{"sc", Stored(sc, "a-:y"), 1, "v", {}},
+           Cell{"ts", Stored(ts, BigEndian(2000)), 1, "new", {}},
+           Cell{"ts", Stored(ts, BigEndian(1000)), 1, "old", {}}}};
+  ASSERT_TRUE(kinds.ToPresented(&row).ok());
+  const std::vector<std::string> presented = {"q", "a:x", "a-:y", BigEndian(2000), BigEndian(1000)};
+  for (size_t i = 0; i < row.cells.size(); ++i) EXPECT_EQ(row.cells[i].qualifier, presented[i]);
+  // A filter's merge sorts by presented bytes; RestoreStoredOrder undoes that.
+  Row shuffled = row;
+  std::sort(shuffled.cells.begin(), shuffled.cells.end(), CellOrderLess);
+  EXPECT_NE(shuffled, row);
+  kinds.RestoreStoredOrder(&shuffled);
+  EXPECT_EQ(shuffled, row);
+}
+
+TEST(FamilyKindsTest, DamagedStoredQualifiersAreDataLoss) {
+  const FamilyKinds kinds(KindsSchema());
+  Row row{"r", {Cell{"ts", "not 8 bytes", 1, "v", {}}}};
+  EXPECT_EQ(kinds.ToPresented(&row).code(), absl::StatusCode::kDataLoss);
+}
+
 }  // namespace
 }  // namespace tessera::model

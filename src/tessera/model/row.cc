@@ -17,6 +17,13 @@ RowRange RowRange::SingleKey(std::string_view key) {
   return range;
 }
 
+RowRange RowRange::WithPrefix(std::string_view prefix) {
+  std::string end(prefix);
+  while (!end.empty() && static_cast<unsigned char>(end.back()) == 0xff) end.pop_back();
+  if (!end.empty()) end.back() = static_cast<char>(end.back() + 1);
+  return RowRange{std::string(prefix), std::move(end)};
+}
+
 bool RowRange::IsSingleKey() const {
   return end.size() == start.size() + 1 && end.back() == '\0' &&
          end.compare(0, start.size(), start) == 0 && !start.empty();

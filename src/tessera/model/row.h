@@ -48,6 +48,8 @@ struct RowRange {
 
   // The range holding exactly `key`: [key, key + "\0").
   static RowRange SingleKey(std::string_view key);
+  // The rows whose keys start with `prefix`: [prefix, the smallest key above all of them).
+  static RowRange WithPrefix(std::string_view prefix);
   // True if the range holds exactly one row key (start), as SingleKey() builds it.
   bool IsSingleKey() const;
   bool Contains(std::string_view row) const { return row >= start && (end.empty() || row < end); }

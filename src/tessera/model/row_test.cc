@@ -34,6 +34,17 @@ TEST(RowRangeTest, SingleKey) {
   EXPECT_FALSE((RowRange{"", std::string("\0", 1)}).IsSingleKey());
 }
 
+TEST(RowRangeTest, WithPrefix) {
+  EXPECT_EQ(RowRange::WithPrefix("ab"), (RowRange{"ab", "ac"}));
+  EXPECT_EQ(RowRange::WithPrefix("a\xff\xff"), (RowRange{"a\xff\xff", "b"}));
+  EXPECT_EQ(RowRange::WithPrefix("\xff"), (RowRange{"\xff", ""}));
+  const RowRange r = RowRange::WithPrefix("k\xff");
+  EXPECT_TRUE(r.Contains("k\xff"));
+  EXPECT_TRUE(r.Contains("k\xff\xff\xff"));
+  EXPECT_FALSE(r.Contains("l"));
+  EXPECT_FALSE(r.Contains("k"));
+}
+
 TEST(RowSetTest, AllAndEmpty) {
   EXPECT_EQ(RowSet::All().ranges(), (std::vector<RowRange>{{"", ""}}));
   EXPECT_TRUE(RowSet::Of({}, {}).empty());
