@@ -1,10 +1,10 @@
 // DataService: the Cloud Bigtable v2 data API (google.bigtable.v2.Bigtable) over the catalog's
-// tables and the engine's tablets. docs/server.md ("The data path") describes the behaviour
-// in full; in short:
+// tables, through replication::TableAccess. docs/server.md ("The data path") describes the
+// behaviour in full; in short:
 //
 //   ReadRows            RowSet (keys and ranges, deduplicated and ordered), rows_limit, reversed,
-//                       the whole RowFilter language (row_filter.h), request stats; streamed one
-//                       response at a time with flow control, large values split into chunks
+//                       the whole RowFilter language (row_filter_proto.h), request stats; streamed
+//                       one response at a time with flow control, large values split into chunks
 //   SampleRowKeys       tablet boundaries and the engine's samples, cumulative offsets, "" last
 //   MutateRow(s)        validated as production does (mutation_builder.h); a status per entry
 //   CheckAndMutateRow   predicate and mutation atomic on the row
