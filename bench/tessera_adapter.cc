@@ -43,23 +43,23 @@ class TesseraAdapter final : public KvAdapter {
   }
 
   Status Get(std::string_view key, std::string* value, bool* found) override {
-    ASSIGN_OR_RETURN(std::optional<tablet::Row> row,
-                     engine_->ReadRow(kTablet, key, tablet::ReadSpec{}));
+    ASSIGN_OR_RETURN(std::optional<model::Row> row,
+                     engine_->ReadRow(kTablet, key, model::ReadSpec{}));
     *found = row.has_value() && !row->cells.empty();
     if (*found) *value = std::move(row->cells.front().value);
     return Status();
   }
 
   StatusOr<ScanResult> Scan(std::string_view start, uint64_t limit) override {
-    ASSIGN_OR_RETURN(std::unique_ptr<tablet::RowIterator> it,
-                     engine_->Scan(kTablet, tablet::RowRange{std::string(start), ""},
-                                   tablet::ReadSpec{}, limit));
+    ASSIGN_OR_RETURN(
+        std::unique_ptr<tablet::RowIterator> it,
+        engine_->Scan(kTablet, model::RowRange{std::string(start), ""}, model::ReadSpec{}, limit));
     ScanResult result;
     for (; it->Valid(); it->Next()) {
-      const tablet::Row& row = it->row();
+      const model::Row& row = it->row();
       result.rows++;
       result.bytes += row.key.size();
-      for (const tablet::Cell& cell : row.cells) result.bytes += cell.value.size();
+      for (const model::Cell& cell : row.cells) result.bytes += cell.value.size();
     }
     RETURN_IF_ERROR(it->status());
     return result;

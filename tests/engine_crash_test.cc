@@ -34,12 +34,12 @@ namespace tessera::test {
 namespace {
 
 using model::GcRule;
+using model::Row;
 using model::RowMutation;
+using model::RowRange;
 using tablet::Engine;
 using tablet::EngineEnv;
 using tablet::EngineOptions;
-using tablet::Row;
-using tablet::RowRange;
 using tablet::SyncMode;
 using tablet::TabletDescriptor;
 using tablet::TabletId;

@@ -27,17 +27,17 @@
 namespace tessera::test {
 namespace {
 
+using model::ColumnSelector;
 using model::GcRule;
+using model::ReadSpec;
+using model::Row;
 using model::RowMutation;
+using model::RowRange;
 using model::TimeRange;
-using tablet::ColumnSelector;
 using tablet::Compression;
 using tablet::Engine;
 using tablet::EngineEnv;
 using tablet::EngineOptions;
-using tablet::ReadSpec;
-using tablet::Row;
-using tablet::RowRange;
 using tablet::TabletDescriptor;
 using tablet::TabletId;
 

@@ -20,16 +20,16 @@
 namespace tessera::test {
 namespace {
 
+using model::Cell;
+using model::ColumnSelector;
 using model::GcRule;
+using model::ReadSpec;
+using model::Row;
 using model::RowMutation;
-using tablet::Cell;
-using tablet::ColumnSelector;
+using model::RowRange;
 using tablet::Engine;
 using tablet::EngineEnv;
 using tablet::EngineOptions;
-using tablet::ReadSpec;
-using tablet::Row;
-using tablet::RowRange;
 using tablet::ScanOptions;
 using tablet::TabletDescriptor;
 using tablet::TabletId;

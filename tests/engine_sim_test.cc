@@ -34,7 +34,7 @@ class EngineSimTest : public EngineTestBase {
     for (int i = from; i < to; ++i) Put(1, RowKey(i), "cf", "q", 1000, std::string(1024, 'v'));
   }
   bool Has(int i) {
-    auto row = engine_->ReadRow(1, RowKey(i), tablet::ReadSpec{});
+    auto row = engine_->ReadRow(1, RowKey(i), model::ReadSpec{});
     EXPECT_TRUE(row.ok()) << row.status();
     return row.ok() && row->has_value();
   }

@@ -26,7 +26,7 @@ namespace {
 
 using model::GcRule;
 using model::RowMutation;
-using tablet::Row;
+using model::Row;
 using tablet::TabletCheckpoint;
 using tablet::TabletDataState;
 using tablet::TabletDescriptor;

@@ -30,18 +30,17 @@ void SilenceExpectedErrorLogs() {
   if (!Verbose()) spdlog::set_level(spdlog::level::critical);
 }
 
-StatusOr<std::vector<tablet::Row>> ScanAll(const tablet::Engine& engine, tablet::TabletId id,
-                                           const tablet::RowRange& range,
-                                           const tablet::ReadSpec& spec, uint64_t limit) {
+StatusOr<std::vector<model::Row>> ScanAll(const tablet::Engine& engine, tablet::TabletId id,
+                                          const model::RowRange& range, const model::ReadSpec& spec,
+                                          uint64_t limit) {
   return ScanAll(engine, id, range, spec, tablet::ScanOptions{.limit = limit, .reversed = false});
 }
 
-StatusOr<std::vector<tablet::Row>> ScanAll(const tablet::Engine& engine, tablet::TabletId id,
-                                           const tablet::RowRange& range,
-                                           const tablet::ReadSpec& spec,
-                                           const tablet::ScanOptions& options) {
+StatusOr<std::vector<model::Row>> ScanAll(const tablet::Engine& engine, tablet::TabletId id,
+                                          const model::RowRange& range, const model::ReadSpec& spec,
+                                          const tablet::ScanOptions& options) {
   ASSIGN_OR_RETURN(std::unique_ptr<tablet::RowIterator> it, engine.Scan(id, range, spec, options));
-  std::vector<tablet::Row> rows;
+  std::vector<model::Row> rows;
   // A runaway iterator would otherwise fill memory or never end.
   constexpr size_t kMaxRows = 10'000'000;
   for (; it->Valid(); it->Next()) {
@@ -155,7 +154,7 @@ size_t EngineTestBase::CommitLogFiles() {
 
 }  // namespace tessera::test
 
-namespace tessera::tablet {
+namespace tessera::model {
 
 void PrintTo(const Cell& cell, std::ostream* os) {
   *os << test::ReferenceModel::DebugString(Row{"", {cell}});
@@ -163,4 +162,4 @@ void PrintTo(const Cell& cell, std::ostream* os) {
 
 void PrintTo(const Row& row, std::ostream* os) { *os << test::ReferenceModel::DebugString(row); }
 
-}  // namespace tessera::tablet
+}  // namespace tessera::model

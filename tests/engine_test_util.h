@@ -24,13 +24,12 @@
 namespace tessera::test {
 
 // Runs a scan to its end and returns its rows, or the first error (from Scan or the iterator).
-StatusOr<std::vector<tablet::Row>> ScanAll(const tablet::Engine& engine, tablet::TabletId id,
-                                           const tablet::RowRange& range,
-                                           const tablet::ReadSpec& spec = {}, uint64_t limit = 0);
-StatusOr<std::vector<tablet::Row>> ScanAll(const tablet::Engine& engine, tablet::TabletId id,
-                                           const tablet::RowRange& range,
-                                           const tablet::ReadSpec& spec,
-                                           const tablet::ScanOptions& options);
+StatusOr<std::vector<model::Row>> ScanAll(const tablet::Engine& engine, tablet::TabletId id,
+                                          const model::RowRange& range,
+                                          const model::ReadSpec& spec = {}, uint64_t limit = 0);
+StatusOr<std::vector<model::Row>> ScanAll(const tablet::Engine& engine, tablet::TabletId id,
+                                          const model::RowRange& range, const model::ReadSpec& spec,
+                                          const tablet::ScanOptions& options);
 
 // Paths of every file under `dir`, recursively, sorted.
 std::vector<std::string> ListFilesRecursive(FileSystem* fs, const std::string& dir);
@@ -78,8 +77,8 @@ class EngineTestBase : public ::testing::Test {
 
 }  // namespace tessera::test
 
-namespace tessera::tablet {
+namespace tessera::model {
 // Readable gtest output for EXPECT_EQ on cells and rows (found by argument-dependent lookup).
 void PrintTo(const Cell& cell, std::ostream* os);
 void PrintTo(const Row& row, std::ostream* os);
-}  // namespace tessera::tablet
+}  // namespace tessera::model

@@ -9,10 +9,10 @@
 
 namespace tessera::test {
 
-using tablet::Cell;
-using tablet::ReadSpec;
-using tablet::Row;
-using tablet::RowRange;
+using model::Cell;
+using model::ReadSpec;
+using model::Row;
+using model::RowRange;
 
 namespace {
 

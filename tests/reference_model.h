@@ -73,19 +73,19 @@ class ReferenceModel {
   void Clear() { rows_.clear(); }
 
   // The exact read-time answer.
-  std::optional<tablet::Row> ReadRow(std::string_view row, const tablet::ReadSpec& spec);
+  std::optional<model::Row> ReadRow(std::string_view row, const model::ReadSpec& spec);
   // Rows of [range.start, range.end) (end "" = unbounded) with a selected cell; at most `limit`
   // rows (0 = all); in decreasing row order when `reversed`.
-  std::vector<tablet::Row> Scan(const tablet::RowRange& range, const tablet::ReadSpec& spec,
-                                uint64_t limit, bool reversed = false);
+  std::vector<model::Row> Scan(const model::RowRange& range, const model::ReadSpec& spec,
+                               uint64_t limit, bool reversed = false);
 
   // Whether an engine answer is one the engine could give (see "Lazy GC" above).
-  ::testing::AssertionResult CheckRow(std::string_view row, const tablet::ReadSpec& spec,
-                                      const std::optional<tablet::Row>& actual);
+  ::testing::AssertionResult CheckRow(std::string_view row, const model::ReadSpec& spec,
+                                      const std::optional<model::Row>& actual);
   // `reversed`: `actual` came from a reversed scan (rows in decreasing order, and with a limit
   // the rows kept are the last ones of the range).
-  ::testing::AssertionResult CheckScan(const tablet::RowRange& range, const tablet::ReadSpec& spec,
-                                       uint64_t limit, const std::vector<tablet::Row>& actual,
+  ::testing::AssertionResult CheckScan(const model::RowRange& range, const model::ReadSpec& spec,
+                                       uint64_t limit, const std::vector<model::Row>& actual,
                                        bool reversed = false);
 
   // Row keys holding at least one cell (deleted cells excluded, GC not applied).
@@ -94,11 +94,11 @@ class ReferenceModel {
   size_t CellCount() const;
   size_t EligibleCellCount() const;
   // The whole state as rows (every stored cell, GC not applied), for whole-state comparisons.
-  std::vector<tablet::Row> AllRowsIgnoringGc() const;
+  std::vector<model::Row> AllRowsIgnoringGc() const;
 
-  static std::string DebugString(const tablet::Row& row);
-  static std::string DebugString(const std::vector<tablet::Row>& rows);
-  static std::string DebugString(const tablet::ReadSpec& spec);
+  static std::string DebugString(const model::Row& row);
+  static std::string DebugString(const std::vector<model::Row>& rows);
+  static std::string DebugString(const model::ReadSpec& spec);
 
  private:
   struct CellState {
@@ -122,16 +122,16 @@ class ReferenceModel {
   void UpdateAllEligibility();
   const model::GcRule& RuleOf(std::string_view family) const;
 
-  bool Selects(const tablet::ReadSpec& spec, std::string_view family, std::string_view qualifier,
+  bool Selects(const model::ReadSpec& spec, std::string_view family, std::string_view qualifier,
                int64_t ts) const;
-  std::optional<tablet::Row> ReadRowData(std::string_view key, const RowData& row,
-                                         const tablet::ReadSpec& spec) const;
+  std::optional<model::Row> ReadRowData(std::string_view key, const RowData& row,
+                                        const model::ReadSpec& spec) const;
   ColumnBounds BoundsOf(std::string_view family, std::string_view qualifier, const Column& column,
-                        const tablet::ReadSpec& spec) const;
+                        const model::ReadSpec& spec) const;
   // Empty string when `actual` (the row's cells of one row, or nullopt) is acceptable; the
   // reason otherwise. *must_exist tells whether the row must be returned.
-  std::string CheckRowData(std::string_view key, const RowData* row, const tablet::ReadSpec& spec,
-                           const tablet::Row* actual, bool* must_exist, bool* may_exist) const;
+  std::string CheckRowData(std::string_view key, const RowData* row, const model::ReadSpec& spec,
+                           const model::Row* actual, bool* must_exist, bool* may_exist) const;
 
   const Clock* const clock_;
   int64_t observed_now_ = INT64_MIN;

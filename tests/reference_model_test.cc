@@ -8,12 +8,12 @@
 namespace tessera::test {
 namespace {
 
+using model::Cell;
 using model::GcRule;
+using model::ReadSpec;
+using model::Row;
 using model::RowMutation;
-using tablet::Cell;
-using tablet::ReadSpec;
-using tablet::Row;
-using tablet::RowRange;
+using model::RowRange;
 
 constexpr int64_t kSecond = 1'000'000;
 

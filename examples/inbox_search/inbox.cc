@@ -146,10 +146,10 @@ StatusOr<std::vector<Hit>> InboxSearch::SearchSuperColumn(std::string_view user,
   chain->add_filters()->set_cells_per_column_limit_filter(1);
   // Time-sorted columns come newest first, so the first `limit` cells are the newest.
   chain->add_filters()->set_cells_per_row_limit_filter(limit);
-  ASSIGN_OR_RETURN(std::optional<client::Row> row, client_->ReadRow(table_, user, filter));
+  ASSIGN_OR_RETURN(std::optional<model::Row> row, client_->ReadRow(table_, user, filter));
   std::vector<Hit> hits;
   if (!row.has_value()) return hits;
-  for (const client::Cell& cell : row->cells) {
+  for (const model::Cell& cell : row->cells) {
     const std::string_view id = std::string_view(cell.qualifier).substr(super.size() + 1);
     hits.push_back(Hit{DecodeMessageId(id), cell.value});
   }

@@ -267,7 +267,7 @@ TEST_F(ClusterTest, WhenEtcdHangsNodesStopServingAndComeBackAfterIt) {
     {
       google::bigtable::v2::ReadRowsRequest req;
       req.set_table_name(StrCat(kInstance, "/tables/t"));
-      std::vector<client::Row> rows;
+      std::vector<model::Row> rows;
       Status read = ReadAllRows(data_stub.get(), req, &rows, std::chrono::seconds(5));
       EXPECT_TRUE(absl::IsUnavailable(read)) << read;
       EXPECT_NE(read.message().find("no lock-service session"), std::string_view::npos) << read;

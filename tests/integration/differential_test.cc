@@ -187,10 +187,10 @@ std::string Printable(const std::string& bytes) {
 
 // Checks the order rules inside one row (cells of a family together, qualifiers ascending,
 // timestamps descending within a column); returns a description of the first violation.
-std::optional<std::string> RowOrderProblem(const client::Row& row) {
+std::optional<std::string> RowOrderProblem(const model::Row& row) {
   std::vector<std::string> seen_families;
   for (size_t i = 0; i < row.cells.size(); ++i) {
-    const client::Cell& c = row.cells[i];
+    const model::Cell& c = row.cells[i];
     if (i == 0 || c.family != row.cells[i - 1].family) {
       if (std::find(seen_families.begin(), seen_families.end(), c.family) !=
           seen_families.end()) {
@@ -199,7 +199,7 @@ std::optional<std::string> RowOrderProblem(const client::Row& row) {
       seen_families.push_back(c.family);
       continue;
     }
-    const client::Cell& p = row.cells[i - 1];
+    const model::Cell& p = row.cells[i - 1];
     if (c.qualifier < p.qualifier) {
       return StrCat("row ", Printable(row.key), ": qualifier ", Printable(c.qualifier),
                     " after ", Printable(p.qualifier));
@@ -219,11 +219,11 @@ struct NormalRow {
   bool operator==(const NormalRow&) const = default;
 };
 
-std::vector<NormalRow> Normalize(const std::vector<client::Row>& rows) {
+std::vector<NormalRow> Normalize(const std::vector<model::Row>& rows) {
   std::vector<NormalRow> out;
-  for (const client::Row& row : rows) {
+  for (const model::Row& row : rows) {
     NormalRow n{row.key, {}};
-    for (const client::Cell& c : row.cells) {
+    for (const model::Cell& c : row.cells) {
       std::vector<std::string> labels = c.labels;
       std::sort(labels.begin(), labels.end());
       n.cells.emplace_back(c.family, c.qualifier, c.timestamp_micros, c.value, labels);
@@ -832,10 +832,9 @@ class DifferentialTest : public ::testing::Test {
 
   // Replaces backend i's server-assigned timestamps by their operation's canonical one; sets
   // *problem when one falls into no window (a timestamp the server made up at the wrong time).
-  void CanonicalizeTimestamps(int i, std::vector<client::Row>* rows,
-                              std::string* problem) const {
-    for (client::Row& row : *rows) {
-      for (client::Cell& c : row.cells) {
+  void CanonicalizeTimestamps(int i, std::vector<model::Row>* rows, std::string* problem) const {
+    for (model::Row& row : *rows) {
+      for (model::Cell& c : row.cells) {
         if (c.timestamp_micros < kYoungFromMicros || c.timestamp_micros >= kFutureFromMicros) {
           continue;  // explicit
         }
@@ -977,7 +976,7 @@ class DifferentialTest : public ::testing::Test {
 
   // Sends `request` to both; compares status codes and, when OK, rows.
   void CompareRead(const btv2::ReadRowsRequest& request, const std::string& what) {
-    std::vector<client::Row> rows[2];
+    std::vector<model::Row> rows[2];
     Status status[2];
     // Both get the header the emulator needs for reversed scans (§4); tessera must accept it.
     const std::vector<std::pair<std::string, std::string>> features = {
@@ -1007,7 +1006,7 @@ class DifferentialTest : public ::testing::Test {
       }
       return;
     }
-    for (const client::Row& row : rows[0]) {
+    for (const model::Row& row : rows[0]) {
       if (auto problem = RowOrderProblem(row)) {
         Diverged(StrCat(what, ": tessera's cell order is wrong: ", *problem,
                         "\nrequest: ", Text(request)));
@@ -1211,12 +1210,12 @@ class DifferentialTest : public ::testing::Test {
     SetTable(&read);
     read.mutable_rows()->add_row_keys(request->row_key());
     read.mutable_filter()->set_cells_per_column_limit_filter(1);
-    std::vector<client::Row> rows;
+    std::vector<model::Row> rows;
     Status s = ReadAllRows(backends_[1].data.get(), read, &rows);
     if (!s.ok()) return false;  // the comparison that follows reports the trouble
     std::map<std::pair<std::string, std::string>, std::string> stored;
-    for (const client::Row& row : rows) {
-      for (const client::Cell& c : row.cells) stored[{c.family, c.qualifier}] = c.value;
+    for (const model::Row& row : rows) {
+      for (const model::Cell& c : row.cells) stored[{c.family, c.qualifier}] = c.value;
     }
     auto latest = stored;
     for (int i = 0; i < request->rules_size(); ++i) {
@@ -1403,7 +1402,7 @@ class DifferentialTest : public ::testing::Test {
     std::optional<btv2::RowFilter> keep = KeepFilterForTable();
     if (!keep.has_value()) return;
     *kept.mutable_filter() = *keep;
-    std::vector<client::Row> all, live;
+    std::vector<model::Row> all, live;
     Status s1 = ReadAllRows(backends_[1].data.get(), raw, &all);
     Status s2 = ReadAllRows(backends_[1].data.get(), kept, &live);
     if (!s1.ok() || !s2.ok()) {
@@ -1412,15 +1411,15 @@ class DifferentialTest : public ::testing::Test {
       return;
     }
     std::map<std::string, std::vector<std::tuple<std::string, std::string, int64_t>>> live_cells;
-    for (const client::Row& row : live) {
-      for (const client::Cell& c : row.cells) {
+    for (const model::Row& row : live) {
+      for (const model::Cell& c : row.cells) {
         live_cells[row.key].emplace_back(c.family, c.qualifier, c.timestamp_micros);
       }
     }
     int deleted = 0;
-    for (const client::Row& row : all) {
+    for (const model::Row& row : all) {
       btv2::MutateRowRequest requests[2];
-      for (const client::Cell& c : row.cells) {
+      for (const model::Cell& c : row.cells) {
         const auto& l = live_cells[row.key];
         if (std::find(l.begin(), l.end(), std::make_tuple(c.family, c.qualifier,
                                                           c.timestamp_micros)) != l.end()) {
@@ -1525,7 +1524,7 @@ class DifferentialTest : public ::testing::Test {
         break;
     }
     Note(StrCat("ReadRows (invalid) ", Text(request)));
-    std::vector<client::Row> rows;
+    std::vector<model::Row> rows;
     for (Backend& b : backends_) {
       rows.clear();
       Status s = ReadAllRows(b.data.get(), request, &rows);

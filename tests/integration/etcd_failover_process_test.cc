@@ -82,7 +82,7 @@ TEST_F(ThreeEtcdClusterTest, KillingOneEtcdMemberChangesNothingForClients) {
       google::bigtable::v2::ReadRowsRequest read;
       read.set_table_name(StrCat(kInstance, "/tables/t"));
       read.mutable_rows()->add_row_keys(row);
-      std::vector<client::Row> rows;
+      std::vector<model::Row> rows;
       Status r = ReadAllRows(data[i].get(), read, &rows, std::chrono::seconds(5));
       if (!r.ok()) return StrCat("read from ", nodes_[i]->endpoint(), ": ", r.ToString());
       if (rows.size() != 1) return StrCat("read from ", nodes_[i]->endpoint(), ": no row");

@@ -180,11 +180,11 @@ class Kill9Test : public ::testing::Test {
     auto stub = btv2::Bigtable::NewStub(server_->NewChannel());
     btv2::ReadRowsRequest request;
     request.set_table_name(TableName(kTable));
-    std::vector<client::Row> rows;
+    std::vector<model::Row> rows;
     Status s = ReadAllRows(stub.get(), request, &rows, std::chrono::seconds(120));
     ASSERT_TRUE(s.ok()) << when << ": reading the table: " << s << "\n" << server_->LogTail();
-    std::map<std::string, const client::Row*> by_key;
-    for (const client::Row& r : rows) by_key[r.key] = &r;
+    std::map<std::string, const model::Row*> by_key;
+    for (const model::Row& r : rows) by_key[r.key] = &r;
 
     int missing = 0;
     std::string examples;
@@ -197,12 +197,12 @@ class Kill9Test : public ::testing::Test {
                           << " acknowledged rows are missing, e.g." << examples
                           << " (seed " << seed_ << ")";
     int bad = 0;
-    for (const client::Row& r : rows) {
+    for (const model::Row& r : rows) {
       bool whole = r.cells.size() == 2;
       if (whole) {
-        const client::Cell* a = nullptr;
-        const client::Cell* b = nullptr;
-        for (const client::Cell& c : r.cells) {
+        const model::Cell* a = nullptr;
+        const model::Cell* b = nullptr;
+        for (const model::Cell& c : r.cells) {
           if (c.family == "f" && c.qualifier == "a") a = &c;
           if (c.family == "g" && c.qualifier == "b") b = &c;
         }

@@ -202,7 +202,7 @@ std::string TableName(const std::string& table_id) {
 
 Status ReadAllRows(google::bigtable::v2::Bigtable::Stub* stub,
                    const google::bigtable::v2::ReadRowsRequest& request,
-                   std::vector<client::Row>* rows, milliseconds timeout,
+                   std::vector<model::Row>* rows, milliseconds timeout,
                    const std::vector<std::pair<std::string, std::string>>& metadata) {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + timeout);

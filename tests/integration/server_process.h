@@ -89,7 +89,7 @@ using ::tessera::testing::TempDir;
 // or Internal naming the broken chunk rule. `metadata`: extra request headers.
 Status ReadAllRows(google::bigtable::v2::Bigtable::Stub* stub,
                    const google::bigtable::v2::ReadRowsRequest& request,
-                   std::vector<client::Row>* rows,
+                   std::vector<model::Row>* rows,
                    std::chrono::milliseconds timeout = std::chrono::seconds(30),
                    const std::vector<std::pair<std::string, std::string>>& metadata = {});
 

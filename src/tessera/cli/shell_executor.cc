@@ -14,7 +14,6 @@ namespace {
 
 namespace btv2 = ::google::bigtable::v2;
 using client::ReadRowsOptions;
-using client::Row;
 
 constexpr auto kTableNamesTtl = std::chrono::seconds(5);
 
@@ -211,7 +210,7 @@ Status ShellExecutor::Get(const Command& c) {
   // The filter first: resolving its columns may refresh the cached schema.
   ASSIGN_OR_RETURN(const auto filter, ReadFilter(c));
   ASSIGN_OR_RETURN(const TableInfo* info, Schema(c.table));
-  ASSIGN_OR_RETURN(const std::optional<Row> row, client_->ReadRow(c.table, c.row, filter));
+  ASSIGN_OR_RETURN(const std::optional<model::Row> row, client_->ReadRow(c.table, c.row, filter));
   if (!row.has_value()) {
     Print(StrCat("(row ", QuoteBytes(c.row), " not found)\n"));
     return absl::OkStatus();
@@ -222,7 +221,8 @@ Status ShellExecutor::Get(const Command& c) {
 
 Status ShellExecutor::StreamRows(const Command& c, const ReadRowsOptions& options,
                                  bool show_progress,
-                                 const std::function<void(const Row&)>& on_row, int64_t* rows) {
+                                 const std::function<void(const model::Row&)>& on_row,
+                                 int64_t* rows) {
   Progress progress(err_, Progress::Options{.enabled = show_progress});
   std::unique_ptr<client::RowReader> reader = client_->ReadRows(c.table, options);
   // Next() may block while the server scans; a helper thread turns Ctrl-C into a cancelled call.
@@ -242,7 +242,7 @@ Status ShellExecutor::StreamRows(const Command& c, const ReadRowsOptions& option
     });
   }
   Status status;
-  Row row;
+  model::Row row;
   while (true) {
     if (Interrupted()) break;
     StatusOr<bool> more = reader->Next(&row);
@@ -282,7 +282,9 @@ Status ShellExecutor::Scan(const Command& c) {
   int64_t rows = 0;
   RETURN_IF_ERROR(StreamRows(
       c, options, options_.scan_progress,
-      [&](const Row& row) { Print(FormatRow(row, info, options_.time_format, c.keys_only)); },
+      [&](const model::Row& row) {
+        Print(FormatRow(row, info, options_.time_format, c.keys_only));
+      },
       &rows));
   if (options_.print_row_counts) {
     Print(StrCat("(", GroupThousands(rows), rows == 1 ? " row)\n" : " rows)\n"));
@@ -305,11 +307,12 @@ Status ShellExecutor::Delete(const Command& c) {
       btv2::RowFilter filter;
       *filter.mutable_chain()->add_filters() = ColumnFilter(col);
       filter.mutable_chain()->add_filters()->set_strip_value_transformer(true);
-      ASSIGN_OR_RETURN(const std::optional<Row> row, client_->ReadRow(c.table, c.row, filter));
+      ASSIGN_OR_RETURN(const std::optional<model::Row> row,
+                       client_->ReadRow(c.table, c.row, filter));
       if (!row.has_value()) return absl::OkStatus();
       std::vector<btv2::Mutation> mutations;
       std::string last;
-      for (const client::Cell& cell : row->cells) {
+      for (const model::Cell& cell : row->cells) {
         if (!mutations.empty() && cell.qualifier == last) continue;
         last = cell.qualifier;
         mutations.push_back(client::DeleteColumnMutation(cell.family, cell.qualifier));
@@ -328,7 +331,8 @@ Status ShellExecutor::Count(const Command& c) {
   filter.mutable_chain()->add_filters()->set_strip_value_transformer(true);
   options.filter = filter;
   int64_t rows = 0;
-  RETURN_IF_ERROR(StreamRows(c, options, options_.count_progress, [](const Row&) {}, &rows));
+  RETURN_IF_ERROR(StreamRows(
+      c, options, options_.count_progress, [](const model::Row&) {}, &rows));
   Print(StrCat(rows, "\n"));
   return absl::OkStatus();
 }
@@ -340,9 +344,10 @@ Status ShellExecutor::Truncate(const Command& c) {
 
 Status ShellExecutor::Increment(const Command& c) {
   ASSIGN_OR_RETURN(const ResolvedColumn col, Resolve(c.table, c.columns[0], true));
-  ASSIGN_OR_RETURN(const Row row,
-                   client_->ReadModifyWriteRow(
-                       c.table, c.row, {client::IncrementRule(col.family, col.qualifier, c.amount)}));
+  ASSIGN_OR_RETURN(
+      const model::Row row,
+      client_->ReadModifyWriteRow(c.table, c.row,
+                                  {client::IncrementRule(col.family, col.qualifier, c.amount)}));
   if (row.cells.empty()) return absl::InternalError("increment: the server returned no cell");
   ASSIGN_OR_RETURN(const int64_t value, client::DecodeBigEndianInt64(row.cells.back().value));
   Print(StrCat(value, "\n"));
@@ -351,7 +356,7 @@ Status ShellExecutor::Increment(const Command& c) {
 
 Status ShellExecutor::Append(const Command& c) {
   ASSIGN_OR_RETURN(const ResolvedColumn col, Resolve(c.table, c.columns[0], true));
-  ASSIGN_OR_RETURN(const Row row,
+  ASSIGN_OR_RETURN(const model::Row row,
                    client_->ReadModifyWriteRow(
                        c.table, c.row, {client::AppendRule(col.family, col.qualifier, c.value)}));
   if (row.cells.empty()) return absl::InternalError("append: the server returned no cell");

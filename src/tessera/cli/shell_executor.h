@@ -62,7 +62,7 @@ class ShellExecutor {
 
   // Reads every row of `options` into `on_row`, with progress and interruption.
   Status StreamRows(const Command& c, const client::ReadRowsOptions& options, bool progress,
-                    const std::function<void(const client::Row&)>& on_row, int64_t* rows);
+                    const std::function<void(const model::Row&)>& on_row, int64_t* rows);
 
   Status Help(const Command& c);
   Status Ls();

@@ -92,7 +92,7 @@ std::string FormatTime(int64_t micros, TimeFormat format) {
   return out;
 }
 
-std::string FormatCell(const client::Cell& cell, const TableInfo& table, TimeFormat format) {
+std::string FormatCell(const model::Cell& cell, const TableInfo& table, TimeFormat format) {
   std::string line =
       StrCat("  ", EscapeBytes(cell.family), ":",
              DisplayQualifier(table.Find(cell.family), cell.qualifier, format), " @ ",
@@ -108,12 +108,12 @@ std::string FormatCell(const client::Cell& cell, const TableInfo& table, TimeFor
   return line;
 }
 
-std::string FormatRow(const client::Row& row, const TableInfo& table, TimeFormat format,
+std::string FormatRow(const model::Row& row, const TableInfo& table, TimeFormat format,
                       bool keys_only) {
   std::string out = EscapeBytes(row.key);
   out += '\n';
   if (keys_only) return out;
-  for (const client::Cell& cell : row.cells) {
+  for (const model::Cell& cell : row.cells) {
     out += FormatCell(cell, table, format);
     out += '\n';
   }

@@ -33,9 +33,9 @@ std::string QuoteBytes(std::string_view bytes);
 std::string FormatTime(int64_t micros, TimeFormat format);
 
 // The cell line (without the trailing newline), e.g.  "  cf1:a @ 2024-...Z  \"v\"".
-std::string FormatCell(const client::Cell& cell, const TableInfo& table, TimeFormat format);
+std::string FormatCell(const model::Cell& cell, const TableInfo& table, TimeFormat format);
 // The whole block, ending in a newline; keys_only prints only the key line.
-std::string FormatRow(const client::Row& row, const TableInfo& table, TimeFormat format,
+std::string FormatRow(const model::Row& row, const TableInfo& table, TimeFormat format,
                       bool keys_only = false);
 
 // describe's output: a header line, then a line per family: name, kind, GC rule (cbt's

@@ -70,7 +70,7 @@ TEST(ShellFormatTest, TableInfo) {
 TEST(ShellFormatTest, FormatRow) {
   const TableInfo info = SampleTable();
   const std::string t8 = client::EncodeBigEndianInt64(1704164645123000);
-  client::Row row;
+  model::Row row;
   row.key = "row\x01";
   row.cells.push_back({"cf", "a", 1000, "v\n1", {}});
   row.cells.push_back({"ts", t8, 2000, "x", {"lbl"}});

@@ -2,7 +2,7 @@
 // super columns, time-sorted), to turn columns as typed (ColumnRef) into the qualifier bytes
 // and filters the API wants, and stored qualifiers back into readable text.
 //
-// How the server presents Cassandra's additions (server/family_kinds.h): a super-column
+// How the server presents Cassandra's additions (model/family_kind.h): a super-column
 // family's qualifiers are "super:column"; a time-sorted family's qualifiers (or sub-columns)
 // are 8-byte big-endian signed integers, which the shell reads and writes as times in
 // microseconds since the epoch. Families of a server that sends no Tessera options (the

@@ -77,12 +77,12 @@ btadmin::ColumnFamily ToColumnFamily(const FamilySpec& spec) {
   return family;
 }
 
-void AppendRowProto(const btv2::Row& in, Row* out) {
+void AppendRowProto(const btv2::Row& in, model::Row* out) {
   out->key = in.key();
   for (const btv2::Family& family : in.families()) {
     for (const btv2::Column& column : family.columns()) {
       for (const btv2::Cell& cell : column.cells()) {
-        Cell c;
+        model::Cell c;
         c.family = family.name();
         c.qualifier = column.qualifier();
         c.timestamp_micros = cell.timestamp_micros();
@@ -140,7 +140,7 @@ void RowReader::Cancel() {
 
 void RowReader::TryCancel() { stream_->context.TryCancel(); }
 
-StatusOr<bool> RowReader::Next(Row* row) {
+StatusOr<bool> RowReader::Next(model::Row* row) {
   Stream& s = *stream_;
   if (s.cancelled) return false;
   while (!s.merger.HasRow()) {
@@ -465,10 +465,10 @@ std::unique_ptr<RowReader> BigtableClient::ReadRows(std::string_view table_id,
 }
 
 Status BigtableClient::ReadRows(std::string_view table_id, const ReadRowsOptions& options,
-                                const std::function<bool(Row&&)>& on_row,
+                                const std::function<bool(model::Row&&)>& on_row,
                                 const CallOptions& call) {
   std::unique_ptr<RowReader> reader = ReadRows(table_id, options, call);
-  Row row;
+  model::Row row;
   while (true) {
     ASSIGN_OR_RETURN(const bool more, reader->Next(&row));
     if (!more) return absl::OkStatus();
@@ -476,30 +476,29 @@ Status BigtableClient::ReadRows(std::string_view table_id, const ReadRowsOptions
       reader->Cancel();
       return absl::OkStatus();
     }
-    row = Row();
+    row = model::Row();
   }
 }
 
-StatusOr<std::optional<Row>> BigtableClient::ReadRow(std::string_view table_id,
-                                                     std::string_view row_key,
-                                                     const std::optional<btv2::RowFilter>& filter,
-                                                     const CallOptions& call) {
+StatusOr<std::optional<model::Row>> BigtableClient::ReadRow(
+    std::string_view table_id, std::string_view row_key,
+    const std::optional<btv2::RowFilter>& filter, const CallOptions& call) {
   ReadRowsOptions options;
   options.rows.add_row_keys(Str(row_key));
   options.limit = 1;
   options.filter = filter;
   std::unique_ptr<RowReader> reader = ReadRows(table_id, options, call);
-  Row row;
+  model::Row row;
   ASSIGN_OR_RETURN(const bool found, reader->Next(&row));
-  if (!found) return std::optional<Row>();
+  if (!found) return std::optional<model::Row>();
   if (row.key != row_key) {
     return absl::InternalError("ReadRow: the server returned a different row than asked for");
   }
   // Drain the stream so that its end-of-stream checks run.
-  Row extra;
+  model::Row extra;
   ASSIGN_OR_RETURN(const bool more, reader->Next(&extra));
   if (more) return absl::InternalError("ReadRow: the server returned more than one row");
-  return std::optional<Row>(std::move(row));
+  return std::optional<model::Row>(std::move(row));
 }
 
 StatusOr<bool> BigtableClient::CheckAndMutateRow(
@@ -520,7 +519,7 @@ StatusOr<bool> BigtableClient::CheckAndMutateRow(
   return response.predicate_matched();
 }
 
-StatusOr<Row> BigtableClient::ReadModifyWriteRow(
+StatusOr<model::Row> BigtableClient::ReadModifyWriteRow(
     std::string_view table_id, std::string_view row_key,
     const std::vector<btv2::ReadModifyWriteRule>& rules, const CallOptions& call) {
   btv2::ReadModifyWriteRowRequest request;
@@ -531,7 +530,7 @@ StatusOr<Row> BigtableClient::ReadModifyWriteRow(
   SetDeadline(&context, options_.mutate_timeout, call);
   btv2::ReadModifyWriteRowResponse response;
   RETURN_IF_ERROR(FromGrpc(data_->ReadModifyWriteRow(&context, request, &response)));
-  Row row;
+  model::Row row;
   AppendRowProto(response.row(), &row);
   if (row.key.empty()) row.key = Str(row_key);
   return row;

@@ -3,7 +3,7 @@
 // official emulator), scoped to one instance `projects/P/instances/I`.
 //
 // Requests and schema pieces are the API's own protos (google::bigtable::v2 / ::admin::v2):
-// Mutation, RowSet, RowFilter, GcRule, Table. Rows read come back as tessera::client::Row
+// Mutation, RowSet, RowFilter, GcRule, Table. Rows read come back as tessera::model::Row
 // (row_merger.h), rebuilt from the chunk stream with every protocol rule checked.
 //
 // Errors: a failed RPC returns absl::Status with the gRPC code and the server's message
@@ -101,7 +101,7 @@ class RowReader {
 
   // Sets *row to the next row and returns true; returns false at the end of the stream. An
   // error (RPC failure, protocol violation) is returned once; later calls return it again.
-  StatusOr<bool> Next(Row* row);
+  StatusOr<bool> Next(model::Row* row);
 
   // Stops the stream early; the next Next() returns false. Reading thread only.
   void Cancel();
@@ -190,11 +190,11 @@ class BigtableClient {
                                       const CallOptions& call = {});
   // Streams rows to `on_row` in order. `on_row` returns false to stop early (not an error).
   Status ReadRows(std::string_view table_id, const ReadRowsOptions& options,
-                  const std::function<bool(Row&&)>& on_row, const CallOptions& call = {});
+                  const std::function<bool(model::Row&&)>& on_row, const CallOptions& call = {});
   // One row, or nullopt if it has no cells (after `filter`).
-  StatusOr<std::optional<Row>> ReadRow(std::string_view table_id, std::string_view row_key,
-                                       const std::optional<btv2::RowFilter>& filter = std::nullopt,
-                                       const CallOptions& call = {});
+  StatusOr<std::optional<model::Row>> ReadRow(
+      std::string_view table_id, std::string_view row_key,
+      const std::optional<btv2::RowFilter>& filter = std::nullopt, const CallOptions& call = {});
 
   // Applies `true_mutations` if `predicate` yields any cell of the row (no predicate: if the
   // row has any cell), else `false_mutations`; atomic. Returns whether the predicate matched.
@@ -206,9 +206,9 @@ class BigtableClient {
 
   // Applies append / increment rules in order, atomically; returns the new cells of the
   // modified columns (row.key is the row key).
-  StatusOr<Row> ReadModifyWriteRow(std::string_view table_id, std::string_view row_key,
-                                   const std::vector<btv2::ReadModifyWriteRule>& rules,
-                                   const CallOptions& call = {});
+  StatusOr<model::Row> ReadModifyWriteRow(std::string_view table_id, std::string_view row_key,
+                                          const std::vector<btv2::ReadModifyWriteRule>& rules,
+                                          const CallOptions& call = {});
 
   // Row keys splitting the table into pieces, with approximate byte offsets, in key order.
   StatusOr<std::vector<RowKeySample>> SampleRowKeys(std::string_view table_id,

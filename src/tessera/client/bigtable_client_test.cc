@@ -116,7 +116,7 @@ class ClientTest : public ::testing::TestWithParam<std::string> {
 
   std::vector<std::string> Keys(const std::string& table, const ReadRowsOptions& options) {
     std::vector<std::string> keys;
-    const Status s = client_->ReadRows(table, options, [&](Row&& row) {
+    const Status s = client_->ReadRows(table, options, [&](model::Row&& row) {
       keys.push_back(row.key);
       return true;
     });
@@ -191,8 +191,8 @@ TEST_P(ClientTest, MutateRowAndReadRow) {
   EXPECT_EQ((*row)->key, "r1");
   ASSERT_EQ((*row)->cells.size(), 3u);
   // Within a column, newest first.
-  std::vector<Cell> cf1;
-  for (const Cell& c : (*row)->cells) {
+  std::vector<model::Cell> cf1;
+  for (const model::Cell& c : (*row)->cells) {
     if (c.family == "cf1") cf1.push_back(c);
     if (c.family == "cf2") {
       EXPECT_EQ(c.value, std::string("\0x", 2));
@@ -283,7 +283,7 @@ TEST_P(ClientTest, ReadRowsRangesLimitsFiltersReversed) {
 
   // The iterator form, and stopping early from the callback.
   std::unique_ptr<RowReader> reader = client_->ReadRows(table, all);
-  Row row;
+  model::Row row;
   int n = 0;
   while (true) {
     auto more = reader->Next(&row);
@@ -294,7 +294,7 @@ TEST_P(ClientTest, ReadRowsRangesLimitsFiltersReversed) {
   }
   EXPECT_EQ(n, 100);
   n = 0;
-  ASSERT_TRUE(client_->ReadRows(table, all, [&](Row&&) { return ++n < 5; }).ok());
+  ASSERT_TRUE(client_->ReadRows(table, all, [&](model::Row&&) { return ++n < 5; }).ok());
   EXPECT_EQ(n, 5);
   reader = client_->ReadRows(table, all);
   ASSERT_TRUE(*reader->Next(&row));
@@ -368,7 +368,7 @@ TEST_P(ClientTest, CheckAndMutateRow) {
   auto row = client_->ReadRow(table, "r");
   ASSERT_TRUE(row.ok() && row->has_value());
   std::vector<std::string> qualifiers;
-  for (const Cell& c : (*row)->cells) qualifiers.push_back(c.family + ":" + c.qualifier);
+  for (const model::Cell& c : (*row)->cells) qualifiers.push_back(c.family + ":" + c.qualifier);
   std::sort(qualifiers.begin(), qualifiers.end());
   EXPECT_EQ(qualifiers, (std::vector<std::string>{"cf1:flag", "cf2:f2", "cf2:t"}));
   row = client_->ReadRow(table, "empty");
@@ -388,7 +388,7 @@ TEST_P(ClientTest, ReadModifyWriteRow) {
   ASSERT_TRUE(row.ok()) << row.status();
   EXPECT_EQ(row->key, "r");
   std::map<std::string, std::string> values;
-  for (const Cell& c : row->cells) values[c.family + ":" + c.qualifier] = c.value;
+  for (const model::Cell& c : row->cells) values[c.family + ":" + c.qualifier] = c.value;
   EXPECT_EQ(*DecodeBigEndianInt64(values["cf1:n"]), -2);
   EXPECT_EQ(values["cf2:s"], "abcd");
   // Incrementing a value that is not 8 bytes fails.

@@ -64,7 +64,7 @@ Status RowMerger::AddChunk(const v2::ReadRowsResponse::CellChunk& c) {
     if (!in_row_) return Fail("reset_row with no row in progress");
     in_row_ = false;
     in_split_cell_ = false;
-    row_ = Row();
+    row_ = model::Row();
     return absl::OkStatus();
   }
 
@@ -79,7 +79,7 @@ Status RowMerger::AddChunk(const v2::ReadRowsResponse::CellChunk& c) {
     }
     RETURN_IF_ERROR(CheckKeyOrder(c.row_key(), /*allow_equal=*/false));
     in_row_ = true;
-    row_ = Row();
+    row_ = model::Row();
     row_.key = c.row_key();
   } else if (in_split_cell_) {
     if (!c.row_key().empty() || c.has_family_name() || c.has_qualifier() ||
@@ -103,7 +103,7 @@ Status RowMerger::AddChunk(const v2::ReadRowsResponse::CellChunk& c) {
     // Every chunk that does not continue a split value starts a new cell.
     if (c.has_family_name()) family_ = c.family_name().value();
     if (c.has_qualifier()) qualifier_ = c.qualifier().value();
-    Cell cell;
+    model::Cell cell;
     cell.family = family_;
     cell.qualifier = qualifier_;
     cell.timestamp_micros = c.timestamp_micros();
@@ -143,7 +143,7 @@ Status RowMerger::AddChunk(const v2::ReadRowsResponse::CellChunk& c) {
     last_key_ = row_.key;
     have_last_key_ = true;
     ready_.push_back(std::move(row_));
-    row_ = Row();
+    row_ = model::Row();
     in_row_ = false;
   }
   return absl::OkStatus();
@@ -173,8 +173,8 @@ Status RowMerger::Finish() {
   return absl::OkStatus();
 }
 
-Row RowMerger::TakeRow() {
-  Row row = std::move(ready_.front());
+model::Row RowMerger::TakeRow() {
+  model::Row row = std::move(ready_.front());
   ready_.pop_front();
   return row;
 }

@@ -29,27 +29,10 @@
 #include <vector>
 
 #include "google/bigtable/v2/bigtable.pb.h"
+#include "tessera/model/row.h"
 #include "tessera/util/status.h"
 
 namespace tessera::client {
-
-struct Cell {
-  std::string family;
-  std::string qualifier;
-  int64_t timestamp_micros = 0;
-  std::string value;
-  std::vector<std::string> labels;
-
-  bool operator==(const Cell&) const = default;
-};
-
-// Cells in the order the server sent them.
-struct Row {
-  std::string key;
-  std::vector<Cell> cells;
-
-  bool operator==(const Row&) const = default;
-};
 
 class RowMerger {
  public:
@@ -64,8 +47,9 @@ class RowMerger {
   Status Finish();
 
   bool HasRow() const { return !ready_.empty(); }
-  // REQUIRES: HasRow(). Rows come out in stream order.
-  Row TakeRow();
+  // REQUIRES: HasRow(). Rows come out in stream order, each with its cells in the order the
+  // server sent them.
+  model::Row TakeRow();
 
   // The furthest key known to be scanned: the last committed row or last_scanned_row_key,
   // whichever came later; empty before either. A retry may resume after it.
@@ -79,13 +63,13 @@ class RowMerger {
 
   const bool reversed_;
   Status status_;          // sticky failure
-  std::deque<Row> ready_;  // committed, not yet taken
+  std::deque<model::Row> ready_;  // committed, not yet taken
   std::string last_key_;   // last committed or scanned key
   bool have_last_key_ = false;
 
   // The row being assembled.
   bool in_row_ = false;
-  Row row_;
+  model::Row row_;
   std::string family_;  // current family and qualifier within row_
   std::string qualifier_;
   // The cell in progress, when its value is split over chunks.

@@ -52,7 +52,7 @@ v2::ReadRowsResponse::CellChunk ParseChunk(const std::string& text) {
 
 void Drain(RowMerger* m, std::vector<Flat>* out) {
   while (m->HasRow()) {
-    Row row = m->TakeRow();
+    model::Row row = m->TakeRow();
     for (const auto& c : row.cells) {
       std::string labels;
       for (const auto& l : c.labels) labels += (labels.empty() ? "" : ",") + l;

@@ -18,13 +18,6 @@ namespace admin = ::google::bigtable::admin::v2;
 
 constexpr std::string_view kTokenPrefix = "tessera-consistency-";
 
-// The smallest key greater than every key starting with `prefix`; "" if there is none.
-std::string PrefixSuccessor(std::string prefix) {
-  while (!prefix.empty() && static_cast<unsigned char>(prefix.back()) == 0xff) prefix.pop_back();
-  if (!prefix.empty()) prefix.back() = static_cast<char>(prefix.back() + 1);
-  return prefix;
-}
-
 Status ApplyModification(const admin::ModifyColumnFamiliesRequest::Modification& m, size_t index,
                          model::TableSchema* schema) {
   const std::string& id = m.id();
@@ -247,43 +240,20 @@ StatusOr<admin::Table> AdminService::DoModifyColumnFamilies(
   return TableToProto(*info, admin::Table::SCHEMA_VIEW);
 }
 
-Status AdminService::DeleteRowsWithPrefix(const TableInfo& table, const std::string& prefix) {
-  const std::string end = PrefixSuccessor(prefix);
-  tablet::Engine* engine = catalog_->engine();
-  tablet::ReadSpec spec;
-  spec.max_versions = 1;
-  // Every row with data, also one whose cells GC may collect but has not: a relaxed rule would
-  // bring them back (the emulator, and Bigtable, drop the range's data outright).
-  spec.hide_collectable = false;
-  uint64_t deleted = 0;
-  for (size_t i : table.TabletsOverlapping(prefix, end)) {
-    const TabletRef& t = table.tablets[i];
-    ASSIGN_OR_RETURN(std::unique_ptr<tablet::RowIterator> it,
-                     engine->Scan(t.id, tablet::RowRange{prefix, end}, spec, 0));
-    for (; it->Valid(); it->Next()) {
-      model::RowMutation m(it->row().key);
-      m.DeleteFromRow();
-      RowLocks::Guard guard = row_locks_->LockForWrite(table.full_name, it->row().key);
-      RETURN_IF_ERROR(engine->Apply(t.id, m));
-      ++deleted;
-    }
-    RETURN_IF_ERROR(it->status());
-  }
-  TLOG_INFO("admin: DropRowRange {} prefix of {} bytes: {} rows deleted", table.full_name,
-            prefix.size(), deleted);
-  return Status();
-}
-
 Status AdminService::DoDropRowRange(const admin::DropRowRangeRequest& request) {
   RETURN_IF_ERROR(TableName::Parse(request.name()).status());
   ASSIGN_OR_RETURN(std::shared_ptr<const TableInfo> info, catalog_->GetTable(request.name()));
   switch (request.target_case()) {
-    case admin::DropRowRangeRequest::kRowKeyPrefix:
+    case admin::DropRowRangeRequest::kRowKeyPrefix: {
       if (request.row_key_prefix().empty()) {
         return absl::InvalidArgumentError(
             "row_key_prefix must not be empty (use delete_all_data_from_table to drop every row)");
       }
-      return DeleteRowsWithPrefix(*info, request.row_key_prefix());
+      ASSIGN_OR_RETURN(uint64_t deleted, access_->DropRowRange(*info, request.row_key_prefix()));
+      TLOG_INFO("admin: DropRowRange {} prefix of {} bytes: {} rows deleted", info->full_name,
+                request.row_key_prefix().size(), deleted);
+      return Status();
+    }
     case admin::DropRowRangeRequest::kDeleteAllDataFromTable:
       if (!request.delete_all_data_from_table()) {
         return absl::InvalidArgumentError("delete_all_data_from_table must be true when set");

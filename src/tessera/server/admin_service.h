@@ -22,7 +22,7 @@
 #include <functional>
 
 #include "google/bigtable/admin/v2/bigtable_table_admin.grpc.pb.h"
-#include "tessera/server/row_locks.h"
+#include "tessera/replication/table_access.h"
 #include "tessera/server/table_catalog.h"
 #include "tessera/server/table_definitions.h"
 
@@ -33,18 +33,18 @@ class AdminService final
  public:
   using Admin = ::google::bigtable::admin::v2::BigtableTableAdmin;
 
-  // All must outlive the service. `row_locks` is the one the data service uses, so that
+  // All must outlive the service. `access` is the one the data service uses, so that
   // DropRowRange's row deletes are ordered with CheckAndMutateRow / ReadModifyWriteRow.
   // `definitions` decides table changes; nullptr means the catalog (single-node mode). In
   // cluster mode it is the ClusterSchema that mirrors into `catalog`.
   // `serving_check` is asked before every gRPC call (not before the Do* methods); a non-OK
   // status is the call's answer (a cluster node answers Unavailable while it has no
   // lock-service session). Unset: always serving.
-  AdminService(TableCatalog* catalog, RowLocks* row_locks,
+  AdminService(TableCatalog* catalog, replication::TableAccess* access,
                TableDefinitions* definitions = nullptr,
                std::function<Status()> serving_check = nullptr)
       : catalog_(catalog),
-        row_locks_(row_locks),
+        access_(access),
         definitions_(definitions != nullptr ? definitions : catalog),
         serving_check_(std::move(serving_check)) {}
 
@@ -104,11 +104,10 @@ class AdminService final
       const ::google::bigtable::admin::v2::CheckConsistencyRequest& request);
 
  private:
-  Status DeleteRowsWithPrefix(const TableInfo& table, const std::string& prefix);
   Status CheckServing() const;
 
   TableCatalog* const catalog_;
-  RowLocks* const row_locks_;
+  replication::TableAccess* const access_;
   TableDefinitions* const definitions_;
   const std::function<Status()> serving_check_;
 };

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "gtest/gtest.h"
+#include "tessera/replication/local_table_access.h"
 #include "tessera/util/clock.h"
 #include "tessera/util/mem_file_system.h"
 
@@ -26,7 +27,8 @@ class AdminServiceTest : public ::testing::Test {
     auto catalog = TableCatalog::Open(engine_.get());
     ASSERT_TRUE(catalog.ok()) << catalog.status();
     catalog_ = *std::move(catalog);
-    service_ = std::make_unique<AdminService>(catalog_.get(), &locks_);
+    access_ = std::make_unique<replication::LocalTableAccess>(engine_.get());
+    service_ = std::make_unique<AdminService>(catalog_.get(), access_.get());
   }
   void TearDown() override {
     service_.reset();
@@ -65,7 +67,7 @@ class AdminServiceTest : public ::testing::Test {
     auto info = catalog_->GetTable(kTable);
     EXPECT_TRUE(info.ok());
     for (const TabletRef& t : (*info)->tablets) {
-      auto it = engine_->Scan(t.id, tablet::RowRange{}, tablet::ReadSpec{}, 0);
+      auto it = engine_->Scan(t.id, model::RowRange{}, model::ReadSpec{}, 0);
       EXPECT_TRUE(it.ok());
       for (; (*it)->Valid(); (*it)->Next()) out.push_back((*it)->row().key);
     }
@@ -74,9 +76,9 @@ class AdminServiceTest : public ::testing::Test {
 
   MemFileSystem fs_;
   ManualClock clock_;
-  RowLocks locks_{16};
   std::unique_ptr<tablet::Engine> engine_;
   std::unique_ptr<TableCatalog> catalog_;
+  std::unique_ptr<replication::LocalTableAccess> access_;
   std::unique_ptr<AdminService> service_;
 };
 
@@ -273,7 +275,7 @@ TEST_F(AdminServiceTest, DroppedFamilyDataIsGoneEvenWhenRecreated) {
   create.mutable_modifications(0)->mutable_create();
   ASSERT_TRUE(service_->DoModifyColumnFamilies(create).ok());
   auto info = catalog_->GetTable(kTable);
-  auto row = engine_->ReadRow((*info)->TabletFor("a").id, "a", tablet::ReadSpec{});
+  auto row = engine_->ReadRow((*info)->TabletFor("a").id, "a", model::ReadSpec{});
   ASSERT_TRUE(row.ok()) << row.status();
   ASSERT_TRUE(row->has_value());
   ASSERT_EQ((*row)->cells.size(), 1u);
@@ -439,7 +441,7 @@ class CountingDefinitions final : public TableDefinitions {
 
 TEST_F(AdminServiceTest, ChangesGoThroughTheTableDefinitions) {
   CountingDefinitions definitions(catalog_.get());
-  service_ = std::make_unique<AdminService>(catalog_.get(), &locks_, &definitions);
+  service_ = std::make_unique<AdminService>(catalog_.get(), access_.get(), &definitions);
   CreateDefault();
   EXPECT_EQ(definitions.creates, 1);
 

@@ -98,11 +98,11 @@ class Node {
   std::string Families(const std::string& row) {
     auto info = catalog_->GetTable(kTable);
     if (!info.ok()) return "<no table>";
-    auto read = engine_->ReadRow((*info)->TabletFor(row).id, row, tablet::ReadSpec{});
+    auto read = engine_->ReadRow((*info)->TabletFor(row).id, row, model::ReadSpec{});
     if (!read.ok()) return read.status().ToString();
     std::string out;
     if (!read->has_value()) return out;
-    for (const tablet::Cell& c : (*read)->cells) out += (out.empty() ? "" : ",") + c.family;
+    for (const model::Cell& c : (*read)->cells) out += (out.empty() ? "" : ",") + c.family;
     return out;
   }
 

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <functional>
-#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -12,12 +11,10 @@
 #include "absl/strings/escaping.h"
 #include "google/bigtable/v2/feature_flags.pb.h"
 #include "tessera/model/cell_key.h"
-#include "tessera/server/family_kinds.h"
 #include "tessera/server/grpc_status.h"
 #include "tessera/server/mutation_builder.h"
 #include "tessera/server/read_rows_chunker.h"
-#include "tessera/server/row_filter.h"
-#include "tessera/util/coding.h"
+#include "tessera/server/row_filter_proto.h"
 #include "tessera/util/logging.h"
 
 namespace tessera::server {
@@ -31,43 +28,12 @@ constexpr size_t kMaxReadModifyWriteRules = 100'000;
 // The (table, tablets, schema) snapshot a request works on.
 using TablePtr = std::shared_ptr<const TableInfo>;
 
-// Maps an engine error on `table` to what a Bigtable client should see.
-Status EngineError(const TableInfo& table, const Status& s) {
-  switch (s.code()) {
-    case absl::StatusCode::kNotFound:
-      // The tablet was dropped under us: the table was deleted concurrently.
-      return absl::NotFoundError(StrCat("table \"", table.full_name, "\" not found"));
-    case absl::StatusCode::kFailedPrecondition:
-      // The engine is closed: the server is shutting down; a retry reaches it again later.
-      return absl::UnavailableError(StrCat("the server is shutting down: ", s.message()));
-    default:
-      return s;
-  }
-}
-
-// Index of the tablet holding `row` (tablets tile ["", "")).
-size_t TabletIndexFor(const TableInfo& table, std::string_view row) {
-  auto it = std::upper_bound(
-      table.tablets.begin(), table.tablets.end(), row,
-      [](std::string_view r, const TabletRef& t) { return r < t.start_row; });
-  return static_cast<size_t>(it - table.tablets.begin()) - 1;
-}
-
-// A request's RowSet as disjoint, non-adjacent ranges [start, end) in increasing order (end ""
-// = unbounded). Production's checks and messages; keys and overlapping ranges deduplicated.
-StatusOr<std::vector<tablet::RowRange>> NormalizeRowSet(const v2::RowSet& set) {
-  std::vector<tablet::RowRange> ranges;
-  if (set.row_keys_size() == 0 && set.row_ranges_size() == 0) {
-    ranges.push_back({"", ""});
-    return ranges;
-  }
-  ranges.reserve(set.row_keys_size() + set.row_ranges_size());
-  for (const std::string& key : set.row_keys()) {
-    if (key.empty()) continue;  // no row has the empty key
-    std::string end = key;
-    end.push_back('\0');
-    ranges.push_back({key, std::move(end)});
-  }
+// A request's RowSet in model form (model/row.h normalises it). Production's checks and
+// messages; an empty RowSet message means every row.
+StatusOr<model::RowSet> RowSetFromProto(const v2::RowSet& set) {
+  if (set.row_keys_size() == 0 && set.row_ranges_size() == 0) return model::RowSet::All();
+  std::vector<model::RowRange> ranges;
+  ranges.reserve(set.row_ranges_size());
   for (int i = 0; i < set.row_ranges_size(); ++i) {
     const v2::RowRange& r = set.row_ranges(i);
     const bool start_open = r.start_key_case() == v2::RowRange::kStartKeyOpen;
@@ -81,35 +47,14 @@ StatusOr<std::vector<tablet::RowRange>> NormalizeRowSet(const v2::RowSet& set) {
                  end_closed ? "end_key_closed" : "end_key_open", " \"",
                  model::DisplayBytes(end_key), "\""));
     }
-    tablet::RowRange range;
+    model::RowRange& range = ranges.emplace_back();
     range.start = start_key;
     if (start_open && !start_key.empty()) range.start.push_back('\0');
     range.end = end_key;  // "" (unset or empty) = unbounded
     if (end_closed && !end_key.empty()) range.end.push_back('\0');
-    if (!range.end.empty() && range.start >= range.end) continue;  // empty range
-    ranges.push_back(std::move(range));
   }
-  std::sort(ranges.begin(), ranges.end(),
-            [](const tablet::RowRange& a, const tablet::RowRange& b) { return a.start < b.start; });
-  std::vector<tablet::RowRange> merged;
-  for (tablet::RowRange& r : ranges) {
-    if (!merged.empty()) {
-      tablet::RowRange& last = merged.back();
-      if (last.end.empty()) continue;  // unbounded: covers everything after
-      if (r.start <= last.end) {       // overlapping or adjacent
-        if (r.end.empty() || r.end > last.end) last.end = std::move(r.end);
-        continue;
-      }
-    }
-    merged.push_back(std::move(r));
-  }
-  return merged;
-}
-
-// True if `range` holds exactly one row key (range.start).
-bool IsSingleKey(const tablet::RowRange& range) {
-  return range.end.size() == range.start.size() + 1 && range.end.back() == '\0' &&
-         range.end.compare(0, range.start.size(), range.start) == 0 && !range.start.empty();
+  return model::RowSet::Of(std::vector<std::string>(set.row_keys().begin(), set.row_keys().end()),
+                           std::move(ranges));
 }
 
 // Decodes the client's "bigtable-features" header (base64 of FeatureFlags); defaults if absent
@@ -127,92 +72,6 @@ v2::FeatureFlags ClientFeatures(const grpc::CallbackServerContext* ctx) {
   return flags;
 }
 
-// Family kinds of a schema, looked up per cell while converting engine rows.
-class KindCache {
- public:
-  explicit KindCache(const model::TableSchema& schema) {
-    for (const auto& [name, family] : schema.families) {
-      FamilyKind kind = FamilyKind::Of(family);
-      if (!kind.plain()) special_.emplace(name, kind);
-    }
-  }
-  bool all_plain() const { return special_.empty(); }
-  // Plain for families the schema does not know (created after the snapshot).
-  FamilyKind Get(std::string_view family) const {
-    auto it = special_.find(family);
-    return it == special_.end() ? FamilyKind() : it->second;
-  }
-
- private:
-  std::map<std::string, FamilyKind, std::less<>> special_;
-};
-
-// An engine row as filters and clients see it: qualifiers in presented form. Cells stay in
-// storage order (which is presented order for these families; see family_kinds.h).
-Status ToFilterRow(const tablet::Row& row, const KindCache& kinds, FilterRow* out) {
-  out->key = row.key;
-  out->cells.clear();
-  out->cells.reserve(row.cells.size());
-  for (const tablet::Cell& c : row.cells) {
-    FilterCell& fc = out->cells.emplace_back();
-    fc.family = c.family;
-    if (kinds.all_plain()) {
-      fc.qualifier = c.qualifier;
-    } else {
-      RETURN_IF_ERROR(kinds.Get(c.family).ToPresented(c.family, c.qualifier, &fc.qualifier));
-    }
-    fc.timestamp_micros = c.timestamp_micros;
-    fc.value = c.value;
-  }
-  return Status();
-}
-
-// The filter merges interleave and sink outputs in ascending presented order; for super-column
-// and time-sorted families that is not the order the row is returned in. Restore it.
-void RestoreStoredOrder(const KindCache& kinds, FilterRow* row) {
-  if (kinds.all_plain() || row->cells.size() < 2) return;
-  bool special = false;
-  for (const FilterCell& c : row->cells) {
-    if (!kinds.Get(c.family).plain()) {
-      special = true;
-      break;
-    }
-  }
-  if (!special) return;
-  struct Keyed {
-    std::string stored;
-    size_t index;
-  };
-  std::vector<Keyed> keys(row->cells.size());
-  for (size_t i = 0; i < row->cells.size(); ++i) {
-    const FilterCell& c = row->cells[i];
-    keys[i].index = i;
-    if (!kinds.Get(c.family).ToStored(c.family, c.qualifier, &keys[i].stored).ok()) {
-      keys[i].stored = c.qualifier;  // cannot happen: the qualifier came from ToPresented
-    }
-  }
-  std::stable_sort(keys.begin(), keys.end(), [&](const Keyed& a, const Keyed& b) {
-    const FilterCell& ca = row->cells[a.index];
-    const FilterCell& cb = row->cells[b.index];
-    if (int c = ca.family.compare(cb.family); c != 0) return c < 0;
-    if (int c = a.stored.compare(b.stored); c != 0) return c < 0;
-    return ca.timestamp_micros > cb.timestamp_micros;
-  });
-  std::vector<FilterCell> sorted;
-  sorted.reserve(keys.size());
-  for (const Keyed& k : keys) sorted.push_back(std::move(row->cells[k.index]));
-  row->cells = std::move(sorted);
-}
-
-tablet::ReadSpec SpecFor(const RowFilter& filter) {
-  tablet::ReadSpec spec;
-  const FilterPushdown& p = filter.pushdown();
-  spec.families = p.families;
-  spec.time_range = p.time_range;
-  spec.max_versions = p.max_versions;
-  return spec;
-}
-
 FilterOptions FilterOptionsFor(const model::TableSchema& schema, uint64_t seed) {
   FilterOptions options;
   options.millisecond_granularity = schema.granularity == model::TimestampGranularity::kMillis;
@@ -227,19 +86,15 @@ FilterOptions FilterOptionsFor(const model::TableSchema& schema, uint64_t seed) 
 
 class DataService::Impl {
  public:
-  Impl(TableCatalog* catalog, Clock* clock, Executor* executor, DataServiceOptions options)
-      : catalog_(catalog),
-        clock_(clock),
-        executor_(executor),
-        options_(options),
-        locks_(options.row_lock_stripes) {}
+  Impl(TableCatalog* catalog, replication::TableAccess* access, Clock* clock, Executor* executor,
+       DataServiceOptions options)
+      : catalog_(catalog), access_(access), clock_(clock), executor_(executor), options_(options) {}
 
   TableCatalog* catalog() const { return catalog_; }
-  tablet::Engine* engine() const { return catalog_->engine(); }
+  replication::TableAccess* access() const { return access_; }
   Clock* clock() const { return clock_; }
   const DataServiceOptions& options() const { return options_; }
   bool has_executor() const { return executor_ != nullptr; }
-  RowLocks* row_locks() { return &locks_; }
 
   // Runs `fn` on the executor, or right here without one.
   void Run(std::function<void()> fn) {
@@ -274,20 +129,12 @@ class DataService::Impl {
     return catalog_->GetTable(name.Full());
   }
 
-  // Applies `m` to its row of `table` under the row's stripe in shared mode.
-  Status ApplyWrite(const TableInfo& table, const model::RowMutation& m) {
-    const TabletRef& t = table.TabletFor(m.row());
-    RowLocks::Guard guard = locks_.LockForWrite(table.full_name, m.row());
-    Status s = engine()->Apply(t.id, m);
-    return s.ok() ? s : EngineError(table, s);
-  }
-
   Status MutateRow(const v2::MutateRowRequest& req) {
     ASSIGN_OR_RETURN(TablePtr table, ResolveTable(req.table_name(), req.authorized_view_name(), ""));
     MutationBuilder builder(table->schema);
     ASSIGN_OR_RETURN(model::RowMutation m,
                      builder.Build(req.row_key(), req.mutations(), clock_->NowMicros()));
-    return ApplyWrite(*table, m);
+    return access_->Mutate(*table, m);
   }
 
   // One MutateRows entry.
@@ -296,7 +143,7 @@ class DataService::Impl {
     MutationBuilder builder(table.schema);
     ASSIGN_OR_RETURN(model::RowMutation m,
                      builder.Build(entry.row_key(), entry.mutations(), now_micros));
-    return ApplyWrite(table, m);
+    return access_->Mutate(table, m);
   }
 
   StatusOr<bool> CheckAndMutateRow(const v2::CheckAndMutateRowRequest& req);
@@ -307,10 +154,10 @@ class DataService::Impl {
 
  private:
   TableCatalog* const catalog_;
+  replication::TableAccess* const access_;
   Clock* const clock_;
   Executor* const executor_;
   const DataServiceOptions options_;
-  RowLocks locks_;
   std::atomic<uint64_t> seed_counter_{0};
 };
 
@@ -333,41 +180,15 @@ StatusOr<bool> DataService::Impl::CheckAndMutateRow(const v2::CheckAndMutateRowR
                       "Error in field 'true_mutations'");
   RETURN_IF_ERROR_CTX(builder.AppendTo(req.false_mutations(), now, &on_false),
                       "Error in field 'false_mutations'");
-  std::optional<RowFilter> predicate;
-  tablet::ReadSpec spec;
+  std::optional<model::RowFilter> predicate;
   if (req.has_predicate_filter()) {
-    ASSIGN_OR_RETURN(RowFilter f, RowFilter::Compile(req.predicate_filter(),
-                                                     FilterOptionsFor(table->schema, NextSeed())));
-    spec = SpecFor(f);
+    ASSIGN_OR_RETURN(
+        model::RowFilter f,
+        CompileRowFilter(req.predicate_filter(), FilterOptionsFor(table->schema, NextSeed())));
     predicate.emplace(std::move(f));
-  } else {
-    spec.max_versions = 1;  // "does the row have any cell" needs one per column at most
   }
-  const TabletRef& t = table->TabletFor(req.row_key());
-  const KindCache kinds(table->schema);
-
-  RowLocks::Guard guard = locks_.LockForReadModifyWrite(table->full_name, req.row_key());
-  bool matched = false;
-  if (!predicate.has_value() || !predicate->pushdown().outputs_nothing) {
-    StatusOr<std::optional<tablet::Row>> row = engine()->ReadRow(t.id, req.row_key(), spec);
-    if (!row.ok()) return EngineError(*table, row.status());
-    if (row->has_value()) {
-      if (!predicate.has_value()) {
-        matched = !(*row)->cells.empty();
-      } else {
-        FilterRow frow;
-        RETURN_IF_ERROR(ToFilterRow(**row, kinds, &frow));
-        predicate->Apply(&frow);
-        matched = !frow.cells.empty();
-      }
-    }
-  }
-  const model::RowMutation& chosen = matched ? on_true : on_false;
-  if (!chosen.empty()) {
-    Status s = engine()->Apply(t.id, chosen);
-    if (!s.ok()) return EngineError(*table, s);
-  }
-  return matched;
+  return access_->CheckAndMutate(*table, req.row_key(),
+                                 predicate.has_value() ? &*predicate : nullptr, on_true, on_false);
 }
 
 Status DataService::Impl::ReadModifyWriteRow(const v2::ReadModifyWriteRowRequest& req,
@@ -379,22 +200,14 @@ Status DataService::Impl::ReadModifyWriteRow(const v2::ReadModifyWriteRowRequest
     return absl::InvalidArgumentError(StrCat("Too many rules: ", req.rules_size(),
                                              "; the maximum is ", kMaxReadModifyWriteRules));
   }
-  // Validate every rule and find the columns they touch, before taking the lock.
+  // Validate every rule and find the stored form of its column, before taking the lock.
   MutationBuilder builder(table->schema);
-  struct Column {
-    std::string presented;
-    std::string value;
-    int64_t latest_ts = -1;  // -1: no existing cell
-    bool exists = false;
-    bool modified = false;
-  };
-  using ColumnKey = std::pair<std::string, std::string>;  // (family, stored qualifier)
-  std::map<ColumnKey, Column> columns;
-  std::vector<std::map<ColumnKey, Column>::iterator> rule_column(req.rules_size());
+  std::vector<replication::ReadModifyWriteRule> rules(req.rules_size());
   for (int i = 0; i < req.rules_size(); ++i) {
     const v2::ReadModifyWriteRule& rule = req.rules(i);
-    std::string stored;
-    Status s = builder.StoredQualifier(rule.family_name(), rule.column_qualifier(), &stored);
+    replication::ReadModifyWriteRule& out = rules[i];
+    Status s =
+        builder.StoredQualifier(rule.family_name(), rule.column_qualifier(), &out.stored_qualifier);
     if (s.ok() && rule.rule_case() == v2::ReadModifyWriteRule::RULE_NOT_SET) {
       s = absl::InvalidArgumentError("rule has neither append_value nor increment_amount set");
     }
@@ -405,81 +218,33 @@ Status DataService::Impl::ReadModifyWriteRow(const v2::ReadModifyWriteRowRequest
       return Status(s.code(), StrCat("Error in field 'rules' : Error in element #", i, " : ",
                                      s.message()));
     }
-    auto [it, inserted] = columns.try_emplace(ColumnKey(rule.family_name(), std::move(stored)));
-    if (inserted) it->second.presented = rule.column_qualifier();
-    rule_column[i] = it;
-  }
-  tablet::ReadSpec spec;
-  spec.max_versions = 1;
-  for (const auto& [key, col] : columns) spec.columns.push_back({key.first, key.second});
-
-  const TabletRef& t = table->TabletFor(req.row_key());
-  RowLocks::Guard guard = locks_.LockForReadModifyWrite(table->full_name, req.row_key());
-  StatusOr<std::optional<tablet::Row>> row = engine()->ReadRow(t.id, req.row_key(), spec);
-  if (!row.ok()) return EngineError(*table, row.status());
-  if (row->has_value()) {
-    for (const tablet::Cell& c : (*row)->cells) {
-      auto it = columns.find(ColumnKey(c.family, c.qualifier));
-      if (it == columns.end() || it->second.exists) continue;  // newest first: keep the first
-      it->second.exists = true;
-      it->second.value = c.value;
-      it->second.latest_ts = c.timestamp_micros;
-    }
-  }
-  for (int i = 0; i < req.rules_size(); ++i) {
-    const v2::ReadModifyWriteRule& rule = req.rules(i);
-    Column& col = rule_column[i]->second;
+    out.family = rule.family_name();
+    out.qualifier = rule.column_qualifier();
     if (rule.rule_case() == v2::ReadModifyWriteRule::kAppendValue) {
-      if (col.value.size() + rule.append_value().size() > kMaxValueBytes) {
-        return absl::InvalidArgumentError(
-            StrCat("Appending to column ", rule.family_name(), ":",
-                   model::DisplayBytes(rule.column_qualifier()), " would make its value ",
-                   col.value.size() + rule.append_value().size(), " bytes; the maximum is ",
-                   kMaxValueBytes));
-      }
-      col.value += rule.append_value();
+      out.kind = replication::ReadModifyWriteRule::Kind::kAppend;
+      out.append_value = rule.append_value();
     } else {
-      int64_t current = 0;
-      if (col.exists || col.modified) {
-        if (col.value.size() != 8) {
-          return absl::FailedPreconditionError(StrCat(
-              "Cannot increment value '", model::DisplayBytes(col.value.substr(0, 64)),
-              "' (family=", rule.family_name(),
-              ", qualifier=", model::DisplayBytes(rule.column_qualifier()),
-              "). The increment operation can only be performed on 64-bit values"));
-        }
-        current = static_cast<int64_t>(DecodeBigEndian64(col.value.data()));
-      }
-      // Wraps around on overflow, as two's complement addition does.
-      const uint64_t sum =
-          static_cast<uint64_t>(current) + static_cast<uint64_t>(rule.increment_amount());
-      col.value = BigEndian64String(sum);  // two's complement, big-endian
+      out.kind = replication::ReadModifyWriteRule::Kind::kIncrement;
+      out.increment_amount = rule.increment_amount();
     }
-    col.modified = true;
   }
-  // New cells sort before every existing one of their column: max(now, latest existing).
   const int64_t now = ServerTimestamp(table->schema, clock_->NowMicros());
-  model::RowMutation m(req.row_key());
+  ASSIGN_OR_RETURN(model::Row row,
+                   access_->ReadModifyWrite(*table, req.row_key(), rules, now, kMaxValueBytes));
+  // One cell per column, columns in returned order: a family starts where the name changes.
   v2::Row* out = resp->mutable_row();
-  out->set_key(req.row_key());
+  out->set_key(std::move(row.key));
   v2::Family* family = nullptr;
-  for (auto& [key, col] : columns) {
-    const int64_t ts = std::max(now, col.latest_ts);
-    m.SetCell(key.first, key.second, ts, col.value);
-    if (family == nullptr || family->name() != key.first) {
+  for (model::Cell& c : row.cells) {
+    if (family == nullptr || family->name() != c.family) {
       family = out->add_families();
-      family->set_name(key.first);
+      family->set_name(c.family);
     }
     v2::Column* column = family->add_columns();
-    column->set_qualifier(col.presented);
+    column->set_qualifier(std::move(c.qualifier));
     v2::Cell* cell = column->add_cells();
-    cell->set_timestamp_micros(ts);
-    cell->set_value(std::move(col.value));
-  }
-  Status s = engine()->Apply(t.id, m);
-  if (!s.ok()) {
-    resp->Clear();
-    return EngineError(*table, s);
+    cell->set_timestamp_micros(c.timestamp_micros);
+    cell->set_value(std::move(c.value));
   }
   return Status();
 }
@@ -488,50 +253,15 @@ Status DataService::Impl::SampleRowKeys(const v2::SampleRowKeysRequest& req,
                                         std::vector<v2::SampleRowKeysResponse>* out) {
   ASSIGN_OR_RETURN(TablePtr table, ResolveTable(req.table_name(), req.authorized_view_name(),
                                                 req.materialized_view_name()));
-  struct Sample {
-    std::string key;
-    uint64_t offset;
-  };
-  std::vector<Sample> samples;
-  uint64_t total = 0;
-  const uint64_t every = std::max<uint64_t>(1, options_.sample_every_bytes);
-  for (const TabletRef& t : table->tablets) {
-    StatusOr<uint64_t> bytes = engine()->ApproximateTabletBytes(t.id);
-    if (!bytes.ok()) return EngineError(*table, bytes.status());
-    StatusOr<std::vector<std::string>> keys = engine()->SampleRowKeys(t.id, every);
-    if (!keys.ok()) return EngineError(*table, keys.status());
-    if (keys->empty()) {
-      // A small tablet: it may be empty, its size only the memtable's arena. A scan for one
-      // row tells (it stops at the first live row); an empty tablet counts as 0 bytes.
-      tablet::ReadSpec one;
-      one.max_versions = 1;
-      StatusOr<std::unique_ptr<tablet::RowIterator>> it =
-          engine()->Scan(t.id, tablet::RowRange{}, one, tablet::ScanOptions{.limit = 1});
-      if (!it.ok()) return EngineError(*table, it.status());
-      if (!(*it)->Valid()) {
-        if (!(*it)->status().ok()) return EngineError(*table, (*it)->status());
-        *bytes = 0;
-      }
-    }
-    // The engine's keys are about `every` bytes apart; offsets are estimates, kept within the
-    // tablet's size so that they never decrease.
-    uint64_t offset = total;
-    for (std::string& key : *keys) {
-      offset = std::min(offset + every, total + *bytes);
-      samples.push_back({std::move(key), offset});
-    }
-    total += *bytes;
-    if (!t.end_row.empty()) samples.push_back({t.end_row, total});
-  }
-  if (total == 0) samples.clear();  // an empty table: only the end
+  ASSIGN_OR_RETURN(
+      std::vector<replication::RowKeySample> samples,
+      access_->SampleRowKeys(*table, std::max<uint64_t>(1, options_.sample_every_bytes)));
   out->clear();
-  for (Sample& s : samples) {
+  for (replication::RowKeySample& s : samples) {
     v2::SampleRowKeysResponse& r = out->emplace_back();
-    r.set_row_key(std::move(s.key));
-    r.set_offset_bytes(static_cast<int64_t>(s.offset));
+    r.set_row_key(std::move(s.row_key));
+    r.set_offset_bytes(s.offset_bytes);
   }
-  v2::SampleRowKeysResponse& last = out->emplace_back();
-  last.set_offset_bytes(static_cast<int64_t>(total));
   return Status();
 }
 
@@ -720,20 +450,16 @@ class ReadRowsReactor final : public grpc::ServerWriteReactor<v2::ReadRowsRespon
       return absl::InvalidArgumentError(
           StrCat("rows_limit must not be negative, got ", req_->rows_limit()));
     }
-    limit_ = req_->rows_limit();
-    ASSIGN_OR_RETURN(ranges_, NormalizeRowSet(req_->rows()));
+    replication::ReadRequest read;
+    read.rows_limit = req_->rows_limit();
+    ASSIGN_OR_RETURN(read.rows, RowSetFromProto(req_->rows()));
     if (req_->has_filter()) {
-      ASSIGN_OR_RETURN(RowFilter f,
-                       RowFilter::Compile(req_->filter(),
-                                          FilterOptionsFor(table_->schema, impl_->NextSeed())));
-      filter_.emplace(std::move(f));
-    } else {
-      filter_.emplace(RowFilter::PassAll());
+      ASSIGN_OR_RETURN(
+          read.filter,
+          CompileRowFilter(req_->filter(), FilterOptionsFor(table_->schema, impl_->NextSeed())));
     }
-    spec_ = SpecFor(*filter_);
-    kinds_.emplace(table_->schema);
-    if (filter_->pushdown().outputs_nothing) ranges_.clear();
-    reversed_ = req_->reversed();
+    read.reversed = req_->reversed();
+    ASSIGN_OR_RETURN(stream_, impl_->access()->Read(table_, std::move(read)));
     return Status();
   }
 
@@ -748,15 +474,18 @@ class ReadRowsReactor final : public grpc::ServerWriteReactor<v2::ReadRowsRespon
     }
     // Work of this step: rows read, and scans or point reads opened (a RowSet of many absent
     // keys reads no rows, but each key costs a lookup).
-    size_t scanned = 0, work = 0;
-    const int64_t returned_before = rows_returned_;
-    while (!done_ && !chunker_.HasFullResponse() &&
-           work < impl_->options().read_rows_per_step &&
-           static_cast<size_t>(rows_returned_ - returned_before) <
+    size_t work = 0;
+    const replication::ReadProgress& progress = stream_->progress();
+    const int64_t seen_before = progress.rows_seen;
+    const int64_t returned_before = progress.rows_returned;
+    while (!done_ && !chunker_.HasFullResponse() && work < impl_->options().read_rows_per_step &&
+           static_cast<size_t>(progress.rows_returned - returned_before) <
                impl_->options().read_response_rows) {
       ++work;
-      Status s = NextRow(&scanned);
-      if (!s.ok()) return Fail(s);
+      StatusOr<replication::ReadStep> step = stream_->Step(&row_);
+      if (!step.ok()) return Fail(step.status());
+      if (*step == replication::ReadStep::kRow) chunker_.AddRow(std::move(row_));
+      done_ = stream_->done();
     }
     if (done_ && !chunker_finished_) {
       chunker_finished_ = true;
@@ -772,10 +501,11 @@ class ReadRowsReactor final : public grpc::ServerWriteReactor<v2::ReadRowsRespon
       // early) or none (tell the client how far the scan got, if it wants to know; else just
       // let other work run and continue).
       if (chunker_.empty()) {
-        if (!send_last_scanned_ || scanned == 0 || last_scanned_key_.empty()) {
+        if (!send_last_scanned_ || progress.rows_seen == seen_before ||
+            progress.last_scanned_key.empty()) {
           return StepResult::kYield;
         }
-        chunker_.AddLastScannedRowKey(last_scanned_key_);
+        chunker_.AddLastScannedRowKey(progress.last_scanned_key);
       }
     }
     if (chunker_.empty()) {  // done and nothing left to send
@@ -791,93 +521,15 @@ class ReadRowsReactor final : public grpc::ServerWriteReactor<v2::ReadRowsRespon
     return StepResult::kWaiting;
   }
 
-  // Reads one row from the scan (or moves to the next tablet or range), filters it and adds it
-  // to the chunker. Sets done_ at the end or at the row limit.
-  Status NextRow(size_t* scanned) {
-    const tablet::Row* row = nullptr;
-    if (point_row_.has_value()) {
-      row = &*point_row_;
-    } else if (iter_ != nullptr && iter_->Valid()) {
-      row = &iter_->row();
-    } else {
-      if (iter_ != nullptr) {
-        Status s = iter_->status();
-        iter_.reset();
-        if (!s.ok()) return EngineError(*table_, s);
-      }
-      return OpenNext();
-    }
-    ++*scanned;
-    ++rows_seen_;
-    cells_seen_ += static_cast<int64_t>(row->cells.size());
-    last_scanned_key_ = row->key;
-    FilterRow frow;
-    Status s = ToFilterRow(*row, *kinds_, &frow);
-    if (point_row_.has_value()) {
-      point_row_.reset();
-    } else {
-      iter_->Next();
-    }
-    RETURN_IF_ERROR(s);
-    if (!filter_->IsPassAll()) {
-      filter_->Apply(&frow);
-      RestoreStoredOrder(*kinds_, &frow);
-    }
-    if (frow.cells.empty()) return Status();
-    ++rows_returned_;
-    cells_returned_ += static_cast<int64_t>(frow.cells.size());
-    chunker_.AddRow(std::move(frow));
-    if (limit_ > 0 && rows_returned_ >= limit_) done_ = true;
-    return Status();
-  }
-
-  // Opens the scan of the next (range, tablet) pair in scan order; done_ when none is left.
-  // A range of one key is read with ReadRow (bloom filters, no iterator).
-  Status OpenNext() {
-    while (tablet_pos_ >= tablets_.size()) {
-      if (range_pos_ >= ranges_.size()) {
-        done_ = true;
-        return Status();
-      }
-      current_range_ = reversed_ ? ranges_.size() - 1 - range_pos_ : range_pos_;
-      ++range_pos_;
-      const tablet::RowRange& r = ranges_[current_range_];
-      tablets_.clear();
-      for (size_t i = TabletIndexFor(*table_, r.start); i < table_->tablets.size(); ++i) {
-        if (!r.end.empty() && table_->tablets[i].start_row >= r.end) break;
-        tablets_.push_back(i);
-      }
-      if (reversed_) std::reverse(tablets_.begin(), tablets_.end());
-      tablet_pos_ = 0;
-    }
-    const TabletRef& t = table_->tablets[tablets_[tablet_pos_++]];
-    const tablet::RowRange& r = ranges_[current_range_];
-    if (IsSingleKey(r)) {
-      StatusOr<std::optional<tablet::Row>> row = impl_->engine()->ReadRow(t.id, r.start, spec_);
-      if (!row.ok()) return EngineError(*table_, row.status());
-      point_row_ = *std::move(row);
-      return Status();
-    }
-    tablet::ScanOptions options;
-    options.reversed = reversed_;
-    if (filter_->IsPassAll() && limit_ > 0) {
-      options.limit = static_cast<uint64_t>(limit_ - rows_returned_);
-    }
-    StatusOr<std::unique_ptr<tablet::RowIterator>> it =
-        impl_->engine()->Scan(t.id, r, spec_, options);
-    if (!it.ok()) return EngineError(*table_, it.status());
-    iter_ = *std::move(it);
-    return Status();
-  }
-
   v2::RequestStats Stats() const {
     v2::RequestStats stats;
     v2::FullReadStatsView* full = stats.mutable_full_read_stats_view();
     v2::ReadIterationStats* it = full->mutable_read_iteration_stats();
-    it->set_rows_seen_count(rows_seen_);
-    it->set_rows_returned_count(rows_returned_);
-    it->set_cells_seen_count(cells_seen_);
-    it->set_cells_returned_count(cells_returned_);
+    const replication::ReadProgress& progress = stream_->progress();
+    it->set_rows_seen_count(progress.rows_seen);
+    it->set_rows_returned_count(progress.rows_returned);
+    it->set_cells_seen_count(progress.cells_seen);
+    it->set_cells_returned_count(progress.cells_returned);
     const int64_t micros = impl_->clock()->MonotonicMicros() - start_micros_;
     auto* latency = full->mutable_request_latency_stats()->mutable_frontend_server_latency();
     latency->set_seconds(micros / 1'000'000);
@@ -895,24 +547,12 @@ class ReadRowsReactor final : public grpc::ServerWriteReactor<v2::ReadRowsRespon
   bool done_ = false;
   bool chunker_finished_ = false;
   TablePtr table_;
-  std::vector<tablet::RowRange> ranges_;  // increasing; visited backwards when reversed_
-  bool reversed_ = false;
-  int64_t limit_ = 0;  // 0 = none
-  std::optional<RowFilter> filter_;
-  std::optional<KindCache> kinds_;
-  tablet::ReadSpec spec_;
-  size_t range_pos_ = 0;      // ranges started so far
-  size_t current_range_ = 0;  // index into ranges_
-  std::vector<size_t> tablets_;  // tablets of the current range, in scan order
-  size_t tablet_pos_ = 0;
-  std::unique_ptr<tablet::RowIterator> iter_;
-  std::optional<tablet::Row> point_row_;  // the row of a single-key range, until consumed
-  std::string last_scanned_key_;
+  std::unique_ptr<replication::RowStream> stream_;
+  model::Row row_;  // the row a step read, until the chunker takes it
   ReadRowsChunker chunker_;
   v2::ReadRowsResponse response_;  // the write in flight
 
   const int64_t start_micros_;
-  int64_t rows_seen_ = 0, rows_returned_ = 0, cells_seen_ = 0, cells_returned_ = 0;
 };
 
 }  // namespace
@@ -920,13 +560,11 @@ class ReadRowsReactor final : public grpc::ServerWriteReactor<v2::ReadRowsRespon
 // ---------------------------------------------------------------------------------------------
 // DataService
 
-DataService::DataService(TableCatalog* catalog, Clock* clock, Executor* executor,
-                         DataServiceOptions options)
-    : impl_(std::make_unique<Impl>(catalog, clock, executor, options)) {}
+DataService::DataService(TableCatalog* catalog, replication::TableAccess* access, Clock* clock,
+                         Executor* executor, DataServiceOptions options)
+    : impl_(std::make_unique<Impl>(catalog, access, clock, executor, options)) {}
 
 DataService::~DataService() = default;
-
-RowLocks* DataService::row_locks() const { return impl_->row_locks(); }
 
 grpc::ServerWriteReactor<v2::ReadRowsResponse>* DataService::ReadRows(
     grpc::CallbackServerContext* context, const v2::ReadRowsRequest* request) {

@@ -1,16 +1,22 @@
 // DataService: the Cloud Bigtable v2 data API (google.bigtable.v2.Bigtable) over the catalog's
-// tables and the engine's tablets. docs/server.md ("The data path") describes the behaviour
-// in full; in short:
+// tables, through replication::TableAccess. docs/server.md ("The data path") describes the
+// behaviour in full; in short:
 //
 //   ReadRows            RowSet (keys and ranges, deduplicated and ordered), rows_limit, reversed,
-//                       the whole RowFilter language (row_filter.h), request stats; streamed one
-//                       response at a time with flow control, large values split into chunks
+//                       the whole RowFilter language (row_filter_proto.h), request stats; streamed
+//                       one response at a time with flow control, large values split into chunks
 //   SampleRowKeys       tablet boundaries and the engine's samples, cumulative offsets, "" last
 //   MutateRow(s)        validated as production does (mutation_builder.h); a status per entry
-//   CheckAndMutateRow   predicate and mutation atomic on the row (row_locks.h)
+//   CheckAndMutateRow   predicate and mutation atomic on the row
 //   ReadModifyWriteRow  append / 64-bit big-endian increment, atomic on the row
 //   PingAndWarm         validates the instance name
 // Every other RPC of the service answers UNIMPLEMENTED (the generated base class does that).
+//
+// The service converts requests to model types (row sets, compiled filters, mutations,
+// read-modify-write rules), validating them with Bigtable's messages, and converts the answers
+// back; every operation on rows goes through the injected replication::TableAccess
+// (docs/replication.md), which routes rows, locks them and does the read-modify-write and
+// check-and-mutate semantics.
 //
 // Errors carry the codes a Bigtable client expects: NOT_FOUND for a missing table or family
 // (never a retryable code for a permanent error), INVALID_ARGUMENT for malformed requests,
@@ -22,8 +28,7 @@
 // null executor the work runs inline on gRPC's callback threads (simpler, for tests and tools).
 //
 // Thread-safety: gRPC calls the handlers from many threads at once; the service is safe for
-// that. Its own state is constant after construction apart from RowLocks (internally
-// synchronized).
+// that. Its own state is constant after construction.
 #pragma once
 
 #include <cstddef>
@@ -32,7 +37,7 @@
 #include <memory>
 
 #include "google/bigtable/v2/bigtable.grpc.pb.h"
-#include "tessera/server/row_locks.h"
+#include "tessera/replication/table_access.h"
 #include "tessera/server/table_catalog.h"
 #include "tessera/util/clock.h"
 #include "tessera/util/executor.h"
@@ -74,16 +79,15 @@ struct DataServiceOptions {
   // MutateRows spreads one request's entries over up to this many executor tasks, so that
   // their commit-log writes group-commit together. 1 = one task. Ignored without an executor.
   int mutate_rows_parallelism = 8;
-  // Stripes of the row locks (row_locks.h).
-  size_t row_lock_stripes = RowLocks::kDefaultStripes;
 };
 
 class DataService final : public google::bigtable::v2::Bigtable::CallbackService {
  public:
-  // `catalog` and `clock` must outlive the service. `executor` (may be null: work inline) must
-  // outlive every RPC the service runs, i.e. stay alive until the gRPC server has shut down.
-  DataService(TableCatalog* catalog, Clock* clock, Executor* executor,
-              DataServiceOptions options = DataServiceOptions());
+  // `catalog`, `access` and `clock` must outlive the service. `executor` (may be null: work
+  // inline) must outlive every RPC the service runs, i.e. stay alive until the gRPC server has
+  // shut down.
+  DataService(TableCatalog* catalog, replication::TableAccess* access, Clock* clock,
+              Executor* executor, DataServiceOptions options = DataServiceOptions());
   ~DataService() override;
 
   DataService(const DataService&) = delete;
@@ -113,11 +117,6 @@ class DataService final : public google::bigtable::v2::Bigtable::CallbackService
       grpc::CallbackServerContext* context,
       const google::bigtable::v2::ReadModifyWriteRowRequest* request,
       google::bigtable::v2::ReadModifyWriteRowResponse* response) override;
-
-  // The row locks every write of the data service takes (row_locks.h). Other writers of rows
-  // (the admin service's DropRowRange) take them too, to be ordered with CheckAndMutateRow and
-  // ReadModifyWriteRow. Lives as long as the service.
-  RowLocks* row_locks() const;
 
   // The implementation, shared with the reactors (data_service.cc).
   class Impl;

@@ -16,11 +16,12 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tessera/client/row_merger.h"
+#include "tessera/replication/local_table_access.h"
 #include "tessera/tablet/engine.h"
 #include "tessera/util/clock.h"
+#include "tessera/util/coding.h"
 #include "tessera/util/executor.h"
 #include "tessera/util/random.h"
-#include "tessera/util/coding.h"
 
 namespace tessera::server {
 namespace {
@@ -60,7 +61,7 @@ std::ostream& operator<<(std::ostream& os, const Flat& f) {
 
 struct ReadResult {
   grpc::Status status;
-  std::vector<client::Row> rows;
+  std::vector<model::Row> rows;
   std::vector<v2::ReadRowsResponse> responses;
 
   std::vector<std::string> Keys() const {
@@ -95,13 +96,15 @@ class DataServiceTest : public ::testing::TestWithParam<bool> {
     auto catalog = TableCatalog::Open(engine_.get());
     ASSERT_TRUE(catalog.ok()) << catalog.status();
     catalog_ = *std::move(catalog);
+    access_ = std::make_unique<replication::LocalTableAccess>(engine_.get());
     StartServer(DataServiceOptions());
   }
 
   void StartServer(DataServiceOptions options) {
     StopServer();
     if (GetParam()) executor_ = NewThreadPoolExecutor(4);
-    service_ = std::make_unique<DataService>(catalog_.get(), &clock_, executor_.get(), options);
+    service_ = std::make_unique<DataService>(catalog_.get(), access_.get(), &clock_,
+                                             executor_.get(), options);
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
@@ -212,6 +215,7 @@ class DataServiceTest : public ::testing::TestWithParam<bool> {
   ManualClock clock_{kStartMicros + 123};
   std::unique_ptr<tablet::Engine> engine_;
   std::unique_ptr<TableCatalog> catalog_;
+  std::unique_ptr<replication::LocalTableAccess> access_;
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<DataService> service_;
   std::unique_ptr<grpc::Server> server_;

@@ -1,7 +1,7 @@
 #include "tessera/server/mutation_builder.h"
 
 #include "tessera/model/cell_key.h"
-#include "tessera/server/family_kinds.h"
+#include "tessera/model/family_kind.h"
 
 namespace tessera::server {
 namespace {
@@ -74,7 +74,7 @@ Status MutationBuilder::StoredQualifier(std::string_view family, std::string_vie
     return absl::InvalidArgumentError(StrCat("Column qualifier is too long: ", presented.size(),
                                              " bytes; the maximum is ", kMaxQualifierBytes));
   }
-  return FamilyKind::Of(*f).ToStored(family, presented, stored);
+  return model::FamilyKind::Of(*f).ToStored(family, presented, stored);
 }
 
 Status MutationBuilder::AppendOne(const v2::Mutation& m, int64_t now_micros,

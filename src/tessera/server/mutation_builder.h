@@ -4,7 +4,7 @@
 //   row key           non-empty, at most kMaxRowKeyBytes           INVALID_ARGUMENT
 //   mutations         1 .. kMaxMutations per row                   INVALID_ARGUMENT
 //   family            must exist in the table                      NOT_FOUND (permanent)
-//   qualifier         at most kMaxQualifierBytes; the family kind's form (family_kinds.h)
+//   qualifier         at most kMaxQualifierBytes; the family kind's form (model/family_kind.h)
 //   value             at most kMaxValueBytes                       INVALID_ARGUMENT
 //   set_cell ts       -1 = server time (now truncated to the table's granularity); other
 //                     negatives invalid; a MILLIS table needs multiples of 1000 unless
@@ -65,8 +65,8 @@ class MutationBuilder {
   Status AppendTo(const MutationList& mutations, int64_t now_micros,
                   model::RowMutation* out) const;
 
-  // Maps a presented qualifier of `family` to its stored form (family_kinds.h). NotFound for an
-  // unknown family, InvalidArgument for a qualifier that does not fit the family's kind or is
+  // Maps a presented qualifier of `family` to its stored form (model/family_kind.h). NotFound for
+  // an unknown family, InvalidArgument for a qualifier that does not fit the family's kind or is
   // longer than kMaxQualifierBytes. *stored may alias nothing passed in.
   Status StoredQualifier(std::string_view family, std::string_view presented,
                          std::string* stored) const;

@@ -31,12 +31,12 @@ void ReadRowsChunker::CloseOpenResponse() {
   open_bytes_ = 0;
 }
 
-void ReadRowsChunker::AddRow(FilterRow row) {
+void ReadRowsChunker::AddRow(model::Row row) {
   const size_t max_piece = std::max<size_t>(options_.max_chunk_value_bytes, 1);
   std::string family;     // of the previous cell
   std::string qualifier;  // of the previous cell
   for (size_t ci = 0; ci < row.cells.size(); ++ci) {
-    FilterCell& cell = row.cells[ci];
+    model::Cell& cell = row.cells[ci];
     const bool first_cell = ci == 0;
     const bool last_cell = ci + 1 == row.cells.size();
     const bool new_family = first_cell || cell.family != family;

@@ -34,7 +34,7 @@
 #include <string_view>
 
 #include "google/bigtable/v2/bigtable.pb.h"
-#include "tessera/server/row_filter.h"
+#include "tessera/model/row.h"
 
 namespace tessera::server {
 
@@ -58,7 +58,7 @@ class ReadRowsChunker {
   // Appends the chunks of `row` to the pending responses.
   // REQUIRES: row.key is non-empty, row.cells is non-empty, every value is shorter than 2 GiB,
   // Finish() has not been called.
-  void AddRow(FilterRow row);
+  void AddRow(model::Row row);
 
   // Queues a response holding only `key` as last_scanned_row_key, after everything added so
   // far: lets the client's resume point pass rows that were scanned but filtered out. It

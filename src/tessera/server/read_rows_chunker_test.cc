@@ -16,10 +16,10 @@ namespace {
 
 namespace v2 = google::bigtable::v2;
 
-FilterCell C(std::string family, std::string qualifier, int64_t ts, std::string value,
-             std::vector<std::string> labels = {}) {
-  return FilterCell{std::move(family), std::move(qualifier), ts, std::move(value),
-                    std::move(labels)};
+model::Cell C(std::string family, std::string qualifier, int64_t ts, std::string value,
+              std::vector<std::string> labels = {}) {
+  return model::Cell{std::move(family), std::move(qualifier), ts, std::move(value),
+                     std::move(labels)};
 }
 
 std::vector<v2::ReadRowsResponse> Drain(ReadRowsChunker* chunker) {
@@ -40,9 +40,9 @@ std::vector<v2::ReadRowsResponse::CellChunk> AllChunks(
 
 TEST(ReadRowsChunkerTest, OneRowFollowsTheChunkRules) {
   ReadRowsChunker chunker;
-  chunker.AddRow(FilterRow{"row",
-                           {C("a", "", 30, "v1", {"lab"}), C("a", "", 20, "v2"),
-                            C("a", "q", 10, "v3"), C("b", "q", 5, "")}});
+  chunker.AddRow(model::Row{"row",
+                            {C("a", "", 30, "v1", {"lab"}), C("a", "", 20, "v2"),
+                             C("a", "q", 10, "v3"), C("b", "q", 5, "")}});
   EXPECT_FALSE(chunker.HasFullResponse());
   EXPECT_FALSE(chunker.empty());
   chunker.Finish(nullptr);
@@ -90,9 +90,9 @@ TEST(ReadRowsChunkerTest, LargeValuesAreSplitWithValueSize) {
   options.max_chunk_value_bytes = 10;
   ReadRowsChunker chunker(options);
   const std::string v25 = "0123456789abcdefghijKLMNO";
-  chunker.AddRow(FilterRow{"r",
-                           {C("f", "q", 7, v25, {"l"}), C("f", "q", 6, std::string(20, 'x')),
-                            C("f", "r", 5, std::string(10, 'y'))}});
+  chunker.AddRow(model::Row{"r",
+                            {C("f", "q", 7, v25, {"l"}), C("f", "q", 6, std::string(20, 'x')),
+                             C("f", "r", 5, std::string(10, 'y'))}});
   chunker.Finish(nullptr);
   auto chunks = AllChunks(Drain(&chunker));
   ASSERT_EQ(chunks.size(), 3u + 2u + 1u);
@@ -124,7 +124,7 @@ TEST(ReadRowsChunkerTest, SmallRowsShareResponsesUpToTheTarget) {
   ReadRowsChunker chunker(options);
   std::vector<v2::ReadRowsResponse> sent;
   for (int i = 0; i < 100; ++i) {
-    chunker.AddRow(FilterRow{"row" + std::to_string(1000 + i), {C("f", "q", 1, "value")}});
+    chunker.AddRow(model::Row{"row" + std::to_string(1000 + i), {C("f", "q", 1, "value")}});
     while (chunker.HasFullResponse()) sent.push_back(chunker.TakeResponse());
   }
   EXPECT_FALSE(sent.empty());
@@ -151,10 +151,10 @@ TEST(ReadRowsChunkerTest, ABigRowHasAResponseOfItsOwn) {
   options.max_chunk_value_bytes = 100;
   options.target_response_bytes = 300;
   ReadRowsChunker chunker(options);
-  chunker.AddRow(FilterRow{"a", {C("f", "q", 1, "small")}});
+  chunker.AddRow(model::Row{"a", {C("f", "q", 1, "small")}});
   EXPECT_FALSE(chunker.HasFullResponse());
-  chunker.AddRow(FilterRow{"big", {C("f", "q", 1, std::string(5000, 'v'))}});
-  chunker.AddRow(FilterRow{"c", {C("f", "q", 1, "small")}});
+  chunker.AddRow(model::Row{"big", {C("f", "q", 1, std::string(5000, 'v'))}});
+  chunker.AddRow(model::Row{"c", {C("f", "q", 1, "small")}});
   chunker.Finish(nullptr);
   auto sent = Drain(&chunker);
   ASSERT_EQ(sent.size(), 2u);
@@ -173,7 +173,7 @@ TEST(ReadRowsChunkerTest, OnlyARowOverTheMaximumSpansResponses) {
   options.target_response_bytes = 300;
   options.max_response_bytes = 1000;
   ReadRowsChunker chunker(options);
-  chunker.AddRow(FilterRow{"big", {C("f", "q", 1, std::string(5000, 'v'))}});
+  chunker.AddRow(model::Row{"big", {C("f", "q", 1, std::string(5000, 'v'))}});
   EXPECT_TRUE(chunker.HasFullResponse());
   chunker.Finish(nullptr);
   auto sent = Drain(&chunker);
@@ -188,7 +188,7 @@ TEST(ReadRowsChunkerTest, OnlyARowOverTheMaximumSpansResponses) {
 
 TEST(ReadRowsChunkerTest, LastScannedKeyAndStatsGetTheirOwnResponses) {
   ReadRowsChunker chunker;
-  chunker.AddRow(FilterRow{"a", {C("f", "q", 1, "v")}});
+  chunker.AddRow(model::Row{"a", {C("f", "q", 1, "v")}});
   chunker.AddLastScannedRowKey("m");
   EXPECT_TRUE(chunker.HasFullResponse());
   v2::RequestStats stats;
@@ -216,12 +216,12 @@ TEST(ReadRowsChunkerTest, LastScannedKeyAndStatsGetTheirOwnResponses) {
 // ---------------------------------------------------------------------------
 // Round trip through the client's merger.
 
-std::vector<FilterRow> RandomRows(Random* rnd, int count, size_t max_value) {
+std::vector<model::Row> RandomRows(Random* rnd, int count, size_t max_value) {
   std::set<std::string> keys;
   while (static_cast<int>(keys.size()) < count) keys.insert(rnd->Bytes(1 + rnd->Uniform(6)));
-  std::vector<FilterRow> rows;
+  std::vector<model::Row> rows;
   for (const auto& key : keys) {
-    FilterRow row{key, {}};
+    model::Row row{key, {}};
     std::set<std::tuple<std::string, std::string, int64_t>> seen;
     const int cells = 1 + static_cast<int>(rnd->Uniform(8));
     for (int i = 0; i < cells; ++i) {
@@ -234,16 +234,16 @@ std::vector<FilterRow> RandomRows(Random* rnd, int count, size_t max_value) {
       if (rnd->OneIn(4)) labels.push_back(rnd->OneIn(2) ? "x" : "label-2");
       row.cells.push_back(C(family, qualifier, ts, value, labels));
     }
-    std::sort(row.cells.begin(), row.cells.end(), CellOrderLess);
+    std::sort(row.cells.begin(), row.cells.end(), model::CellOrderLess);
     rows.push_back(std::move(row));
   }
   return rows;
 }
 
-std::vector<client::Row> Expected(const std::vector<FilterRow>& rows) {
-  std::vector<client::Row> out;
+std::vector<model::Row> Expected(const std::vector<model::Row>& rows) {
+  std::vector<model::Row> out;
   for (const auto& r : rows) {
-    client::Row row{r.key, {}};
+    model::Row row{r.key, {}};
     for (const auto& c : r.cells) {
       row.cells.push_back({c.family, c.qualifier, c.timestamp_micros, c.value, c.labels});
     }
@@ -252,10 +252,10 @@ std::vector<client::Row> Expected(const std::vector<FilterRow>& rows) {
   return out;
 }
 
-void RoundTrip(const std::vector<FilterRow>& rows, bool reversed, const ChunkerOptions& options) {
+void RoundTrip(const std::vector<model::Row>& rows, bool reversed, const ChunkerOptions& options) {
   ReadRowsChunker chunker(options);
   client::RowMerger merger(reversed);
-  std::vector<client::Row> got;
+  std::vector<model::Row> got;
   auto send = [&](const v2::ReadRowsResponse& response) {
     // As cbt checks: no response ends inside a row.
     if (response.chunks_size() > 0) {
@@ -294,12 +294,12 @@ TEST(ReadRowsChunkerTest, RandomRowsRoundTripThroughTheMerger) {
 
 TEST(ReadRowsChunkerTest, MultiMegabyteValuesRoundTripWithDefaultOptions) {
   Random rnd(7);
-  std::vector<FilterRow> rows = {
-      FilterRow{"a",
-                {C("f", "", 2000, rnd.Bytes((3 << 20) + 17), {"big"}), C("f", "", 1000, ""),
-                 C("g", "q", 0, rnd.Bytes(1 << 20))}},
-      FilterRow{"b", {C("f", "x", 0, rnd.Bytes((1 << 20) + 1))}},
-      FilterRow{"c", {C("f", "x", 0, "small")}},
+  std::vector<model::Row> rows = {
+      model::Row{"a",
+                 {C("f", "", 2000, rnd.Bytes((3 << 20) + 17), {"big"}), C("f", "", 1000, ""),
+                  C("g", "q", 0, rnd.Bytes(1 << 20))}},
+      model::Row{"b", {C("f", "x", 0, rnd.Bytes((1 << 20) + 1))}},
+      model::Row{"c", {C("f", "x", 0, "small")}},
   };
   ReadRowsChunker chunker;
   for (const auto& row : rows) chunker.AddRow(row);

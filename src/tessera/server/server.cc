@@ -13,6 +13,7 @@
 #include "tessera/cluster/grpc_transport.h"
 #include "tessera/cluster/status_service.h"
 #include "tessera/coord/open_lock_service.h"
+#include "tessera/replication/local_table_access.h"
 #include "tessera/server/admin_service.h"
 #include "tessera/server/app_profile_store.h"
 #include "tessera/server/cluster_definitions.h"
@@ -65,6 +66,8 @@ struct Server::State {
   ServerOptions options;
   std::unique_ptr<tablet::Engine> engine;
   std::unique_ptr<TableCatalog> catalog;
+  // Every data operation of the services (docs/replication.md).
+  std::unique_ptr<replication::LocalTableAccess> access;
   std::unique_ptr<Executor> workers;
   std::unique_ptr<DataService> data;
   std::unique_ptr<AdminService> admin;
@@ -189,10 +192,11 @@ Status Server::StartServices(State* s) {
   };
   DataServiceOptions data_options = options.data;
   data_options.serving_check = serving_check;
-  s->data = std::make_unique<DataService>(s->catalog.get(), SystemClock(), s->workers.get(),
-                                          data_options);
-  s->admin = std::make_unique<AdminService>(s->catalog.get(), s->data->row_locks(),
-                                            s->schema.get(), serving_check);
+  s->access = std::make_unique<replication::LocalTableAccess>(s->engine.get());
+  s->data = std::make_unique<DataService>(s->catalog.get(), s->access.get(), SystemClock(),
+                                          s->workers.get(), data_options);
+  s->admin = std::make_unique<AdminService>(s->catalog.get(), s->access.get(), s->schema.get(),
+                                            serving_check);
   ASSIGN_OR_RETURN(s->profiles, AppProfileStore::Open(AppProfileStoreOptions{}));
   const std::string cluster_name = options.cluster.node.cluster_name;
   const std::string dc = options.cluster.node.dc;

@@ -230,10 +230,10 @@ class TableCatalogMirrorTest : public TableCatalogTest {
   std::string Families(const std::string& row) {
     auto info = catalog_->GetTable(kT);
     if (!info.ok()) return "<no table>";
-    auto read = engine_->ReadRow((*info)->TabletFor(row).id, row, tablet::ReadSpec{});
+    auto read = engine_->ReadRow((*info)->TabletFor(row).id, row, model::ReadSpec{});
     if (!read.ok() || !read->has_value()) return "";
     std::string out;
-    for (const tablet::Cell& c : (*read)->cells) out += (out.empty() ? "" : ",") + c.family;
+    for (const model::Cell& c : (*read)->cells) out += (out.empty() ? "" : ",") + c.family;
     return out;
   }
 };

@@ -37,6 +37,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tessera/model/row.h"
 #include "tessera/model/row_mutation.h"
 #include "tessera/model/schema.h"
 #include "tessera/util/clock.h"
@@ -104,46 +105,6 @@ struct TabletDescriptor {
   static StatusOr<TabletDescriptor> Decode(std::string_view encoded);
 };
 
-struct Cell {
-  std::string family;
-  std::string qualifier;
-  int64_t timestamp_micros = 0;
-  std::string value;
-  bool operator==(const Cell&) const = default;
-};
-
-// Cells are ordered by family name, then qualifier bytes, then timestamp newest first.
-struct Row {
-  std::string key;
-  std::vector<Cell> cells;
-  bool operator==(const Row&) const = default;
-};
-
-struct ColumnSelector {
-  std::string family;
-  std::string qualifier;
-};
-
-// What to return of each row. Selections combine: a cell is returned when its family is chosen
-// (or `families` is empty), its column is chosen (or `columns` is empty), its timestamp is in
-// `time_range`, and it is among the newest `max_versions` matching versions of its column.
-struct ReadSpec {
-  std::vector<std::string> families;
-  std::vector<ColumnSelector> columns;
-  model::TimeRange time_range;  // [start, end); end 0 = no upper bound
-  int max_versions = 0;         // 0 = all versions
-  // Whether cells that the families' GC rules may collect are left out (as every read of
-  // Bigtable data does). False for deleting what is there: a row holding only such cells is
-  // still a row to delete, or its cells come back when the rule is relaxed.
-  bool hide_collectable = true;
-};
-
-// [start, end); end "" = no upper bound.
-struct RowRange {
-  std::string start;
-  std::string end;
-};
-
 struct ScanOptions {
   // At most this many rows (0 = no limit).
   uint64_t limit = 0;
@@ -162,7 +123,7 @@ class RowIterator {
   virtual ~RowIterator() = default;
   virtual bool Valid() const = 0;
   // REQUIRES: Valid(). Valid until Next().
-  virtual const Row& row() const = 0;
+  virtual const model::Row& row() const = 0;
   virtual void Next() = 0;
   // When !Valid(): OK at the end, the error otherwise.
   virtual Status status() const = 0;
@@ -216,16 +177,16 @@ class Engine {
   virtual Status Apply(TabletId id, const model::RowMutation& mutation) = 0;
 
   // One row; nullopt when the row has no visible cell matching `spec`.
-  virtual StatusOr<std::optional<Row>> ReadRow(TabletId id, std::string_view row,
-                                               const ReadSpec& spec) const = 0;
+  virtual StatusOr<std::optional<model::Row>> ReadRow(TabletId id, std::string_view row,
+                                                      const model::ReadSpec& spec) const = 0;
   // Rows of `range` (clipped to the tablet) in order, or in reverse order when
   // options.reversed; at most options.limit rows. Rows with no cell matching `spec` are skipped.
-  virtual StatusOr<std::unique_ptr<RowIterator>> Scan(TabletId id, const RowRange& range,
-                                                      const ReadSpec& spec,
+  virtual StatusOr<std::unique_ptr<RowIterator>> Scan(TabletId id, const model::RowRange& range,
+                                                      const model::ReadSpec& spec,
                                                       const ScanOptions& options) const = 0;
   // A forward scan of at most `limit` rows (0 = no limit).
-  StatusOr<std::unique_ptr<RowIterator>> Scan(TabletId id, const RowRange& range,
-                                              const ReadSpec& spec, uint64_t limit) const {
+  StatusOr<std::unique_ptr<RowIterator>> Scan(TabletId id, const model::RowRange& range,
+                                              const model::ReadSpec& spec, uint64_t limit) const {
     return Scan(id, range, spec, ScanOptions{.limit = limit, .reversed = false});
   }
   // Approximate bytes of the tablet's data: its SSTables' sizes plus its memtables' memory.

@@ -38,7 +38,7 @@ class EngineTest : public ::testing::Test {
   }
   std::string Get(std::string_view row, std::string_view family = "cf",
                   std::string_view qualifier = "q") {
-    ReadSpec spec;
+    model::ReadSpec spec;
     spec.columns.push_back({std::string(family), std::string(qualifier)});
     spec.max_versions = 1;
     auto r = engine_->ReadRow(1, row, spec);
@@ -79,7 +79,7 @@ TEST_F(EngineTest, WriteReadFlushCompactReopen) {
   Reopen();
   EXPECT_EQ("v2501", Get("row1"));
 
-  auto scan = engine_->Scan(1, RowRange{"row1", "row2"}, ReadSpec{}, 0);
+  auto scan = engine_->Scan(1, model::RowRange{"row1", "row2"}, model::ReadSpec{}, 0);
   ASSERT_TRUE(scan.ok());
   int rows = 0;
   for (auto& it = *scan; it->Valid(); it->Next()) {

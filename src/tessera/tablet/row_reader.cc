@@ -45,7 +45,7 @@ std::unique_ptr<Iterator> NewSnapshotIterator(const TabletSnapshot& snapshot,
 }
 
 model::CellVisibility::Options VisibilityOptions(const TabletSnapshot& snapshot,
-                                                 const ReadSpec& spec) {
+                                                 const model::ReadSpec& spec) {
   // The snapshot holds the descriptor, which outlives every reader of the snapshot.
   const model::TableSchema* schema = &snapshot.descriptor->schema;
   model::CellVisibility::Options options{
@@ -64,7 +64,7 @@ model::CellVisibility::Options VisibilityOptions(const TabletSnapshot& snapshot,
 // The ReadSpec's selection over visible cells, which arrive in key order.
 class SpecFilter {
  public:
-  explicit SpecFilter(const ReadSpec& spec) : spec_(spec) {}
+  explicit SpecFilter(const model::ReadSpec& spec) : spec_(spec) {}
 
   bool FamilyChosen(std::string_view family) const {
     if (spec_.families.empty()) return true;
@@ -103,7 +103,7 @@ class SpecFilter {
   }
 
  private:
-  const ReadSpec& spec_;
+  const model::ReadSpec& spec_;
   std::string last_family_;
   std::string last_qualifier_;
   int versions_ = 0;
@@ -112,11 +112,13 @@ class SpecFilter {
 // Feeds entries through visibility and the spec, collecting the cells of rows.
 class CellCollector {
  public:
-  CellCollector(const TabletSnapshot& snapshot, const ReadSpec& spec)
-      : sequence_(snapshot.sequence), visibility_(VisibilityOptions(snapshot, spec)), filter_(spec) {}
+  CellCollector(const TabletSnapshot& snapshot, const model::ReadSpec& spec)
+      : sequence_(snapshot.sequence),
+        visibility_(VisibilityOptions(snapshot, spec)),
+        filter_(spec) {}
 
   // Returns DataLoss for a malformed key. Appends the cell to `row` when visible and chosen.
-  Status Add(std::string_view ikey, std::string_view value, Row* row) {
+  Status Add(std::string_view ikey, std::string_view value, model::Row* row) {
     storage::ParsedInternalKey parsed;
     if (!storage::ParseInternalKey(ikey, &parsed)) {
       return absl::DataLossError("malformed internal key in tablet data");
@@ -133,8 +135,11 @@ class CellCollector {
     }
     if (!filter_.Accept(cell.family, cell.qualifier, cell.timestamp_micros)) return Status();
     if (row->cells.empty()) row->key.assign(cell.row.data(), cell.row.size());
-    row->cells.push_back(Cell{std::string(cell.family), std::string(cell.qualifier),
-                              cell.timestamp_micros, std::string(value)});
+    row->cells.push_back(model::Cell{std::string(cell.family),
+                                     std::string(cell.qualifier),
+                                     cell.timestamp_micros,
+                                     std::string(value),
+                                     {}});
     return Status();
   }
 
@@ -157,7 +162,7 @@ class CellCollector {
 
 // Key intervals of one row that hold what `spec` asks for, in key order: the row's tombstones,
 // then for each chosen family its tombstone and its chosen columns (or the whole family).
-std::vector<KeyInterval> RowSegments(std::string_view row, const ReadSpec& spec) {
+std::vector<KeyInterval> RowSegments(std::string_view row, const model::ReadSpec& spec) {
   std::string row_prefix = model::EncodeRowPrefix(row);
   std::vector<KeyInterval> segments;
   if (spec.families.empty() && spec.columns.empty()) {
@@ -204,7 +209,8 @@ std::vector<KeyInterval> RowSegments(std::string_view row, const ReadSpec& spec)
 
 class ScanIterator final : public RowIterator {
  public:
-  ScanIterator(TabletSnapshot snapshot, KeyInterval range, const ReadSpec& spec, uint64_t limit)
+  ScanIterator(TabletSnapshot snapshot, KeyInterval range, const model::ReadSpec& spec,
+               uint64_t limit)
       : snapshot_(std::move(snapshot)),
         range_(std::move(range)),
         spec_(spec),
@@ -218,7 +224,7 @@ class ScanIterator final : public RowIterator {
   }
 
   bool Valid() const override { return valid_; }
-  const Row& row() const override { return row_; }
+  const model::Row& row() const override { return row_; }
   void Next() override { Advance(); }
   Status status() const override { return status_; }
 
@@ -261,12 +267,12 @@ class ScanIterator final : public RowIterator {
 
   TabletSnapshot snapshot_;
   const KeyInterval range_;
-  const ReadSpec spec_;
+  const model::ReadSpec spec_;
   const uint64_t limit_;
   CellCollector collector_;
   std::unique_ptr<Iterator> iter_;
   std::string current_prefix_;
-  Row row_;
+  model::Row row_;
   bool valid_ = false;
   uint64_t returned_ = 0;
   Status status_;
@@ -276,7 +282,7 @@ class ScanIterator final : public RowIterator {
 // start of the row returned last (or of the range's end), or !Valid().
 class ReverseScanIterator final : public RowIterator {
  public:
-  ReverseScanIterator(TabletSnapshot snapshot, KeyInterval range, const ReadSpec& spec,
+  ReverseScanIterator(TabletSnapshot snapshot, KeyInterval range, const model::ReadSpec& spec,
                       uint64_t limit)
       : snapshot_(std::move(snapshot)),
         range_(std::move(range)),
@@ -294,7 +300,7 @@ class ReverseScanIterator final : public RowIterator {
   }
 
   bool Valid() const override { return valid_; }
-  const Row& row() const override { return row_; }
+  const model::Row& row() const override { return row_; }
   void Next() override { Advance(); }
   Status status() const override { return status_; }
 
@@ -346,12 +352,12 @@ class ReverseScanIterator final : public RowIterator {
 
   TabletSnapshot snapshot_;
   const KeyInterval range_;
-  const ReadSpec spec_;
+  const model::ReadSpec spec_;
   const uint64_t limit_;
   CellCollector collector_;
   std::unique_ptr<Iterator> iter_;
   std::string current_prefix_;
-  Row row_;
+  model::Row row_;
   bool valid_ = false;
   uint64_t returned_ = 0;
   Status status_;
@@ -359,16 +365,17 @@ class ReverseScanIterator final : public RowIterator {
 
 }  // namespace
 
-StatusOr<std::optional<Row>> ReadRowFromSnapshot(const TabletSnapshot& snapshot,
-                                                 std::string_view row, const ReadSpec& spec,
-                                                 storage::ReadStats* stats) {
+StatusOr<std::optional<model::Row>> ReadRowFromSnapshot(const TabletSnapshot& snapshot,
+                                                        std::string_view row,
+                                                        const model::ReadSpec& spec,
+                                                        storage::ReadStats* stats) {
   std::string row_prefix = model::EncodeRowPrefix(row);
   KeyInterval whole_row{row_prefix, model::ScopeLimit(row_prefix)};
   storage::TableReadOptions ro;
   ro.stats = stats;
   std::unique_ptr<Iterator> iter = NewSnapshotIterator(snapshot, whole_row, &row_prefix, ro);
   CellCollector collector(snapshot, spec);
-  Row result;
+  model::Row result;
   for (const KeyInterval& seg : RowSegments(row, spec)) {
     iter->Seek(
         storage::MakeInternalKey(seg.lo, storage::kMaxSequenceNumber, storage::kValueTypeForSeek));
@@ -378,12 +385,13 @@ StatusOr<std::optional<Row>> ReadRowFromSnapshot(const TabletSnapshot& snapshot,
     }
     RETURN_IF_ERROR(iter->status());
   }
-  if (result.cells.empty()) return std::optional<Row>();
-  return std::optional<Row>(std::move(result));
+  if (result.cells.empty()) return std::optional<model::Row>();
+  return std::optional<model::Row>(std::move(result));
 }
 
-std::unique_ptr<RowIterator> NewSnapshotScan(TabletSnapshot snapshot, const RowRange& range,
-                                             const ReadSpec& spec, const ScanOptions& options) {
+std::unique_ptr<RowIterator> NewSnapshotScan(TabletSnapshot snapshot, const model::RowRange& range,
+                                             const model::ReadSpec& spec,
+                                             const ScanOptions& options) {
   const TabletDescriptor& d = *snapshot.descriptor;
   std::string start = std::max(range.start, d.start_row);
   std::string end = range.end;

@@ -24,12 +24,14 @@
 namespace tessera::tablet {
 
 // Counters are added to `stats` when not null.
-StatusOr<std::optional<Row>> ReadRowFromSnapshot(const TabletSnapshot& snapshot,
-                                                 std::string_view row, const ReadSpec& spec,
-                                                 storage::ReadStats* stats = nullptr);
+StatusOr<std::optional<model::Row>> ReadRowFromSnapshot(const TabletSnapshot& snapshot,
+                                                        std::string_view row,
+                                                        const model::ReadSpec& spec,
+                                                        storage::ReadStats* stats = nullptr);
 
-std::unique_ptr<RowIterator> NewSnapshotScan(TabletSnapshot snapshot, const RowRange& range,
-                                             const ReadSpec& spec, const ScanOptions& options);
+std::unique_ptr<RowIterator> NewSnapshotScan(TabletSnapshot snapshot, const model::RowRange& range,
+                                             const model::ReadSpec& spec,
+                                             const ScanOptions& options);
 
 // Loads into the block cache every block of the snapshot's files that may hold `row`.
 Status WarmRowInSnapshot(const TabletSnapshot& snapshot, std::string_view row);

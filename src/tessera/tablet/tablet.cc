@@ -104,7 +104,8 @@ StatusOr<TabletSnapshot> Tablet::Snapshot() const {
   return snap;
 }
 
-StatusOr<std::optional<Row>> Tablet::ReadRow(std::string_view row, const ReadSpec& spec) const {
+StatusOr<std::optional<model::Row>> Tablet::ReadRow(std::string_view row,
+                                                    const model::ReadSpec& spec) const {
   ASSIGN_OR_RETURN(TabletSnapshot snap, Snapshot());
   if (!snap.descriptor->ContainsRow(row)) {
     return absl::InvalidArgumentError(StrCat("row is outside tablet [", snap.descriptor->start_row,
@@ -113,7 +114,8 @@ StatusOr<std::optional<Row>> Tablet::ReadRow(std::string_view row, const ReadSpe
   return ReadRowFromSnapshot(snap, row, spec);
 }
 
-StatusOr<std::unique_ptr<RowIterator>> Tablet::Scan(const RowRange& range, const ReadSpec& spec,
+StatusOr<std::unique_ptr<RowIterator>> Tablet::Scan(const model::RowRange& range,
+                                                    const model::ReadSpec& spec,
                                                     const ScanOptions& options) const {
   ASSIGN_OR_RETURN(TabletSnapshot snap, Snapshot());
   return NewSnapshotScan(std::move(snap), range, spec, options);

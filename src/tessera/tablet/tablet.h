@@ -110,8 +110,10 @@ class Tablet : public std::enable_shared_from_this<Tablet> {
   // --- reads (engine.h documents each); Unavailable unless serving ---
   // The memtables, files and descriptor now, at the published sequence.
   StatusOr<TabletSnapshot> Snapshot() const;
-  StatusOr<std::optional<Row>> ReadRow(std::string_view row, const ReadSpec& spec) const;
-  StatusOr<std::unique_ptr<RowIterator>> Scan(const RowRange& range, const ReadSpec& spec,
+  StatusOr<std::optional<model::Row>> ReadRow(std::string_view row,
+                                              const model::ReadSpec& spec) const;
+  StatusOr<std::unique_ptr<RowIterator>> Scan(const model::RowRange& range,
+                                              const model::ReadSpec& spec,
                                               const ScanOptions& options) const;
   // Raw entries from one snapshot (entry_iterator.h).
   StatusOr<std::unique_ptr<EntryIterator>> NewEntryIterator() const;

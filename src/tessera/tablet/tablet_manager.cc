@@ -312,14 +312,15 @@ Status TabletManager::MakeRoomForWrite() {
 // ------------------------------------------------------------------------------------------
 // Reads
 
-StatusOr<std::optional<Row>> TabletManager::ReadRow(TabletId id, std::string_view row,
-                                                    const ReadSpec& spec) const {
+StatusOr<std::optional<model::Row>> TabletManager::ReadRow(TabletId id, std::string_view row,
+                                                           const model::ReadSpec& spec) const {
   ASSIGN_OR_RETURN(std::shared_ptr<Tablet> t, OpenTablet(id));
   return t->ReadRow(row, spec);
 }
 
-StatusOr<std::unique_ptr<RowIterator>> TabletManager::Scan(TabletId id, const RowRange& range,
-                                                           const ReadSpec& spec,
+StatusOr<std::unique_ptr<RowIterator>> TabletManager::Scan(TabletId id,
+                                                           const model::RowRange& range,
+                                                           const model::ReadSpec& spec,
                                                            const ScanOptions& options) const {
   ASSIGN_OR_RETURN(std::shared_ptr<Tablet> t, OpenTablet(id));
   return t->Scan(range, spec, options);

@@ -68,11 +68,11 @@ class TabletManager final : public Engine {
   StatusOr<TabletDescriptor> GetTablet(TabletId id) const override;
   std::vector<TabletId> ListTablets() const override;
   Status Apply(TabletId id, const model::RowMutation& mutation) override;
-  StatusOr<std::optional<Row>> ReadRow(TabletId id, std::string_view row,
-                                       const ReadSpec& spec) const override;
+  StatusOr<std::optional<model::Row>> ReadRow(TabletId id, std::string_view row,
+                                              const model::ReadSpec& spec) const override;
   using Engine::Scan;
-  StatusOr<std::unique_ptr<RowIterator>> Scan(TabletId id, const RowRange& range,
-                                              const ReadSpec& spec,
+  StatusOr<std::unique_ptr<RowIterator>> Scan(TabletId id, const model::RowRange& range,
+                                              const model::ReadSpec& spec,
                                               const ScanOptions& options) const override;
   StatusOr<uint64_t> ApproximateTabletBytes(TabletId id) const override;
   StatusOr<std::vector<std::string>> SampleRowKeys(TabletId id,

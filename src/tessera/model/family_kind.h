@@ -21,13 +21,16 @@
 // Thread-safety: a small immutable value; every method is const and pure.
 #pragma once
 
+#include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 
+#include "tessera/model/row.h"
 #include "tessera/model/schema.h"
 #include "tessera/util/status.h"
 
-namespace tessera::server {
+namespace tessera::model {
 
 inline constexpr size_t kTimeSortedQualifierSize = 8;
 
@@ -72,4 +75,29 @@ class FamilyKind {
 // Inverts every byte of `in` into *out (ascending stored order = descending time order).
 void InvertBytes(std::string_view in, std::string* out);
 
-}  // namespace tessera::server
+// The kinds of one table's families, for converting whole rows between stored form (what the
+// tablet returns) and presented form (what filters and clients see). Families the schema does
+// not know (created after the snapshot) are plain.
+class FamilyKinds {
+ public:
+  explicit FamilyKinds(const TableSchema& schema);
+
+  bool all_plain() const { return special_.empty(); }
+  FamilyKind Get(std::string_view family) const;
+
+  // Rewrites row->cells' qualifiers from stored to presented form. The cells stay in storage
+  // order, which is the order the row is returned in. DataLoss (FamilyKind::ToPresented) for a
+  // stored qualifier that its family's kind cannot have written.
+  Status ToPresented(Row* row) const;
+
+  // A filter merges interleave and sink outputs in ascending presented order; for super-column
+  // and time-sorted families that is not the order the row is returned in. Restores it: cells
+  // by family, stored qualifier, timestamp newest first, ties in their current order.
+  // REQUIRES: every qualifier of row->cells is in presented form.
+  void RestoreStoredOrder(Row* row) const;
+
+ private:
+  std::map<std::string, FamilyKind, std::less<>> special_;  // the families that are not plain
+};
+
+}  // namespace tessera::model

@@ -1,21 +1,25 @@
-#include "tessera/server/family_kinds.h"
+#include "tessera/model/family_kind.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "tessera/model/cell_key.h"
 
-namespace tessera::server {
+namespace tessera::model {
 namespace {
 
 constexpr char kSuperSeparatorPresented = ':';
 constexpr char kSuperSeparatorStored = '\0';
 
 Status BadQualifier(std::string_view family, std::string_view qualifier, std::string_view why) {
-  return absl::InvalidArgumentError(StrCat("Invalid qualifier \"", model::DisplayBytes(qualifier),
+  return absl::InvalidArgumentError(StrCat("Invalid qualifier \"", DisplayBytes(qualifier),
                                            "\" for column family \"", family, "\": ", why));
 }
 
 Status BadStored(std::string_view family, std::string_view kind, std::string_view stored,
                  std::string_view why) {
-  return absl::DataLossError(StrCat("stored qualifier \"", model::DisplayBytes(stored),
+  return absl::DataLossError(StrCat("stored qualifier \"", DisplayBytes(stored),
                                     "\" of column family \"", family, "\" (", kind,
                                     ") is malformed: ", why));
 }
@@ -96,9 +100,9 @@ Status FamilyKind::ToPresented(std::string_view family, std::string_view stored,
     return Status();
   }
   if (column.size() != kTimeSortedQualifierSize) {
-    return BadStored(family, Name(), stored,
-                     StrCat("column of ", column.size(), " bytes, expected ",
-                            kTimeSortedQualifierSize));
+    return BadStored(
+        family, Name(), stored,
+        StrCat("column of ", column.size(), " bytes, expected ", kTimeSortedQualifierSize));
   }
   const size_t base = presented->size();
   presented->resize(base + column.size());
@@ -123,4 +127,63 @@ Status FamilyKind::SuperColumnPrefix(std::string_view family, std::string_view s
   return Status();
 }
 
-}  // namespace tessera::server
+FamilyKinds::FamilyKinds(const TableSchema& schema) {
+  for (const auto& [name, family] : schema.families) {
+    FamilyKind kind = FamilyKind::Of(family);
+    if (!kind.plain()) special_.emplace(name, kind);
+  }
+}
+
+FamilyKind FamilyKinds::Get(std::string_view family) const {
+  auto it = special_.find(family);
+  return it == special_.end() ? FamilyKind() : it->second;
+}
+
+Status FamilyKinds::ToPresented(Row* row) const {
+  if (all_plain()) return Status();
+  std::string presented;
+  for (Cell& c : row->cells) {
+    const FamilyKind kind = Get(c.family);
+    if (kind.plain()) continue;
+    RETURN_IF_ERROR(kind.ToPresented(c.family, c.qualifier, &presented));
+    c.qualifier.swap(presented);
+  }
+  return Status();
+}
+
+void FamilyKinds::RestoreStoredOrder(Row* row) const {
+  if (all_plain() || row->cells.size() < 2) return;
+  bool special = false;
+  for (const Cell& c : row->cells) {
+    if (!Get(c.family).plain()) {
+      special = true;
+      break;
+    }
+  }
+  if (!special) return;
+  struct Keyed {
+    std::string stored;
+    size_t index;
+  };
+  std::vector<Keyed> keys(row->cells.size());
+  for (size_t i = 0; i < row->cells.size(); ++i) {
+    const Cell& c = row->cells[i];
+    keys[i].index = i;
+    if (!Get(c.family).ToStored(c.family, c.qualifier, &keys[i].stored).ok()) {
+      keys[i].stored = c.qualifier;  // cannot happen: the qualifier came from ToPresented
+    }
+  }
+  std::stable_sort(keys.begin(), keys.end(), [&](const Keyed& a, const Keyed& b) {
+    const Cell& ca = row->cells[a.index];
+    const Cell& cb = row->cells[b.index];
+    if (int c = ca.family.compare(cb.family); c != 0) return c < 0;
+    if (int c = a.stored.compare(b.stored); c != 0) return c < 0;
+    return ca.timestamp_micros > cb.timestamp_micros;
+  });
+  std::vector<Cell> sorted;
+  sorted.reserve(keys.size());
+  for (const Keyed& k : keys) sorted.push_back(std::move(row->cells[k.index]));
+  row->cells = std::move(sorted);
+}
+
+}  // namespace tessera::model

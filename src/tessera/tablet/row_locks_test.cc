@@ -1,4 +1,4 @@
-#include "tessera/server/row_locks.h"
+#include "tessera/tablet/row_locks.h"
 
 #include <atomic>
 #include <chrono>
@@ -9,7 +9,7 @@
 
 #include "gtest/gtest.h"
 
-namespace tessera::server {
+namespace tessera::tablet {
 namespace {
 
 TEST(RowLocksTest, StripesDependOnTableAndRow) {
@@ -69,13 +69,11 @@ TEST(RowLocksTest, PlainWritesShareReadModifyWriteWaits) {
     RowLocks::Guard moved = std::move(first);  // moving keeps the lock
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     EXPECT_FALSE(rmw_in);
-    {
-      RowLocks::Guard drop = std::move(moved);
-    }
+    { RowLocks::Guard drop = std::move(moved); }
     rmw.join();
     EXPECT_TRUE(rmw_in);
   }
 }
 
 }  // namespace
-}  // namespace tessera::server
+}  // namespace tessera::tablet

@@ -1,4 +1,4 @@
-#include "tessera/server/row_filter.h"
+#include "tessera/server/row_filter_proto.h"
 
 #include <google/protobuf/text_format.h>
 
@@ -20,10 +20,10 @@ namespace {
 namespace v2 = google::bigtable::v2;
 using ::testing::HasSubstr;
 
-FilterCell C(std::string family, std::string qualifier, int64_t ts, std::string value,
-             std::vector<std::string> labels = {}) {
-  return FilterCell{std::move(family), std::move(qualifier), ts, std::move(value),
-                    std::move(labels)};
+model::Cell C(std::string family, std::string qualifier, int64_t ts, std::string value,
+              std::vector<std::string> labels = {}) {
+  return model::Cell{std::move(family), std::move(qualifier), ts, std::move(value),
+                     std::move(labels)};
 }
 
 v2::RowFilter Parse(const std::string& text) {
@@ -39,35 +39,35 @@ FilterOptions Options(bool millis = true) {
   return o;
 }
 
-std::vector<FilterCell> Filtered(const v2::RowFilter& proto, FilterRow row,
-                                 const FilterOptions& options = Options()) {
-  auto filter = RowFilter::Compile(proto, options);
+std::vector<model::Cell> Filtered(const v2::RowFilter& proto, model::Row row,
+                                  const FilterOptions& options = Options()) {
+  auto filter = CompileRowFilter(proto, options);
   EXPECT_TRUE(filter.ok()) << filter.status();
   if (!filter.ok()) return {};
   filter->Apply(&row);
   return row.cells;
 }
 
-std::vector<FilterCell> Filtered(const std::string& text, FilterRow row) {
+std::vector<model::Cell> Filtered(const std::string& text, model::Row row) {
   return Filtered(Parse(text), std::move(row));
 }
 
 Status CompileStatus(const std::string& text, const FilterOptions& options = Options()) {
-  return RowFilter::Compile(Parse(text), options).status();
+  return CompileRowFilter(Parse(text), options).status();
 }
 
 // A row used by many tests: two families, several columns and versions.
-FilterRow SampleRow() {
-  return FilterRow{"row1",
-                   {
-                       C("cf1", "", 3000, "empty-q"),
-                       C("cf1", "a", 5000, "a5"),
-                       C("cf1", "a", 4000, "a4"),
-                       C("cf1", "a", 1000, "a1"),
-                       C("cf1", "b", 2000, "b2"),
-                       C("cf2", "a", 9000, "x9"),
-                       C("cf2", "c\n", 8000, "nl"),
-                   }};
+model::Row SampleRow() {
+  return model::Row{"row1",
+                    {
+                        C("cf1", "", 3000, "empty-q"),
+                        C("cf1", "a", 5000, "a5"),
+                        C("cf1", "a", 4000, "a4"),
+                        C("cf1", "a", 1000, "a1"),
+                        C("cf1", "b", 2000, "b2"),
+                        C("cf2", "a", 9000, "x9"),
+                        C("cf2", "c\n", 8000, "nl"),
+                    }};
 }
 
 // ---------------------------------------------------------------------------
@@ -76,20 +76,20 @@ FilterRow SampleRow() {
 TEST(RowFilterTest, EmptyFilterAndPassAllKeepEverything) {
   EXPECT_EQ(Filtered("", SampleRow()), SampleRow().cells);
   EXPECT_EQ(Filtered("pass_all_filter: true", SampleRow()), SampleRow().cells);
-  EXPECT_TRUE(RowFilter::Compile(Parse(""), Options())->IsPassAll());
+  EXPECT_TRUE(CompileRowFilter(Parse(""), Options())->IsPassAll());
   EXPECT_TRUE(
-      RowFilter::Compile(Parse("chain { filters { pass_all_filter: true } filters {} }"), Options())
+      CompileRowFilter(Parse("chain { filters { pass_all_filter: true } filters {} }"), Options())
           ->IsPassAll());
-  EXPECT_TRUE(RowFilter::Compile(Parse("cells_per_row_offset_filter: 0"), Options())->IsPassAll());
-  EXPECT_FALSE(RowFilter::Compile(Parse("block_all_filter: true"), Options())->IsPassAll());
+  EXPECT_TRUE(CompileRowFilter(Parse("cells_per_row_offset_filter: 0"), Options())->IsPassAll());
+  EXPECT_FALSE(CompileRowFilter(Parse("block_all_filter: true"), Options())->IsPassAll());
   EXPECT_FALSE(
-      RowFilter::Compile(
+      CompileRowFilter(
           Parse(
               "interleave { filters { pass_all_filter: true } filters { pass_all_filter: true } }"),
           Options())
           ->IsPassAll());
-  FilterRow row = SampleRow();
-  RowFilter::PassAll().Apply(&row);
+  model::Row row = SampleRow();
+  model::RowFilter::PassAll().Apply(&row);
   EXPECT_EQ(row, SampleRow());
 }
 
@@ -102,7 +102,7 @@ TEST(RowFilterTest, RowKeyRegexIsAFullMatchOnRawBytes) {
   EXPECT_TRUE(Filtered("row_key_regex_filter: 'row'", SampleRow()).empty());  // not a prefix match
   EXPECT_TRUE(Filtered("row_key_regex_filter: 'ow1'", SampleRow()).empty());  // not a search
 
-  FilterRow binary{std::string("a\nb\xff", 4), {C("f", "q", 0, "v")}};
+  model::Row binary{std::string("a\nb\xff", 4), {C("f", "q", 0, "v")}};
   // `.` does not match a newline; (?s) and \C do; bytes above 127 are single characters.
   EXPECT_TRUE(Filtered("row_key_regex_filter: 'a.b.'", binary).empty());
   EXPECT_EQ(Filtered("row_key_regex_filter: '(?s)a.b.'", binary).size(), 1u);
@@ -131,7 +131,7 @@ TEST(RowFilterTest, ColumnQualifierRegex) {
 }
 
 TEST(RowFilterTest, ColumnRangeBounds) {
-  auto values = [](const std::vector<FilterCell>& cells) {
+  auto values = [](const std::vector<model::Cell>& cells) {
     std::vector<std::string> v;
     for (const auto& c : cells) v.push_back(c.value);
     return v;
@@ -187,7 +187,7 @@ TEST(RowFilterTest, TimestampRangeIsStartInclusiveEndExclusive) {
 }
 
 TEST(RowFilterTest, ValueRegexIsAFullMatch) {
-  FilterRow row{"r", {C("f", "a", 1, "ts"), C("f", "b", 1, "ts2000"), C("f", "c", 1, "x\ny")}};
+  model::Row row{"r", {C("f", "a", 1, "ts"), C("f", "b", 1, "ts2000"), C("f", "c", 1, "x\ny")}};
   EXPECT_EQ(Filtered("value_regex_filter: 'ts'", row).size(), 1u);
   EXPECT_EQ(Filtered("value_regex_filter: 'ts.*'", row).size(), 2u);
   EXPECT_EQ(Filtered("value_regex_filter: '.*'", row).size(), 2u);  // not "x\ny"
@@ -195,7 +195,7 @@ TEST(RowFilterTest, ValueRegexIsAFullMatch) {
 }
 
 TEST(RowFilterTest, ValueRange) {
-  FilterRow row{
+  model::Row row{
       "r", {C("f", "a", 1, "a"), C("f", "b", 1, "b"), C("f", "c", 1, "c"), C("f", "d", 1, "")}};
   EXPECT_EQ(Filtered("value_range_filter {}", row).size(), 4u);
   EXPECT_EQ(Filtered("value_range_filter { start_value_closed: 'b' }", row).size(), 2u);
@@ -205,12 +205,12 @@ TEST(RowFilterTest, ValueRange) {
   EXPECT_EQ(Filtered("value_range_filter { start_value_open: '' end_value_open: 'c' }", row).size(),
             2u);
   // Bytes compare unsigned: \xff sorts after 'z'.
-  FilterRow high{"r", {C("f", "a", 1, "\xff")}};
+  model::Row high{"r", {C("f", "a", 1, "\xff")}};
   EXPECT_EQ(Filtered("value_range_filter { start_value_closed: 'z' }", high).size(), 1u);
 }
 
 TEST(RowFilterTest, ValueBitmask) {
-  FilterRow row{
+  model::Row row{
       "r",
       {C("f", "a", 1, std::string("\x0f\xf0", 2)), C("f", "b", 1, std::string("\x0e\xff", 2)),
        C("f", "c", 1, std::string("\xff", 1)), C("f", "d", 1, "")}};
@@ -242,7 +242,7 @@ TEST(RowFilterTest, CellsPerColumnLimitKeepsTheNewestPerColumn) {
   out = Filtered("cells_per_column_limit_filter: 1", SampleRow());
   EXPECT_EQ(out.size(), 5u);
   // Same qualifier in two families is two columns.
-  FilterRow row{"r", {C("a", "q", 2, "1"), C("a", "q", 1, "2"), C("b", "q", 2, "3")}};
+  model::Row row{"r", {C("a", "q", 2, "1"), C("a", "q", 1, "2"), C("b", "q", 2, "3")}};
   EXPECT_EQ(Filtered("cells_per_column_limit_filter: 1", row).size(), 2u);
 }
 
@@ -259,11 +259,11 @@ TEST(RowFilterTest, StripValueKeepsLabelsAndApplyLabelAddsOne) {
 }
 
 TEST(RowFilterTest, RowSampleKeepsWholeRowsAtTheGivenRate) {
-  auto filter = RowFilter::Compile(Parse("row_sample_filter: 0.25"), Options());
+  auto filter = CompileRowFilter(Parse("row_sample_filter: 0.25"), Options());
   ASSERT_TRUE(filter.ok());
   int kept = 0;
   for (int i = 0; i < 4000; ++i) {
-    FilterRow row = SampleRow();
+    model::Row row = SampleRow();
     filter->Apply(&row);
     ASSERT_TRUE(row.cells.empty() || row.cells.size() == 7u);
     kept += row.cells.empty() ? 0 : 1;
@@ -271,10 +271,10 @@ TEST(RowFilterTest, RowSampleKeepsWholeRowsAtTheGivenRate) {
   EXPECT_GT(kept, 800);
   EXPECT_LT(kept, 1200);
   // The same seed replays the same choices.
-  auto a = RowFilter::Compile(Parse("row_sample_filter: 0.5"), Options());
-  auto b = RowFilter::Compile(Parse("row_sample_filter: 0.5"), Options());
+  auto a = CompileRowFilter(Parse("row_sample_filter: 0.5"), Options());
+  auto b = CompileRowFilter(Parse("row_sample_filter: 0.5"), Options());
   for (int i = 0; i < 100; ++i) {
-    FilterRow ra = SampleRow(), rb = SampleRow();
+    model::Row ra = SampleRow(), rb = SampleRow();
     a->Apply(&ra);
     b->Apply(&rb);
     ASSERT_EQ(ra, rb);
@@ -301,7 +301,7 @@ TEST(RowFilterTest, ChainIsSequential) {
 }
 
 TEST(RowFilterTest, InterleaveKeepsDuplicatesAndLabelsEachBranch) {
-  FilterRow row{"r", {C("A", "a", 20, "p"), C("A", "a", 10, "q"), C("A", "b", 5, "s")}};
+  model::Row row{"r", {C("A", "a", 20, "p"), C("A", "a", 10, "q"), C("A", "b", 5, "s")}};
   auto out = Filtered(
       "interleave { "
       "  filters { chain { filters { column_qualifier_regex_filter: 'a' } "
@@ -309,8 +309,8 @@ TEST(RowFilterTest, InterleaveKeepsDuplicatesAndLabelsEachBranch) {
       "  filters { chain { filters { apply_label_transformer: 'y' } "
       "                    filters { cells_per_column_limit_filter: 1 } } } }",
       row);
-  std::vector<FilterCell> want = {C("A", "a", 20, "p", {"x"}), C("A", "a", 20, "p", {"y"}),
-                                  C("A", "a", 10, "q", {"x"}), C("A", "b", 5, "s", {"y"})};
+  std::vector<model::Cell> want = {C("A", "a", 20, "p", {"x"}), C("A", "a", 20, "p", {"y"}),
+                                   C("A", "a", 10, "q", {"x"}), C("A", "b", 5, "s", {"y"})};
   EXPECT_EQ(out, want);
   // Two unlabelled pass-alls: every cell twice, ties in branch order.
   auto twice = Filtered(
@@ -321,9 +321,9 @@ TEST(RowFilterTest, InterleaveKeepsDuplicatesAndLabelsEachBranch) {
 
 TEST(RowFilterTest, InterleaveMergesAcrossFamiliesInCellOrder) {
   // The published example: f0, f1, f2 over foo/far, pooled and sorted.
-  FilterRow row{"r",
-                {C("far", "bar", 7, "a"), C("far", "blah", 5, "x"), C("foo", "bar", 10, "x"),
-                 C("foo", "bar", 10, "z"), C("foo", "blah", 11, "z")}};
+  model::Row row{"r",
+                 {C("far", "bar", 7, "a"), C("far", "blah", 5, "x"), C("foo", "bar", 10, "x"),
+                  C("foo", "bar", 10, "z"), C("foo", "blah", 11, "z")}};
   auto out = Filtered(
       "interleave { "
       "  filters { chain { filters { family_name_regex_filter: 'foo' } "
@@ -331,9 +331,9 @@ TEST(RowFilterTest, InterleaveMergesAcrossFamiliesInCellOrder) {
       "  filters { value_regex_filter: 'q' } "
       "  filters { family_name_regex_filter: 'far' } }",
       row);
-  std::vector<FilterCell> want = {C("far", "bar", 7, "a"), C("far", "blah", 5, "x"),
-                                  C("foo", "bar", 10, "x"), C("foo", "bar", 10, "z"),
-                                  C("foo", "blah", 11, "z")};
+  std::vector<model::Cell> want = {C("far", "bar", 7, "a"), C("far", "blah", 5, "x"),
+                                   C("foo", "bar", 10, "x"), C("foo", "bar", 10, "z"),
+                                   C("foo", "blah", 11, "z")};
   EXPECT_EQ(out, want);
 }
 
@@ -381,7 +381,7 @@ TEST(RowFilterTest, ConditionChoosesABranchFromThePredicate) {
 TEST(RowFilterTest, SinkSendsItsInputStraightToTheOutput) {
   // The published example: Chain(FamilyRegex(A), Interleave(All, Chain(Label(foo), Sink)),
   // QualifierRegex(B)).
-  FilterRow row{"r", {C("A", "A", 1, "w"), C("A", "B", 2, "x"), C("B", "B", 4, "z")}};
+  model::Row row{"r", {C("A", "A", 1, "w"), C("A", "B", 2, "x"), C("B", "B", 4, "z")}};
   auto out = Filtered(
       "chain { filters { family_name_regex_filter: 'A' } "
       "        filters { interleave { filters { pass_all_filter: true } "
@@ -389,8 +389,8 @@ TEST(RowFilterTest, SinkSendsItsInputStraightToTheOutput) {
       "                                                 filters { sink: true } } } } } "
       "        filters { column_qualifier_regex_filter: 'B' } }",
       row);
-  std::vector<FilterCell> want = {C("A", "A", 1, "w", {"foo"}), C("A", "B", 2, "x"),
-                                  C("A", "B", 2, "x", {"foo"})};
+  std::vector<model::Cell> want = {C("A", "A", 1, "w", {"foo"}), C("A", "B", 2, "x"),
+                                   C("A", "B", 2, "x", {"foo"})};
   EXPECT_EQ(out, want);
   // Whatever follows a sink does not affect what it sank.
   EXPECT_EQ(Filtered("chain { filters { sink: true } filters { block_all_filter: true } }", row),
@@ -406,8 +406,8 @@ TEST(RowFilterTest, SinkSendsItsInputStraightToTheOutput) {
       "                               filters { value_regex_filter: 'z' } } } "
       "        filters { apply_label_transformer: 'after' } }",
       row);
-  std::vector<FilterCell> want2 = {C("A", "A", 1, "w"), C("A", "B", 2, "x"),
-                                   C("B", "B", 4, "z", {"after"}), C("B", "B", 4, "z")};
+  std::vector<model::Cell> want2 = {C("A", "A", 1, "w"), C("A", "B", 2, "x"),
+                                    C("B", "B", 4, "z", {"after"}), C("B", "B", 4, "z")};
   EXPECT_EQ(limited, want2);
 }
 
@@ -532,15 +532,14 @@ v2::RowFilter Nested(int depth) {
 }
 
 TEST(RowFilterTest, NestingDeeperThanTwentyIsRefusedWithoutRecursingIntoIt) {
-  EXPECT_TRUE(RowFilter::Compile(Nested(kMaxRowFilterDepth), Options()).ok());
-  Status s = RowFilter::Compile(Nested(kMaxRowFilterDepth + 1), Options()).status();
+  EXPECT_TRUE(CompileRowFilter(Nested(kMaxRowFilterDepth), Options()).ok());
+  Status s = CompileRowFilter(Nested(kMaxRowFilterDepth + 1), Options()).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("nested more than 20 levels"));
   // A hostile message far deeper than any stack could recurse through unchecked (it cannot
   // arrive over the wire, where protobuf stops at 100 levels, but can be built in-process).
   v2::RowFilter deep = Nested(20000);
-  EXPECT_EQ(RowFilter::Compile(deep, Options()).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CompileRowFilter(deep, Options()).status().code(), absl::StatusCode::kInvalidArgument);
   // Release it level by level: protobuf's own destructor recursion is not ours to test.
   v2::RowFilter* cur = &deep;
   std::vector<std::unique_ptr<v2::RowFilter>> levels;
@@ -557,15 +556,14 @@ TEST(RowFilterTest, NestingDeeperThanTwentyIsRefusedWithoutRecursingIntoIt) {
 TEST(RowFilterTest, OversizedFiltersAreRefused) {
   v2::RowFilter big;
   big.set_value_regex_filter(std::string(kMaxRowFilterBytes, 'a'));
-  Status s = RowFilter::Compile(big, Options()).status();
+  Status s = CompileRowFilter(big, Options()).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("bytes when serialized"));
   // Many small filters add up as well.
   v2::RowFilter wide;
   for (int i = 0; i < 5000; ++i)
     wide.mutable_interleave()->add_filters()->set_pass_all_filter(true);
-  EXPECT_EQ(RowFilter::Compile(wide, Options()).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CompileRowFilter(wide, Options()).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(RowFilterTest, RegexesThatBlowUpAreRefusedQuickly) {
@@ -580,7 +578,7 @@ TEST(RowFilterTest, RegexesThatBlowUpAreRefusedQuickly) {
   for (const auto& p : patterns) {
     v2::RowFilter f;
     f.set_column_qualifier_regex_filter(p);
-    Status s = RowFilter::Compile(f, Options()).status();
+    Status s = CompileRowFilter(f, Options()).status();
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << p.substr(0, 40);
     EXPECT_THAT(std::string(s.message()), HasSubstr("column_qualifier_regex_filter"));
   }
@@ -591,11 +589,11 @@ TEST(RowFilterTest, RegexesThatBlowUpAreRefusedQuickly) {
   const std::string pattern = "[a-z]{1000}[0-9]{1000}[a-z]{1000}[0-9]{1000}[a-z]{1000}";
   v2::RowFilter one;
   one.set_value_regex_filter(pattern);
-  EXPECT_TRUE(RowFilter::Compile(one, small).ok());
+  EXPECT_TRUE(CompileRowFilter(one, small).ok());
   v2::RowFilter four;
   for (int i = 0; i < 4; ++i)
     four.mutable_interleave()->add_filters()->set_value_regex_filter(pattern);
-  Status s = RowFilter::Compile(four, small).status();
+  Status s = CompileRowFilter(four, small).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()),
               HasSubstr("Error in field 'value_regex_filter' : regular expression too large"));
@@ -606,10 +604,10 @@ TEST(RowFilterTest, RegexesThatBlowUpAreRefusedQuickly) {
 // ---------------------------------------------------------------------------
 // Pushdown.
 
-FilterPushdown PushdownOf(const std::string& text) {
-  auto f = RowFilter::Compile(Parse(text), Options());
+model::FilterPushdown PushdownOf(const std::string& text) {
+  auto f = CompileRowFilter(Parse(text), Options());
   EXPECT_TRUE(f.ok()) << f.status();
-  return f.ok() ? f->pushdown() : FilterPushdown{};
+  return f.ok() ? f->pushdown() : model::FilterPushdown{};
 }
 
 TEST(RowFilterTest, PushdownOfCommonShapes) {
@@ -677,21 +675,21 @@ class RandomFilters {
  public:
   explicit RandomFilters(uint64_t seed) : rnd_(seed) {}
 
-  FilterRow Row() {
+  model::Row Row() {
     static const char* kFamilies[] = {"a", "b", "c"};
     static const char* kQualifiers[] = {"", "x", "y", "\n", "\xff"};
     std::set<std::tuple<std::string, std::string, int64_t>> seen;
-    FilterRow row{std::string(1, static_cast<char>('k' + rnd_.Uniform(3))), {}};
+    model::Row row{std::string(1, static_cast<char>('k' + rnd_.Uniform(3))), {}};
     const int n = static_cast<int>(rnd_.Uniform(12));
     for (int i = 0; i < n; ++i) {
-      FilterCell c = C(kFamilies[rnd_.Uniform(3)], kQualifiers[rnd_.Uniform(5)],
-                       static_cast<int64_t>(rnd_.Uniform(8)) * 1000,
-                       std::string(1, static_cast<char>('p' + rnd_.Uniform(4))));
+      model::Cell c = C(kFamilies[rnd_.Uniform(3)], kQualifiers[rnd_.Uniform(5)],
+                        static_cast<int64_t>(rnd_.Uniform(8)) * 1000,
+                        std::string(1, static_cast<char>('p' + rnd_.Uniform(4))));
       if (seen.insert({c.family, c.qualifier, c.timestamp_micros}).second) {
         row.cells.push_back(c);
       }
     }
-    std::sort(row.cells.begin(), row.cells.end(), CellOrderLess);
+    std::sort(row.cells.begin(), row.cells.end(), model::CellOrderLess);
     return row;
   }
 
@@ -800,10 +798,10 @@ class RandomFilters {
   Random rnd_;
 };
 
-std::optional<std::vector<FilterCell>> TryRun(const v2::RowFilter& f, const FilterRow& row) {
-  auto compiled = RowFilter::Compile(f, Options());
+std::optional<std::vector<model::Cell>> TryRun(const v2::RowFilter& f, const model::Row& row) {
+  auto compiled = CompileRowFilter(f, Options());
   if (!compiled.ok()) return std::nullopt;
-  FilterRow copy = row;
+  model::Row copy = row;
   compiled->Apply(&copy);
   return copy.cells;
 }
@@ -834,7 +832,7 @@ TEST(RowFilterTest, RandomizedAlgebraicIdentities) {
   for (int iter = 0; iter < 600; ++iter) {
     const v2::RowFilter a = gen.Filter(3);
     const v2::RowFilter b = gen.Filter(2, /*allow_sink=*/false);
-    const FilterRow row = gen.Row();
+    const model::Row row = gen.Row();
     auto fa = TryRun(a, row);
     if (!fa) continue;  // e.g. two labels in one chain
     ++checked;
@@ -856,7 +854,7 @@ TEST(RowFilterTest, RandomizedAlgebraicIdentities) {
       }  // else refused: `a` holds a sink
     }
     // Chain(a, b) is b applied to a's output, when nothing is sunk.
-    auto fb = TryRun(b, FilterRow{row.key, *fa});
+    auto fb = TryRun(b, model::Row{row.key, *fa});
     auto chained = TryRun(Chain2(a, b), row);
     if (fb && chained && a.ShortDebugString().find("sink") == std::string::npos) {
       EXPECT_EQ(*chained, *fb);
@@ -865,20 +863,20 @@ TEST(RowFilterTest, RandomizedAlgebraicIdentities) {
     auto fb_row = TryRun(b, row);
     auto il = TryRun(Interleave2(a, b), row);
     if (fb_row && il && a.ShortDebugString().find("sink") == std::string::npos) {
-      std::vector<FilterCell> want = *fa;
+      std::vector<model::Cell> want = *fa;
       want.insert(want.end(), fb_row->begin(), fb_row->end());
-      std::stable_sort(want.begin(), want.end(), CellOrderLess);
+      std::stable_sort(want.begin(), want.end(), model::CellOrderLess);
       EXPECT_EQ(*il, want);
     }
     // Output stays in cell order.
-    EXPECT_TRUE(std::is_sorted(fa->begin(), fa->end(), CellOrderLess));
+    EXPECT_TRUE(std::is_sorted(fa->begin(), fa->end(), model::CellOrderLess));
   }
   EXPECT_GT(checked, 300);
 }
 
 // What the engine returns for a ReadSpec built from a pushdown.
-FilterRow Restrict(const FilterRow& row, const FilterPushdown& p) {
-  FilterRow out{row.key, {}};
+model::Row Restrict(const model::Row& row, const model::FilterPushdown& p) {
+  model::Row out{row.key, {}};
   if (p.outputs_nothing) return out;
   int64_t run = 0;
   for (const auto& c : row.cells) {
@@ -920,15 +918,15 @@ TEST(RowFilterTest, RandomizedPushdownNeverChangesTheOutput) {
       *flat.mutable_chain()->add_filters() = gen.Filter(2);
       f = flat;
     }
-    auto compiled = RowFilter::Compile(f, Options());
+    auto compiled = CompileRowFilter(f, Options());
     if (!compiled.ok()) continue;
-    const FilterPushdown p = compiled->pushdown();
+    const model::FilterPushdown p = compiled->pushdown();
     if (!p.families.empty() || p.max_versions > 0 || p.time_range.start_micros != 0 ||
         p.time_range.end_micros != 0 || p.outputs_nothing) {
       ++pushed;
     }
     for (int r = 0; r < 4; ++r) {
-      const FilterRow row = gen.Row();
+      const model::Row row = gen.Row();
       auto full = TryRun(f, row);
       auto restricted = TryRun(f, Restrict(row, p));
       ASSERT_TRUE(full && restricted);
@@ -959,8 +957,8 @@ TEST(RowFilterCopyBoundTest, RefusesExponentialInterleaves) {
     return f;
   };
   FilterOptions options;
-  EXPECT_TRUE(RowFilter::Compile(nested(8), options).ok());  // 256 copies: at the bound
-  auto refused = RowFilter::Compile(nested(9), options);
+  EXPECT_TRUE(CompileRowFilter(nested(8), options).ok());  // 256 copies: at the bound
+  auto refused = CompileRowFilter(nested(9), options);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(refused.status().message().find("more than 256 times"), std::string::npos)
       << refused.status();
@@ -973,7 +971,7 @@ TEST(RowFilterCopyBoundTest, RefusesExponentialInterleaves) {
     outer.mutable_chain()->add_filters()->set_cells_per_column_limit_filter(3);
     chain = std::move(outer);
   }
-  EXPECT_TRUE(RowFilter::Compile(chain, options).ok());
+  EXPECT_TRUE(CompileRowFilter(chain, options).ok());
   // Sinks count: an interleave of 200 sinks plus 100 pass-alls is 300 copies.
   google::bigtable::v2::RowFilter sinks;
   for (int i = 0; i < 300; ++i) {
@@ -983,8 +981,7 @@ TEST(RowFilterCopyBoundTest, RefusesExponentialInterleaves) {
       sinks.mutable_interleave()->add_filters()->set_pass_all_filter(true);
     }
   }
-  EXPECT_EQ(RowFilter::Compile(sinks, options).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CompileRowFilter(sinks, options).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

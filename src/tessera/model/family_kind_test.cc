@@ -1,4 +1,4 @@
-#include "tessera/server/family_kinds.h"
+#include "tessera/model/family_kind.h"
 
 #include <algorithm>
 #include <string>
@@ -6,10 +6,10 @@
 
 #include "gtest/gtest.h"
 #include "tessera/model/cell_key.h"
-#include "tessera/util/random.h"
 #include "tessera/util/coding.h"
+#include "tessera/util/random.h"
 
-namespace tessera::server {
+namespace tessera::model {
 namespace {
 
 using std::string_literals::operator""s;
@@ -78,10 +78,14 @@ TEST(FamilyKindTest, TimeSortedRejectsOtherLengths) {
 
 TEST(FamilyKindTest, SuperColumnsRoundTrip) {
   FamilyKind kind(true, false);
-  EXPECT_EQ(Stored(kind, "s:c"), "s\x00"s "c");
+  EXPECT_EQ(Stored(kind, "s:c"),
+            "s\x00"s
+            "c");
   EXPECT_EQ(Stored(kind, "s:"), "s\x00"s);
   // Split at the first ':'; the column may hold ':' and 0x00.
-  EXPECT_EQ(Stored(kind, "s:c:d\x00"s), "s\x00"s "c:d\x00"s);
+  EXPECT_EQ(Stored(kind, "s:c:d\x00"s),
+            "s\x00"s
+            "c:d\x00"s);
   for (std::string q : {"s:c"s, "s:"s, "s:c:d\x00"s, "\xff:\x01"s}) {
     EXPECT_EQ(Presented(kind, Stored(kind, q)), q);
   }
@@ -96,7 +100,7 @@ TEST(FamilyKindTest, SuperColumnsRejectBadQualifiers) {
   std::string stored;
   for (std::string q : {""s, "nocolon"s, ":c"s, "s\x00x:c"s}) {
     Status s = kind.ToStored("sc", q, &stored);
-    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << model::DisplayBytes(q);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << DisplayBytes(q);
     EXPECT_NE(s.message().find("\"sc\""), std::string_view::npos) << s;
   }
   std::string prefix;
@@ -104,8 +108,7 @@ TEST(FamilyKindTest, SuperColumnsRejectBadQualifiers) {
   EXPECT_FALSE(kind.SuperColumnPrefix("sc", "a:b", &prefix).ok());
   EXPECT_FALSE(kind.SuperColumnPrefix("sc", "a\x00"s, &prefix).ok());
   std::string presented;
-  EXPECT_EQ(kind.ToPresented("sc", "no-separator", &presented).code(),
-            absl::StatusCode::kDataLoss);
+  EXPECT_EQ(kind.ToPresented("sc", "no-separator", &presented).code(), absl::StatusCode::kDataLoss);
   EXPECT_EQ(kind.ToPresented("sc", "\x00x"s, &presented).code(), absl::StatusCode::kDataLoss);
 }
 
@@ -159,5 +162,49 @@ TEST(FamilyKindTest, RandomRoundTrip) {
   }
 }
 
+// A schema of one plain, one time-sorted and one super-column family.
+TableSchema KindsSchema() {
+  TableSchema schema;
+  schema.families["plain"];
+  schema.families["ts"].time_sorted = true;
+  schema.families["sc"].super_columns = true;
+  return schema;
+}
+
+TEST(FamilyKindsTest, UnknownFamiliesArePlain) {
+  const FamilyKinds kinds(KindsSchema());
+  EXPECT_FALSE(kinds.all_plain());
+  EXPECT_TRUE(kinds.Get("plain").plain());
+  EXPECT_TRUE(kinds.Get("created-later").plain());
+  EXPECT_TRUE(kinds.Get("ts").time_sorted());
+  EXPECT_TRUE(FamilyKinds(TableSchema()).all_plain());
+}
+
+TEST(FamilyKindsTest, RowsToPresentedFormAndBackToStoredOrder) {
+  const FamilyKinds kinds(KindsSchema());
+  const FamilyKind ts(false, true), sc(true, false);
+  // A row as storage returns it: stored qualifiers, in stored order.
+  Row row{"r",
+          {Cell{"plain", "q", 1, "v", {}}, Cell{"sc", Stored(sc, "a:x"), 1, "v", {}},
+           Cell{"sc", Stored(sc, "a-:y"), 1, "v", {}},
+           Cell{"ts", Stored(ts, BigEndian(2000)), 1, "new", {}},
+           Cell{"ts", Stored(ts, BigEndian(1000)), 1, "old", {}}}};
+  ASSERT_TRUE(kinds.ToPresented(&row).ok());
+  const std::vector<std::string> presented = {"q", "a:x", "a-:y", BigEndian(2000), BigEndian(1000)};
+  for (size_t i = 0; i < row.cells.size(); ++i) EXPECT_EQ(row.cells[i].qualifier, presented[i]);
+  // A filter's merge sorts by presented bytes; RestoreStoredOrder undoes that.
+  Row shuffled = row;
+  std::sort(shuffled.cells.begin(), shuffled.cells.end(), CellOrderLess);
+  EXPECT_NE(shuffled, row);
+  kinds.RestoreStoredOrder(&shuffled);
+  EXPECT_EQ(shuffled, row);
+}
+
+TEST(FamilyKindsTest, DamagedStoredQualifiersAreDataLoss) {
+  const FamilyKinds kinds(KindsSchema());
+  Row row{"r", {Cell{"ts", "not 8 bytes", 1, "v", {}}}};
+  EXPECT_EQ(kinds.ToPresented(&row).code(), absl::StatusCode::kDataLoss);
+}
+
 }  // namespace
-}  // namespace tessera::server
+}  // namespace tessera::model

@@ -1,9 +1,11 @@
-// RowLocks: striped locks that make the server's read-modify-write operations (CheckAndMutateRow,
+// RowLocks: striped locks that make read-modify-write operations (CheckAndMutateRow,
 // ReadModifyWriteRow) atomic on their row with respect to every other write of that row.
+// replication::LocalTableAccess holds them (replication/local_table_access.h).
 //
 // Every write of a row holds the row's stripe around Engine::Apply:
-//   * plain writes (MutateRow, MutateRows entries) in shared mode — they do not conflict with
-//     each other (Engine::Apply is atomic per row), so they still group-commit together;
+//   * plain writes (MutateRow, MutateRows entries, DropRowRange's deletes) in shared mode —
+//     they do not conflict with each other (Engine::Apply is atomic per row), so they still
+//     group-commit together;
 //   * read-modify-writes in exclusive mode around their read and their Apply — no other write
 //     of the row can land between the two.
 // A stripe is chosen by a hash of (table, row), so unrelated rows share a stripe now and then;
@@ -23,7 +25,7 @@
 
 #include "absl/synchronization/mutex.h"
 
-namespace tessera::server {
+namespace tessera::tablet {
 
 class RowLocks {
  public:
@@ -102,4 +104,4 @@ class RowLocks {
   const std::unique_ptr<Stripe[]> stripes_;
 };
 
-}  // namespace tessera::server
+}  // namespace tessera::tablet

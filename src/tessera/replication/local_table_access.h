@@ -1,0 +1,56 @@
+// LocalTableAccess: TableAccess (table_access.h) over this node's engine, for tables whose
+// tablets are all local (docs/replication.md).
+//
+// Each row goes to the tablet of the TableInfo snapshot that holds it. Every write of a row
+// holds the row's stripe of the RowLocks (tablet/row_locks.h): plain writes (Mutate, each row
+// DropRowRange deletes) in shared mode, so they still group-commit together; CheckAndMutate
+// and ReadModifyWrite in exclusive mode around their read and their write, so no other write
+// of the row lands between the two. Reads take no lock: each tablet read is a consistent
+// snapshot.
+//
+// Thread-safety: every method may be called from many threads at once.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "tessera/replication/table_access.h"
+#include "tessera/tablet/engine.h"
+#include "tessera/tablet/row_locks.h"
+
+namespace tessera::replication {
+
+struct LocalTableAccessOptions {
+  // --- performance ---
+  // Stripes of the row locks (tablet/row_locks.h): more stripes, fewer unrelated rows
+  // waiting for each other. > 0.
+  size_t row_lock_stripes = tablet::RowLocks::kDefaultStripes;
+};
+
+class LocalTableAccess final : public TableAccess {
+ public:
+  // `engine` must outlive this object and every stream it returns.
+  explicit LocalTableAccess(tablet::Engine* engine,
+                            LocalTableAccessOptions options = LocalTableAccessOptions());
+
+  LocalTableAccess(const LocalTableAccess&) = delete;
+  LocalTableAccess& operator=(const LocalTableAccess&) = delete;
+
+  Status Mutate(const server::TableInfo& table, const model::RowMutation& mutation) override;
+  StatusOr<bool> CheckAndMutate(const server::TableInfo& table, std::string_view row_key,
+                                model::RowFilter* predicate, const model::RowMutation& on_true,
+                                const model::RowMutation& on_false) override;
+  StatusOr<model::Row> ReadModifyWrite(const server::TableInfo& table, std::string_view row_key,
+                                       const std::vector<ReadModifyWriteRule>& rules,
+                                       int64_t now_micros, size_t max_value_bytes) override;
+  StatusOr<std::unique_ptr<RowStream>> Read(TableSnapshot table, ReadRequest request) override;
+  StatusOr<std::vector<RowKeySample>> SampleRowKeys(const server::TableInfo& table,
+                                                    uint64_t every_bytes) override;
+  StatusOr<uint64_t> DropRowRange(const server::TableInfo& table, std::string_view prefix) override;
+
+ private:
+  tablet::Engine* const engine_;
+  tablet::RowLocks locks_;
+};
+
+}  // namespace tessera::replication

@@ -1,0 +1,138 @@
+// TableAccess: the one interface the data and admin services call for every operation on a
+// table's rows (docs/replication.md, "The seam: TableAccess"). LocalTableAccess implements it
+// over this node's engine; the coordinator of issue 11 will implement it over replicas.
+//
+// Everything here is a model type or a Status: the services parse and validate the wire
+// requests, resolve the table, compile filters and build mutations before calling in, and
+// convert what comes back. Rows cross in presented form (qualifiers as clients name them, in
+// the order they are returned: model/family_kind.h).
+//
+// Errors carry the codes a Bigtable client expects: NotFound for a table deleted under the
+// call, Unavailable for a server shutting down or I/O trouble, InvalidArgument for a mutation
+// storage refuses, FailedPrecondition for an increment of a value that is not 64 bits,
+// ResourceExhausted, DataLoss.
+//
+// Thread-safety: implementations are safe to call from many threads at once. A RowStream is
+// not: one reader at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tessera/model/row.h"
+#include "tessera/model/row_filter.h"
+#include "tessera/model/row_mutation.h"
+#include "tessera/server/table_catalog.h"
+#include "tessera/util/status.h"
+
+namespace tessera::replication {
+
+// A snapshot of the table an operation works on (server/table_catalog.h). Operations on a
+// table deleted since the snapshot fail with NotFound.
+using TableSnapshot = std::shared_ptr<const server::TableInfo>;
+
+struct ReadRequest {
+  model::RowSet rows;
+  // Applied to each row in presented form; its pushdown (model/filter_pushdown.h) says what
+  // storage must read.
+  model::RowFilter filter = model::RowFilter::PassAll();
+  // At most this many rows are returned (0 = no limit).
+  int64_t rows_limit = 0;
+  // Rows in decreasing key order, the ranges of `rows` from the last.
+  bool reversed = false;
+};
+
+// How far a read got; for request stats and for telling a client where a scan stands.
+struct ReadProgress {
+  int64_t rows_seen = 0;  // stored rows read, before the filter
+  int64_t cells_seen = 0;
+  int64_t rows_returned = 0;  // rows with cells left after the filter
+  int64_t cells_returned = 0;
+  std::string last_scanned_key;  // key of the last stored row read; "" before any
+};
+
+enum class ReadStep {
+  kRow,    // the step produced a row
+  kNoRow,  // the step did some work (opened a scan, read a row the filter emptied) but no row
+  kEnd,    // the read is complete: the row set is exhausted or rows_limit rows were returned
+};
+
+// The rows of one Read, in scan order, produced in bounded steps: each step reads at most one
+// stored row, or opens one scan or point read, so a caller can yield between steps.
+class RowStream {
+ public:
+  virtual ~RowStream() = default;
+  // One step. On kRow, *row holds the row (replaced, not appended to). After kEnd or an error,
+  // Step must not be called again.
+  virtual StatusOr<ReadStep> Step(model::Row* row) = 0;
+  // True once Step has nothing more to return: after kEnd, and right after the kRow of the
+  // row that reached rows_limit.
+  virtual bool done() const = 0;
+  virtual const ReadProgress& progress() const = 0;
+};
+
+// One rule of a read-modify-write, validated by the caller.
+struct ReadModifyWriteRule {
+  std::string family;
+  std::string qualifier;         // presented: what the result and messages name
+  std::string stored_qualifier;  // its stored form (model::FamilyKind::ToStored)
+  enum class Kind { kAppend, kIncrement } kind = Kind::kAppend;
+  std::string append_value;      // kAppend
+  int64_t increment_amount = 0;  // kIncrement: 64-bit big-endian two's complement, wraps
+};
+
+// A split point of SampleRowKeys: `offset_bytes` of the table's data lie before `row_key`.
+struct RowKeySample {
+  std::string row_key;  // "" for the last sample: the end of the table
+  int64_t offset_bytes = 0;
+};
+
+class TableAccess {
+ public:
+  virtual ~TableAccess() = default;
+
+  // Applies one row's mutations atomically.
+  virtual Status Mutate(const server::TableInfo& table, const model::RowMutation& mutation) = 0;
+
+  // Atomically on `row_key`: reads the row; it matches when `predicate` (null: any cell) leaves
+  // a cell of it; then applies `on_true` if it matched, else `on_false` (an empty mutation
+  // applies nothing). Returns whether it matched. REQUIRES: both mutations are of `row_key`.
+  virtual StatusOr<bool> CheckAndMutate(const server::TableInfo& table, std::string_view row_key,
+                                        model::RowFilter* predicate,
+                                        const model::RowMutation& on_true,
+                                        const model::RowMutation& on_false) = 0;
+
+  // Atomically on `row_key`: applies `rules` in order to the newest cell of their columns
+  // (append concatenates; increment adds to a 64-bit value, an absent cell counting as 0) and
+  // writes each touched column once, with a timestamp of at least `now_micros` that sorts
+  // before every existing cell of the column. Returns the row of the new cells (presented
+  // qualifiers, one cell per column, in returned order). InvalidArgument if an append would
+  // make a value larger than `max_value_bytes`, FailedPrecondition for an increment of a value
+  // that is not 8 bytes; nothing is written then. REQUIRES: `rules` non-empty.
+  virtual StatusOr<model::Row> ReadModifyWrite(const server::TableInfo& table,
+                                               std::string_view row_key,
+                                               const std::vector<ReadModifyWriteRule>& rules,
+                                               int64_t now_micros, size_t max_value_bytes) = 0;
+
+  // The rows of request.rows that have cells after request.filter. The stream keeps `table`
+  // alive; each tablet is read from a consistent snapshot taken when its scan opens.
+  virtual StatusOr<std::unique_ptr<RowStream>> Read(TableSnapshot table, ReadRequest request) = 0;
+
+  // Split points about `every_bytes` of data apart, by increasing key, with non-decreasing
+  // cumulative offsets; every tablet boundary is one; the last sample is ("", table size). An
+  // empty table has only the last.
+  // REQUIRES: every_bytes > 0.
+  virtual StatusOr<std::vector<RowKeySample>> SampleRowKeys(const server::TableInfo& table,
+                                                            uint64_t every_bytes) = 0;
+
+  // Deletes every row whose key starts with `prefix`, each row atomically (a write racing
+  // with the drop lands before or after it, whole). Returns the number of rows deleted.
+  // REQUIRES: prefix non-empty.
+  virtual StatusOr<uint64_t> DropRowRange(const server::TableInfo& table,
+                                          std::string_view prefix) = 0;
+};
+
+}  // namespace tessera::replication
