@@ -14,13 +14,8 @@ tessera_add_test(cli_common_test
 
 # The `tessera` binary as a process: exit codes, --version, address flags, --config, gRPC's log
 # lines, --help, admin --json, sim's memory check (a few seconds; starts `tessera serve` twice).
-if(TARGET tessera_client_testing)
-  tessera_add_test(cli_process_test
-    SOURCES cli_process_test.cc
-    DEPS tessera_client_testing tessera_test_support nlohmann_json::nlohmann_json)
-  if(TARGET cli_process_test)
-    add_dependencies(cli_process_test tessera)
-    target_compile_definitions(cli_process_test PRIVATE
-      TESSERA_BINARY_PATH="$<TARGET_FILE:tessera>")
-  endif()
-endif()
+tessera_add_test(cli_process_test
+  SOURCES cli_process_test.cc
+  DEPS tessera_client_testing tessera_test_support nlohmann_json::nlohmann_json
+  DEFINITIONS TESSERA_BINARY_PATH="$<TARGET_FILE:tessera>"
+  RUNS tessera)
