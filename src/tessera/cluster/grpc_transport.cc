@@ -19,14 +19,14 @@ GrpcTransport::GrpcTransport(GrpcTransportOptions options) : options_(std::move(
 GrpcTransport::~GrpcTransport() { Shutdown(); }
 
 void GrpcTransport::SetReceiver(Receiver receiver) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   receiver_ = std::move(receiver);
 }
 
 void GrpcTransport::Deliver(std::string_view bytes) {
   Receiver receiver;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (shut_down_) return;
     receiver = receiver_;
   }
@@ -37,7 +37,7 @@ void GrpcTransport::Send(const NodeId& to, std::string bytes) {
   Call* call = nullptr;
   ::tessera::v1::Gossip::Stub* stub = nullptr;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (shut_down_) return;
     auto it = peers_.find(to);
     if (it == peers_.end()) {
@@ -74,7 +74,7 @@ void GrpcTransport::Send(const NodeId& to, std::string bytes) {
 void GrpcTransport::Finish(Call* call, const grpc::Status& status) {
   std::unique_ptr<Call> done;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (status.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
       auto [it, inserted] = refusals_.insert_or_assign(call->to, status.error_message());
       if (inserted) {
@@ -86,25 +86,24 @@ void GrpcTransport::Finish(Call* call, const grpc::Status& status) {
     auto it = calls_.find(call);
     done = std::move(it->second);
     calls_.erase(it);
-    if (calls_.empty()) idle_.notify_all();
   }
 }
 
 std::map<NodeId, std::string> GrpcTransport::Refusals() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return refusals_;
 }
 
 void GrpcTransport::Drain(int64_t timeout_ms) {
-  std::unique_lock<std::mutex> lock(mu_);
-  idle_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [this] { return calls_.empty(); });
+  absl::MutexLock lock(&mu_);
+  mu_.AwaitWithTimeout(absl::Condition(this, &GrpcTransport::Idle), absl::Milliseconds(timeout_ms));
 }
 
 void GrpcTransport::Shutdown() {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   shut_down_ = true;
   for (auto& [call, owned] : calls_) call->context.TryCancel();
-  idle_.wait(lock, [this] { return calls_.empty(); });
+  mu_.Await(absl::Condition(this, &GrpcTransport::Idle));
   receiver_ = nullptr;
 }
 
@@ -116,10 +115,10 @@ grpc::ServerUnaryReactor* GossipService::Exchange(grpc::CallbackServerContext* c
   // answers through its own Sends; the reply only tells a stranger why nobody talks to it.
   transport_->Deliver(request->payload());
   if (request->cluster_name() != transport_->cluster_name()) {
-    reactor->Finish(grpc::Status(
-        grpc::StatusCode::FAILED_PRECONDITION,
-        tessera::StrCat("this node belongs to cluster '", transport_->cluster_name(),
-                        "', not '", request->cluster_name(), "'")));
+    reactor->Finish(
+        grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                     tessera::StrCat("this node belongs to cluster '", transport_->cluster_name(),
+                                     "', not '", request->cluster_name(), "'")));
   } else {
     reactor->Finish(grpc::Status::OK);
   }
