@@ -9,17 +9,18 @@ function(tessera_add_library name)
 endfunction()
 
 # tessera_add_test(<name> SOURCES <...> [DEPS <...>] [LABELS <...>] [DEFINITIONS <...>]
-#                  [RUNS <target>...])
+#                  [RUNS <target>...] [TSAN])
 #   A GoogleTest binary; every test in it is registered with ctest. Tests labelled `slow` are
 #   still part of `make test`, but can be skipped locally with `ctest -LE slow`. DEFINITIONS
 #   are private compile definitions (e.g. a binary's path); RUNS names the executables the test
-#   starts as child processes, which are then built before it. Nothing is defined when
-#   TESSERA_BUILD_TESTS is OFF.
+#   starts as child processes, which are then built before it. TSAN: the test links no gRPC,
+#   so the TSan build runs it (label `tsan`, and the `tsan_tests` target builds it; see
+#   docs/testing.md). Nothing is defined when TESSERA_BUILD_TESTS is OFF.
 function(tessera_add_test name)
   if(NOT TESSERA_BUILD_TESTS)
     return()
   endif()
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS;DEFINITIONS;RUNS" ${ARGN})
+  cmake_parse_arguments(ARG "TSAN" "" "SOURCES;DEPS;LABELS;DEFINITIONS;RUNS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
   if(ARG_DEFINITIONS)
@@ -31,6 +32,10 @@ function(tessera_add_test name)
   set(labels unit)
   if(ARG_LABELS)
     set(labels ${ARG_LABELS})
+  endif()
+  if(ARG_TSAN)
+    list(APPEND labels tsan)
+    set_property(GLOBAL APPEND PROPERTY TESSERA_TSAN_TESTS ${name})
   endif()
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${labels}" TIMEOUT 600)
 endfunction()

@@ -16,14 +16,14 @@ tessera_add_test(ycsb_test
 # The test runs `tessera serve` from this build.
 tessera_add_test(ycsb_bigtable_db_test
   SOURCES ycsb_bigtable_db_test.cc
-  DEPS tessera_cmd_bench tessera_client_testing
+  DEPS tessera_cmd_bench tessera_testing
   DEFINITIONS TESSERA_BINARY_PATH="$<TARGET_FILE:tessera>"
   RUNS tessera)
 
 # scripts/bench_server.sh end to end (tiny sizes; ~30 s: it starts four servers).
 tessera_add_test(bench_server_script_test
   SOURCES bench_server_script_test.cc
-  DEPS tessera_client_testing nlohmann_json::nlohmann_json
+  DEPS tessera_testing nlohmann_json::nlohmann_json
   LABELS slow
   DEFINITIONS TESSERA_BINARY_PATH="$<TARGET_FILE:tessera>"
               TESSERA_SOURCE_DIR="${PROJECT_SOURCE_DIR}"

@@ -17,6 +17,6 @@ tessera_add_test(shell_test
 # `tessera shell -e/-f` as a process against cbtemulator and, when built, `tessera serve`.
 tessera_add_test(shell_e2e_test
   SOURCES shell_e2e_test.cc
-  DEPS tessera_cmd_shell tessera_client_testing
+  DEPS tessera_cmd_shell tessera_testing
   DEFINITIONS TESSERA_BINARY_PATH="$<TARGET_FILE:tessera>"
   RUNS tessera)

@@ -5,7 +5,7 @@
 // different sides of a partition or the receiver is down or detached. Every random choice comes
 // from the Random given at construction, so a simulation replays from its seed.
 //
-// The gossip simulator (simulator.h) has the same network model over its own event queue.
+// The gossip simulator (testing/simulator.h) has the same network model over its own event queue.
 //
 // Thread-safety: every method may be called from any thread; deliveries run on the executor.
 // A transport must be destroyed before the network.
