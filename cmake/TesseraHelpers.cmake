@@ -14,8 +14,8 @@ endfunction()
 #   still part of `make test`, but can be skipped locally with `ctest -LE slow`. DEFINITIONS
 #   are private compile definitions (e.g. a binary's path); RUNS names the executables the test
 #   starts as child processes, which are then built before it. TSAN: the test links no gRPC,
-#   so the TSan build runs it (label `tsan`, and the `tsan_tests` target builds it; see
-#   docs/testing.md). Nothing is defined when TESSERA_BUILD_TESTS is OFF.
+#   so the TSan build runs it (the `tsan_tests` target builds it, scripts/run_tsan_tests.sh
+#   runs it; see docs/testing.md). Nothing is defined when TESSERA_BUILD_TESTS is OFF.
 function(tessera_add_test name)
   if(NOT TESSERA_BUILD_TESTS)
     return()
@@ -34,7 +34,6 @@ function(tessera_add_test name)
     set(labels ${ARG_LABELS})
   endif()
   if(ARG_TSAN)
-    list(APPEND labels tsan)
     set_property(GLOBAL APPEND PROPERTY TESSERA_TSAN_TESTS ${name})
   endif()
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${labels}" TIMEOUT 600)

@@ -6,5 +6,4 @@ tessera_add_library(tessera_storage_sstable
 
 tessera_add_test(sstable_test
   SOURCES block_test.cc bloom_test.cc block_cache_test.cc table_test.cc table_corruption_test.cc
-  DEPS tessera_storage_sstable
-  TSAN)
+  DEPS tessera_storage_sstable)
