@@ -37,7 +37,7 @@ struct ScenarioOptions {
   uint64_t seed = 1;
   cluster::GossipOptions gossip =
       cluster::DefaultGossipOptions();  // cluster_name, self and seeds are filled in
-  NetworkOptions network;
+  cluster::NetworkOptions network;
   double tick_jitter = 0.05;
   int measure_rounds = 100;         // steady-state rounds after convergence, before the event
   int converge_limit_rounds = 500;  // a run that does not converge by then is an error

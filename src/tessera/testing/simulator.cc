@@ -17,6 +17,7 @@ using cluster::NodeId;
 using cluster::PeerSummary;
 using cluster::Transport;
 using cluster::ValidateGossipOptions;
+using cluster::ValidateNetworkOptions;
 namespace {
 
 // Mixes the run's seed with a node's index and incarnation into that process's own seed.

@@ -39,7 +39,7 @@ struct SimulatorOptions {
   uint64_t seed = 1;
   // Template for every node: self and seeds are filled in; cluster_name is used as is.
   cluster::GossipOptions gossip = cluster::DefaultGossipOptions();
-  NetworkOptions network;
+  cluster::NetworkOptions network;
   double tick_jitter = 0.05;  // each round interval varies by up to this fraction, in [0, 1)
 };
 
