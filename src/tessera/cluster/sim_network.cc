@@ -85,11 +85,11 @@ void SimNetwork::SetDown(const NodeId& endpoint, bool down) {
 }
 
 bool SimNetwork::CanTalkLocked(const NodeId& from, const NodeId& to) const {
-  auto side = [&](const NodeId& n) {
+  auto side = [&](const NodeId& n) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto it = side_of_.find(n);
     return it == side_of_.end() ? 0 : it->second;
   };
-  auto is_down = [&](const NodeId& n) {
+  auto is_down = [&](const NodeId& n) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto it = down_.find(n);
     return it != down_.end() && it->second;
   };
