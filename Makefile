@@ -2,7 +2,10 @@
 #
 #   make run     install what is missing, build, start one Tessera node on 127.0.0.1:8086
 #                (data in ./data; SERVE_ARGS adds flags, e.g. SERVE_ARGS='--sync periodic')
-#   make test    install what is missing, build, run every test (unit, crash, corruption, fuzz)
+#   make test    install what is missing, build, run every test (fuzz, tsan, thread-safety
+#                check, then unit, crash, corruption, integration)
+#   make tsan    the ThreadSanitizer build (clang) of the libraries and tests that link no gRPC
+#   make check-thread-safety  clang's -Werror=thread-safety over the gcc build's other files
 #   make bench   engine vs RocksDB and LevelDB; tessera serve vs the official emulator (YCSB,
 #                scripts/bench_server.sh); the cluster simulator's detection and gossip figures
 #   make fuzz    run every fuzzer for FUZZ_SECONDS each (default 20)
@@ -10,6 +13,7 @@
 
 BUILD_DIR    ?= build
 FUZZ_DIR     := build-fuzz
+TSAN_DIR     := build-tsan
 BUILD_TYPE   ?= RelWithDebInfo
 JOBS         ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
@@ -17,7 +21,8 @@ CTEST_ARGS   ?=
 BENCH_ARGS   ?=
 SERVE_ARGS   ?=
 
-.PHONY: all deps configure build run test unit-test fuzz fuzz-build bench inbox-search clean
+.PHONY: all deps configure build run test unit-test fuzz fuzz-build tsan tsan-build \
+        check-thread-safety bench inbox-search clean
 
 all: build
 
@@ -46,8 +51,23 @@ fuzz-build: deps
 fuzz: fuzz-build
 	@bash scripts/run_fuzzers.sh $(FUZZ_DIR) $(FUZZ_SECONDS)
 
-# Fuzzers first, so that ctest's summary is the last line printed.
-test: fuzz unit-test
+# The tsan preset (CMakePresets.json) builds into build-tsan/ only the tests marked TSAN in CMake
+# (docs/testing.md): TSan cannot run what links Debian's gRPC.
+tsan-build: deps
+	cmake --preset tsan
+	cmake --build $(TSAN_DIR) -j $(JOBS) --target tsan_tests
+
+tsan: tsan-build
+	@bash scripts/run_tsan_tests.sh $(TSAN_DIR) $(JOBS)
+
+# Clang's thread-safety analysis over the files that no clang build compiles (above all what
+# links gRPC); the fuzz and tsan builds already check theirs with -Werror=thread-safety.
+check-thread-safety: configure
+	@JOBS=$(JOBS) bash scripts/check_thread_safety.sh $(BUILD_DIR) \
+	  $(TSAN_DIR)/compile_commands.json $(FUZZ_DIR)/compile_commands.json
+
+# Fuzzers, TSan and the thread-safety check first, so that ctest's summary is the last line.
+test: fuzz tsan check-thread-safety unit-test
 
 bench: build
 	@BUILD_DIR=$(abspath $(BUILD_DIR)) bash scripts/bench.sh $(BENCH_ARGS)
@@ -58,4 +78,4 @@ inbox-search: configure
 	@bash examples/inbox_search/run.sh $(abspath $(BUILD_DIR))
 
 clean:
-	rm -rf $(BUILD_DIR) $(FUZZ_DIR)
+	rm -rf $(BUILD_DIR) $(FUZZ_DIR) $(TSAN_DIR)

@@ -8,19 +8,33 @@ function(tessera_add_library name)
   target_link_libraries(${name} PUBLIC ${ARG_DEPS})
 endfunction()
 
-# tessera_add_test(<name> SOURCES <...> [DEPS <...>] [LABELS <...>])
+# tessera_add_test(<name> SOURCES <...> [DEPS <...>] [LABELS <...>] [DEFINITIONS <...>]
+#                  [RUNS <target>...] [TSAN])
 #   A GoogleTest binary; every test in it is registered with ctest. Tests labelled `slow` are
-#   still part of `make test`, but can be skipped locally with `ctest -LE slow`.
+#   still part of `make test`, but can be skipped locally with `ctest -LE slow`. DEFINITIONS
+#   are private compile definitions (e.g. a binary's path); RUNS names the executables the test
+#   starts as child processes, which are then built before it. TSAN: the test links no gRPC,
+#   so the TSan build runs it (the `tsan_tests` target builds it, scripts/run_tsan_tests.sh
+#   runs it; see docs/testing.md). Nothing is defined when TESSERA_BUILD_TESTS is OFF.
 function(tessera_add_test name)
   if(NOT TESSERA_BUILD_TESTS)
     return()
   endif()
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "TSAN" "" "SOURCES;DEPS;LABELS;DEFINITIONS;RUNS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
+  if(ARG_DEFINITIONS)
+    target_compile_definitions(${name} PRIVATE ${ARG_DEFINITIONS})
+  endif()
+  if(ARG_RUNS)
+    add_dependencies(${name} ${ARG_RUNS})
+  endif()
   set(labels unit)
   if(ARG_LABELS)
     set(labels ${ARG_LABELS})
+  endif()
+  if(ARG_TSAN)
+    set_property(GLOBAL APPEND PROPERTY TESSERA_TSAN_TESTS ${name})
   endif()
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${labels}" TIMEOUT 600)
 endfunction()

@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config ccache
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev python3
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libre2-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -16,9 +16,9 @@
 #include "tessera/model/row_mutation.h"
 #include "tessera/storage/manifest.h"
 #include "tessera/tablet/engine.h"
+#include "tessera/testing/test_support.h"
 #include "tessera/util/clock.h"
 #include "tessera/util/mem_file_system.h"
-#include "tessera/util/test_support.h"
 #include "tests/engine_test_util.h"
 
 namespace tessera::test {

@@ -11,15 +11,15 @@
 #include <string_view>
 #include <vector>
 
+#include "gtest/gtest.h"
 #include "tessera/model/gc_rule.h"
 #include "tessera/model/schema.h"
 #include "tessera/tablet/engine.h"
-#include "gtest/gtest.h"
+#include "tessera/testing/test_support.h"
 #include "tessera/util/clock.h"
 #include "tessera/util/file_system.h"
 #include "tessera/util/mem_file_system.h"
 #include "tessera/util/status.h"
-#include "tessera/util/test_support.h"
 
 namespace tessera::test {
 

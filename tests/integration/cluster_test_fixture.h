@@ -19,7 +19,7 @@
 
 #include "gtest/gtest.h"
 #include "server_process.h"
-#include "tessera/coord/etcd_test_server.h"
+#include "tessera/testing/etcd_test_server.h"
 #include "tessera/v1/cluster.grpc.pb.h"
 
 namespace tessera::integration {
@@ -60,11 +60,11 @@ inline size_t Count(const std::string& text, const std::string& what) {
 class ClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    coord::testing::EtcdTestServerOptions etcd_options;
+    testing::EtcdTestServerOptions etcd_options;
     etcd_options.members = etcd_members_;
-    auto etcd = coord::testing::EtcdTestServer::Start(etcd_options);
+    auto etcd = testing::EtcdTestServer::Start(etcd_options);
     if (absl::IsNotFound(etcd.status())) {
-      GTEST_SKIP() << "no etcd binary (" << coord::testing::EtcdTestServer::BinaryPath()
+      GTEST_SKIP() << "no etcd binary (" << testing::EtcdTestServer::BinaryPath()
                    << "): install etcd-server to run the cluster process tests";
     }
     ASSERT_TRUE(etcd.ok()) << etcd.status();
@@ -167,7 +167,7 @@ class ClusterTest : public ::testing::Test {
   std::string FullLog(const ServerProcess& node) const { return node.LogTail(1 << 22); }
 
   int etcd_members_ = 1;
-  std::unique_ptr<coord::testing::EtcdTestServer> etcd_;
+  std::unique_ptr<testing::EtcdTestServer> etcd_;
   std::string lock_service_;  // what --lock-service the nodes get
   TempDir dir_{"tessera-cluster-test"};
   std::vector<std::unique_ptr<ServerProcess>> nodes_;

@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "gtest/gtest.h"
-#include "tessera/util/child_process.h"
+#include "tessera/testing/child_process.h"
 
 namespace tessera::integration {
 

@@ -19,8 +19,8 @@
 #include "google/bigtable/v2/bigtable.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "tessera/client/row_merger.h"
+#include "tessera/testing/test_support.h"
 #include "tessera/util/status.h"
-#include "tessera/util/test_support.h"
 
 namespace tessera::integration {
 

@@ -11,7 +11,7 @@
 #include "tessera/coord/embedded_lock_service.h"
 #include "tessera/util/clock.h"
 #include "tessera/util/mem_file_system.h"
-#include "tessera/util/test_support.h"
+#include "tessera/testing/test_support.h"
 
 namespace tessera::catalog {
 namespace {

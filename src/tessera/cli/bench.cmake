@@ -6,7 +6,6 @@ tessera_add_library(tessera_cmd_bench
   DEPS tessera_proto tessera_util tessera_cli_common CLI11::CLI11 nlohmann_json::nlohmann_json fmt::fmt
        absl::synchronization Threads::Threads)
 target_link_libraries(tessera PRIVATE tessera_cmd_bench)
-target_compile_definitions(tessera PRIVATE TESSERA_HAVE_BENCH)
 
 tessera_add_test(ycsb_test
   SOURCES ycsb_generators_test.cc ycsb_histogram_test.cc ycsb_workload_test.cc
@@ -14,26 +13,18 @@ tessera_add_test(ycsb_test
   DEPS tessera_cmd_bench)
 
 # End to end against the emulator and `tessera serve` (started by the client's test helpers).
-if(TARGET tessera_client_testing)
-  tessera_add_test(ycsb_bigtable_db_test
-    SOURCES ycsb_bigtable_db_test.cc
-    DEPS tessera_cmd_bench tessera_client_testing)
-  if(TARGET ycsb_bigtable_db_test)
-    target_compile_definitions(ycsb_bigtable_db_test PRIVATE
-      TESSERA_BINARY_PATH="${PROJECT_BINARY_DIR}/src/tessera/cli/tessera")
-    # The test runs `tessera serve` from this build.
-    add_dependencies(ycsb_bigtable_db_test tessera)
-  endif()
+# The test runs `tessera serve` from this build.
+tessera_add_test(ycsb_bigtable_db_test
+  SOURCES ycsb_bigtable_db_test.cc
+  DEPS tessera_cmd_bench tessera_testing
+  DEFINITIONS TESSERA_BINARY_PATH="$<TARGET_FILE:tessera>"
+  RUNS tessera)
 
-  # scripts/bench_server.sh end to end (tiny sizes; ~30 s: it starts four servers).
-  tessera_add_test(bench_server_script_test
-    SOURCES bench_server_script_test.cc
-    DEPS tessera_client_testing nlohmann_json::nlohmann_json
-    LABELS slow)
-  if(TARGET bench_server_script_test)
-    add_dependencies(bench_server_script_test tessera)
-    target_compile_definitions(bench_server_script_test PRIVATE
-      TESSERA_BINARY_PATH="${PROJECT_BINARY_DIR}/src/tessera/cli/tessera"
-      TESSERA_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
-  endif()
-endif()
+# scripts/bench_server.sh end to end (tiny sizes; ~30 s: it starts four servers).
+tessera_add_test(bench_server_script_test
+  SOURCES bench_server_script_test.cc
+  DEPS tessera_testing nlohmann_json::nlohmann_json
+  LABELS slow
+  DEFINITIONS TESSERA_BINARY_PATH="$<TARGET_FILE:tessera>"
+              TESSERA_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+  RUNS tessera)

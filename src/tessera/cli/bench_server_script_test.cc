@@ -11,18 +11,18 @@
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "tessera/client/test_servers.h"
+#include "tessera/testing/test_servers.h"
 
 namespace tessera::cli {
 namespace {
 
 TEST(BenchServerScriptTest, ComparesBothServersOnEveryWorkload) {
-  const std::string emulator = client::testing::EmulatorPath();
+  const std::string emulator = testing::EmulatorPath();
   if (access(emulator.c_str(), X_OK) != 0) {
     GTEST_SKIP() << "SKIPPED: no cbtemulator at " << emulator;
   }
   const std::string out_file = ::testing::TempDir() + "/bench_server_script_test.jsonl";
-  StatusOr<client::testing::ProcessResult> r = client::testing::RunProcess(
+  StatusOr<testing::ProcessResult> r = testing::RunProcess(
       {"/bin/bash", TESSERA_SOURCE_DIR "/scripts/bench_server.sh"}, "",
       {"TESSERA=" TESSERA_BINARY_PATH, "TESSERA_NO_BUILD=1", "TESSERA_CBTEMULATOR=" + emulator,
        "BENCH_RECORDS=300", "BENCH_OPERATIONS=200", "BENCH_DURATION_S=5", "BENCH_THREADS=2",

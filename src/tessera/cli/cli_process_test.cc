@@ -16,17 +16,17 @@
 #include <gtest/gtest.h>
 
 #include "nlohmann/json.hpp"
-#include "tessera/client/test_servers.h"
-#include "tessera/util/child_process.h"
-#include "tessera/util/test_support.h"
+#include "tessera/testing/child_process.h"
+#include "tessera/testing/test_servers.h"
+#include "tessera/testing/test_support.h"
 
 namespace tessera::cli {
 namespace {
 
-using client::testing::ProcessResult;
-using client::testing::RunProcess;
 using ::testing::HasSubstr;
 using ::testing::Not;
+using testing::ProcessResult;
+using testing::RunProcess;
 using ::testing::StartsWith;
 
 ProcessResult Tessera(std::vector<std::string> args, std::vector<std::string> env = {}) {
@@ -235,7 +235,7 @@ TEST(CliProcessTest, HelpShowsTheDefaultOfSwitches) {
 
 TEST(CliProcessTest, AdminStatusJsonPrintsNumbers) {
   testing::TempDir dir;
-  auto server = client::testing::TestServer::StartTesseraServe(TESSERA_BINARY_PATH, dir.path());
+  auto server = testing::TestServer::StartTesseraServe(TESSERA_BINARY_PATH, dir.path());
   ASSERT_TRUE(server.ok()) << server.status();
   ProcessResult r = Tessera({"admin", "status", "--json", "--addr", (*server)->endpoint()});
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -11,7 +11,7 @@ namespace tessera::cli {
 int RunServe(int argc, char** argv);  // serve.cmake: the Bigtable-compatible server
 int RunShell(int argc, char** argv);  // shell.cmake: the interactive / scripted data shell
 int RunBench(int argc, char** argv);  // bench.cmake: YCSB-style load against any endpoint
-int RunSim(int argc, char** argv);    // sim.cmake:   the cluster simulator (src/tessera/cluster)
+int RunSim(int argc, char** argv);    // sim.cmake:   the cluster simulator (sim_command.h)
 int RunAdmin(int argc, char** argv);  // admin.cmake: operator commands (status)
 
 }  // namespace tessera::cli

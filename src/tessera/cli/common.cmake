@@ -10,17 +10,12 @@ target_link_libraries(tessera PRIVATE tessera_cli_common)
 # Flags, help, config files and JSON printing, in process (no server).
 tessera_add_test(cli_common_test
   SOURCES cli_flags_test.cc config_file_test.cc proto_json_test.cc
-  DEPS tessera_cli_common tessera_cluster_proto tessera_test_support)
+  DEPS tessera_cli_common tessera_cluster_proto tessera_testing)
 
 # The `tessera` binary as a process: exit codes, --version, address flags, --config, gRPC's log
 # lines, --help, admin --json, sim's memory check (a few seconds; starts `tessera serve` twice).
-if(TARGET tessera_client_testing)
-  tessera_add_test(cli_process_test
-    SOURCES cli_process_test.cc
-    DEPS tessera_client_testing tessera_test_support nlohmann_json::nlohmann_json)
-  if(TARGET cli_process_test)
-    add_dependencies(cli_process_test tessera)
-    target_compile_definitions(cli_process_test PRIVATE
-      TESSERA_BINARY_PATH="$<TARGET_FILE:tessera>")
-  endif()
-endif()
+tessera_add_test(cli_process_test
+  SOURCES cli_process_test.cc
+  DEPS tessera_testing nlohmann_json::nlohmann_json
+  DEFINITIONS TESSERA_BINARY_PATH="$<TARGET_FILE:tessera>"
+  RUNS tessera)

@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "tessera/cli/cli_flags.h"
-#include "tessera/util/test_support.h"
+#include "tessera/testing/test_support.h"
 
 namespace tessera::cli {
 namespace {

@@ -16,21 +16,11 @@ struct Command {
 };
 
 constexpr Command kCommands[] = {
-#ifdef TESSERA_HAVE_SERVE
     {"serve", tessera::cli::RunServe, "run a node: the Bigtable v2 API over local storage"},
-#endif
-#ifdef TESSERA_HAVE_SHELL
     {"shell", tessera::cli::RunShell, "read and write data: interactive, -e '...' or a file"},
-#endif
-#ifdef TESSERA_HAVE_BENCH
     {"bench", tessera::cli::RunBench, "YCSB-style load against any Bigtable-API endpoint"},
-#endif
-#ifdef TESSERA_HAVE_ADMIN
     {"admin", tessera::cli::RunAdmin, "operator commands: status of every node of the cluster"},
-#endif
-#ifdef TESSERA_HAVE_SIM
     {"sim", tessera::cli::RunSim, "simulate gossip and failure detection on N nodes"},
-#endif
 };
 
 void Usage(FILE* out) {

@@ -3,4 +3,3 @@ tessera_add_library(tessera_cmd_serve
   SOURCES serve.cc
   DEPS tessera_server tessera_cli_common CLI11::CLI11 spdlog::spdlog)
 target_link_libraries(tessera PRIVATE tessera_cmd_serve)
-target_compile_definitions(tessera PRIVATE TESSERA_HAVE_SERVE)

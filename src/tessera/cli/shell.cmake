@@ -8,7 +8,6 @@ tessera_add_library(tessera_cmd_shell
   DEPS tessera_client tessera_model tessera_gc_rule_proto tessera_util tessera_cli_common CLI11::CLI11 fmt::fmt
        absl::synchronization PkgConfig::LIBEDIT)
 target_link_libraries(tessera PRIVATE tessera_cmd_shell)
-target_compile_definitions(tessera PRIVATE TESSERA_HAVE_SHELL)
 
 # Parsing, formatting, schema resolution, progress and completion: no server.
 tessera_add_test(shell_test
@@ -18,9 +17,6 @@ tessera_add_test(shell_test
 # `tessera shell -e/-f` as a process against cbtemulator and, when built, `tessera serve`.
 tessera_add_test(shell_e2e_test
   SOURCES shell_e2e_test.cc
-  DEPS tessera_cmd_shell tessera_client_testing)
-if(TARGET shell_e2e_test)
-  add_dependencies(shell_e2e_test tessera)
-  target_compile_definitions(shell_e2e_test PRIVATE
-    TESSERA_BINARY_PATH="$<TARGET_FILE:tessera>")
-endif()
+  DEPS tessera_cmd_shell tessera_testing
+  DEFINITIONS TESSERA_BINARY_PATH="$<TARGET_FILE:tessera>"
+  RUNS tessera)

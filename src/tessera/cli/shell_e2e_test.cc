@@ -7,14 +7,14 @@
 
 #include <gtest/gtest.h>
 
-#include "tessera/client/test_servers.h"
+#include "tessera/testing/test_servers.h"
 
 namespace tessera::cli {
 namespace {
 
-using client::testing::ProcessResult;
-using client::testing::RunProcess;
-using client::testing::TestServer;
+using testing::ProcessResult;
+using testing::RunProcess;
+using testing::TestServer;
 
 class ShellE2ETest : public ::testing::TestWithParam<std::string> {
  protected:

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "tessera/client/test_servers.h"
+#include "tessera/testing/test_servers.h"
 
 namespace tessera::cli::ycsb {
 namespace {
@@ -17,8 +17,8 @@ using namespace std::chrono_literals;
 class BigtableDbTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    StatusOr<std::unique_ptr<client::testing::TestServer>> server =
-        client::testing::TestServer::Start(GetParam(), TESSERA_BINARY_PATH);
+    StatusOr<std::unique_ptr<testing::TestServer>> server =
+        testing::TestServer::Start(GetParam(), TESSERA_BINARY_PATH);
     if (server.status().code() == absl::StatusCode::kNotFound) {
       GTEST_SKIP() << "SKIPPED: backend " << GetParam() << " unavailable: " << server.status();
     }
@@ -35,7 +35,7 @@ class BigtableDbTest : public ::testing::TestWithParam<std::string> {
     };
   }
 
-  std::unique_ptr<client::testing::TestServer> server_;
+  std::unique_ptr<testing::TestServer> server_;
   BigtableTarget target_;
   std::unique_ptr<ChannelPool> pool_;
 };

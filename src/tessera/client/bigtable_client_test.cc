@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tessera/client/test_servers.h"
+#include "tessera/testing/test_servers.h"
 
 namespace tessera::client {
 namespace {

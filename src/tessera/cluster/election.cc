@@ -21,7 +21,7 @@ void MasterElection::Reset(std::shared_ptr<coord::Session> session) {
   std::unique_ptr<coord::Watch> old_watch;
   std::shared_ptr<coord::Session> old_session;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     old_watch = std::move(directory_watch_);
     old_session = std::move(session_);
     session_ = std::move(session);
@@ -34,7 +34,7 @@ void MasterElection::Reset(std::shared_ptr<coord::Session> session) {
 }
 
 void MasterElection::Demote() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   master_ = false;
   term_ = 0;
 }
@@ -42,7 +42,7 @@ void MasterElection::Demote() {
 bool MasterElection::Step() {
   std::shared_ptr<coord::Session> session;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (master_) return true;
     if (session_ == nullptr || session_->state() != coord::SessionState::kAlive) return false;
     session = session_;
@@ -65,18 +65,20 @@ bool MasterElection::Step() {
     if (started.ok()) watch = std::move(*started);
   }
   if (watch == nullptr) {
-    TLOG_WARN("election {}: won the master lock but cannot follow the directory ({}); giving "
-              "it back",
-              endpoint_,
-              !holder.ok() ? holder.status().ToString()
-                           : !listing.ok() ? listing.status().ToString() : "watch failed");
+    TLOG_WARN(
+        "election {}: won the master lock but cannot follow the directory ({}); giving "
+        "it back",
+        endpoint_,
+        !holder.ok()    ? holder.status().ToString()
+        : !listing.ok() ? listing.status().ToString()
+                        : "watch failed");
     (void)session->Release(kMasterLock);
     return false;
   }
   const int64_t term = holder->revision;
   const size_t nodes = listing->files.size();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     // Lost (Demote) or replaced (Reset) meanwhile: the lock went, or goes, with that session.
     if (session_ != session || session->state() != coord::SessionState::kAlive) return false;
     master_ = true;
@@ -96,7 +98,7 @@ void MasterElection::OnDirectoryEvent(const coord::WatchEvent& e) {
     case coord::WatchEventType::kPut: {
       bool is_new = false;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        absl::MutexLock lock(&mu_);
         is_new = directory_.insert_or_assign(endpoint, e.value).second;
       }
       if (is_new) TLOG_INFO("master: node {} joined: {}", endpoint, e.value);
@@ -105,7 +107,7 @@ void MasterElection::OnDirectoryEvent(const coord::WatchEvent& e) {
     case coord::WatchEventType::kDelete: {
       size_t erased = 0;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        absl::MutexLock lock(&mu_);
         erased = directory_.erase(endpoint);
       }
       if (erased > 0) {
@@ -118,13 +120,13 @@ void MasterElection::OnDirectoryEvent(const coord::WatchEvent& e) {
       // call the service (lock_service.h).
       std::shared_ptr<coord::Session> session;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        absl::MutexLock lock(&mu_);
         session = session_;
       }
       if (session == nullptr) break;
       StatusOr<coord::Listing> listing = session->List(kDirectoryPrefix);
       if (!listing.ok()) break;
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       directory_ = DirectoryOf(*listing);
       break;
     }
@@ -134,17 +136,17 @@ void MasterElection::OnDirectoryEvent(const coord::WatchEvent& e) {
 }
 
 bool MasterElection::is_master() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return master_;
 }
 
 int64_t MasterElection::term() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return term_;
 }
 
 std::map<std::string, std::string> MasterElection::directory() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return directory_;
 }
 

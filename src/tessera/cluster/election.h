@@ -29,10 +29,11 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "tessera/coord/lock_service.h"
 
 namespace tessera::cluster {
@@ -76,12 +77,12 @@ class MasterElection {
 
   const std::string endpoint_;
   const BecameMaster on_master_;
-  mutable std::mutex mu_;
-  std::shared_ptr<coord::Session> session_;
-  bool master_ = false;
-  int64_t term_ = 0;
-  std::map<std::string, std::string> directory_;
-  std::unique_ptr<coord::Watch> directory_watch_;
+  mutable absl::Mutex mu_;
+  std::shared_ptr<coord::Session> session_ ABSL_GUARDED_BY(mu_);
+  bool master_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t term_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::string, std::string> directory_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<coord::Watch> directory_watch_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace tessera::cluster

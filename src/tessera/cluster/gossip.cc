@@ -99,7 +99,7 @@ void Gossiper::Tick() {
     }
     const std::string bytes = EncodeGossipMessage(syn);
     std::vector<std::string> targets;
-    auto send = [&](const std::string& to) {
+    auto send = [&](const std::string& to) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       if (std::find(targets.begin(), targets.end(), to) != targets.end()) return;
       targets.push_back(to);
       stats_.messages_sent++;
@@ -340,9 +340,10 @@ void Gossiper::ApplyDeltas(const std::vector<EndpointDelta>& deltas, int64_t now
       auto st = d.app_states.find(kStatusKey);
       if (d.generation > generation_ && st != d.app_states.end() &&
           st->second.value == kStatusRemoved) {
-        TLOG_ERROR("gossip {}: an operator removed this node from the cluster (tessera admin "
-                   "removenode); restart it to join again",
-                   options_.self);
+        TLOG_ERROR(
+            "gossip {}: an operator removed this node from the cluster (tessera admin "
+            "removenode); restart it to join again",
+            options_.self);
       } else if (d.generation > generation_) {
         TLOG_WARN(
             "gossip {}: peers hold generation {} of this node, newer than ours ({}): "

@@ -19,25 +19,33 @@ GrpcTransport::GrpcTransport(GrpcTransportOptions options) : options_(std::move(
 GrpcTransport::~GrpcTransport() { Shutdown(); }
 
 void GrpcTransport::SetReceiver(Receiver receiver) {
-  std::lock_guard<std::mutex> lock(mu_);
+  Receiver old;
+  absl::MutexLock lock(&mu_);
+  old = std::move(receiver_);
   receiver_ = std::move(receiver);
+  mu_.Await(absl::Condition(
+      +[](int* delivering) { return *delivering == 0; }, &delivering_));
 }
 
 void GrpcTransport::Deliver(std::string_view bytes) {
   Receiver receiver;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (shut_down_) return;
+    absl::MutexLock lock(&mu_);
+    if (shut_down_ || !receiver_) return;
     receiver = receiver_;
+    ++delivering_;
   }
-  if (receiver) receiver(bytes);
+  receiver(bytes);
+  receiver = nullptr;
+  absl::MutexLock lock(&mu_);
+  --delivering_;
 }
 
 void GrpcTransport::Send(const NodeId& to, std::string bytes) {
   Call* call = nullptr;
   ::tessera::v1::Gossip::Stub* stub = nullptr;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (shut_down_) return;
     auto it = peers_.find(to);
     if (it == peers_.end()) {
@@ -72,9 +80,8 @@ void GrpcTransport::Send(const NodeId& to, std::string bytes) {
 }
 
 void GrpcTransport::Finish(Call* call, const grpc::Status& status) {
-  std::unique_ptr<Call> done;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (status.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
       auto [it, inserted] = refusals_.insert_or_assign(call->to, status.error_message());
       if (inserted) {
@@ -83,29 +90,31 @@ void GrpcTransport::Finish(Call* call, const grpc::Status& status) {
     }
     auto peer = peers_.find(call->to);
     if (peer != peers_.end()) peer->second.in_flight--;
-    auto it = calls_.find(call);
-    done = std::move(it->second);
-    calls_.erase(it);
-    if (calls_.empty()) idle_.notify_all();
+    // The call (its ClientContext) is destroyed under the lock, before Shutdown can see the
+    // transport idle: destroyed after it, it could outlive the channel and gRPC itself (a
+    // "prior > 0" ref-count abort when the process's last gRPC object goes).
+    calls_.erase(call);
   }
 }
 
 std::map<NodeId, std::string> GrpcTransport::Refusals() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return refusals_;
 }
 
 void GrpcTransport::Drain(int64_t timeout_ms) {
-  std::unique_lock<std::mutex> lock(mu_);
-  idle_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [this] { return calls_.empty(); });
+  absl::MutexLock lock(&mu_);
+  mu_.AwaitWithTimeout(absl::Condition(this, &GrpcTransport::Idle), absl::Milliseconds(timeout_ms));
 }
 
 void GrpcTransport::Shutdown() {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   shut_down_ = true;
   for (auto& [call, owned] : calls_) call->context.TryCancel();
-  idle_.wait(lock, [this] { return calls_.empty(); });
+  mu_.Await(absl::Condition(this, &GrpcTransport::Idle));
   receiver_ = nullptr;
+  mu_.Await(absl::Condition(
+      +[](int* delivering) { return *delivering == 0; }, &delivering_));
 }
 
 grpc::ServerUnaryReactor* GossipService::Exchange(grpc::CallbackServerContext* context,
@@ -116,10 +125,10 @@ grpc::ServerUnaryReactor* GossipService::Exchange(grpc::CallbackServerContext* c
   // answers through its own Sends; the reply only tells a stranger why nobody talks to it.
   transport_->Deliver(request->payload());
   if (request->cluster_name() != transport_->cluster_name()) {
-    reactor->Finish(grpc::Status(
-        grpc::StatusCode::FAILED_PRECONDITION,
-        tessera::StrCat("this node belongs to cluster '", transport_->cluster_name(),
-                        "', not '", request->cluster_name(), "'")));
+    reactor->Finish(
+        grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                     tessera::StrCat("this node belongs to cluster '", transport_->cluster_name(),
+                                     "', not '", request->cluster_name(), "'")));
   } else {
     reactor->Finish(grpc::Status::OK);
   }

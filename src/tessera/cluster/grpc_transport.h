@@ -17,13 +17,13 @@
 // the GossipService must be unregistered (its server shut down) before the transport dies.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "grpcpp/grpcpp.h"
 #include "tessera/cluster/transport.h"
 #include "tessera/v1/cluster.grpc.pb.h"
@@ -67,15 +67,17 @@ class GrpcTransport final : public Transport {
   struct Call;
 
   void Finish(Call* call, const grpc::Status& status);
+  // No call is in flight (the condition Drain and Shutdown wait for).
+  bool Idle() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return calls_.empty(); }
 
   const GrpcTransportOptions options_;
-  mutable std::mutex mu_;
-  std::condition_variable idle_;
-  bool shut_down_ = false;
-  Receiver receiver_;
-  std::map<NodeId, Peer, std::less<>> peers_;
-  std::map<Call*, std::unique_ptr<Call>> calls_;
-  std::map<NodeId, std::string> refusals_;
+  mutable absl::Mutex mu_;
+  bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
+  Receiver receiver_ ABSL_GUARDED_BY(mu_);
+  int delivering_ ABSL_GUARDED_BY(mu_) = 0;  // receiver calls running now
+  std::map<NodeId, Peer, std::less<>> peers_ ABSL_GUARDED_BY(mu_);
+  std::map<Call*, std::unique_ptr<Call>> calls_ ABSL_GUARDED_BY(mu_);
+  std::map<NodeId, std::string> refusals_ ABSL_GUARDED_BY(mu_);
 };
 
 // The receiving end: checks the cluster name and hands the payload to the transport.

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "tessera/util/test_support.h"
+#include "tessera/testing/test_support.h"
 
 namespace tessera::cluster {
 namespace {

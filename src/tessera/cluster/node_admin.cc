@@ -13,8 +13,8 @@ namespace tessera::cluster {
 
 StatusOr<std::string> ClusterNode::RemoveNode(const std::string& endpoint, bool force) {
   if (endpoint == options_.endpoint) {
-    return absl::InvalidArgumentError(tessera::StrCat(
-        "node ", endpoint, " cannot remove itself; stop it and ask another node"));
+    return absl::InvalidArgumentError(
+        tessera::StrCat("node ", endpoint, " cannot remove itself; stop it and ask another node"));
   }
   // A live node is never removed, --force or not: it would only come back.
   std::optional<PeerView> view = gossiper_->ViewOf(endpoint);
@@ -38,7 +38,8 @@ StatusOr<std::string> ClusterNode::RemoveNode(const std::string& endpoint, bool 
   if (entry.ok()) {
     if (!force) {
       return absl::FailedPreconditionError(tessera::StrCat(
-          "node ", endpoint, " is down in gossip but still registered in the directory: its "
+          "node ", endpoint,
+          " is down in gossip but still registered in the directory: its "
           "lock-service session is live (a paused or partitioned process keeps it for up to its "
           "TTL). Wait for the TTL to run out, or pass --force to end that session now"));
     }

@@ -8,8 +8,8 @@
 
 #include "gtest/gtest.h"
 #include "tessera/cluster/node.h"
-#include "tessera/cluster/sim_network.h"
 #include "tessera/coord/embedded_lock_service.h"
+#include "tessera/testing/sim_network.h"
 #include "tessera/util/env.h"
 #include "tessera/util/mem_file_system.h"
 #include "tessera/util/random.h"
@@ -17,6 +17,9 @@
 
 namespace tessera::cluster {
 namespace {
+
+using testing::NetworkOptions;
+using testing::SimNetwork;
 
 constexpr int64_t kMs = 1000;
 constexpr int64_t kSecond = 1000 * kMs;

@@ -6,9 +6,9 @@
 #include <thread>
 
 #include "gtest/gtest.h"
-#include "tessera/util/test_support.h"
 #include "tessera/cluster/grpc_transport.h"
 #include "tessera/coord/embedded_lock_service.h"
+#include "tessera/testing/test_support.h"
 
 namespace tessera::cluster {
 namespace {

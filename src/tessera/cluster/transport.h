@@ -30,8 +30,9 @@ class Transport {
   // unreachable destinations drop the message silently: gossip finds out through silence.
   virtual void Send(const NodeId& to, std::string bytes) = 0;
 
-  // Installs the receiver (replacing any earlier one). The receiver must stay valid until it
-  // is replaced or the transport is destroyed.
+  // Installs the receiver (replacing any earlier one; nullptr: none). When it returns, the
+  // earlier receiver is not running and will not be called again, so its owner may go (the
+  // gossiper's destructor relies on it). Must not be called from within a receiver.
   virtual void SetReceiver(Receiver receiver) = 0;
 
   // Peers that answered that we are not of their cluster, each with its explanation. Only a

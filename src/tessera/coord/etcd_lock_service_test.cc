@@ -19,22 +19,22 @@
 
 #include "etcdserverpb/rpc.grpc.pb.h"
 #include "gtest/gtest.h"
-#include "tessera/coord/etcd_test_server.h"
 #include "tessera/coord/lock_service_test_util.h"
+#include "tessera/testing/etcd_test_server.h"
 
 namespace tessera::coord {
 namespace {
 
+using tessera::testing::EtcdTestServer;
 using testing::Describe;
 using testing::Ephemeral;
+using testing::EventLog;
 using testing::Held;
 using testing::IfVersion;
+using testing::StateLog;
 using testing::WatchLocks;
 using testing::WatchName;
 using testing::WatchPrefix;
-using testing::EtcdTestServer;
-using testing::EventLog;
-using testing::StateLog;
 using SteadyClock = std::chrono::steady_clock;
 
 int FreePort() {
@@ -278,7 +278,7 @@ TEST_F(EtcdLockServiceTest, HungEtcdExpiresTheSessionWithinTheTtl) {
 // client talks to — made the leader too, the worst case — costs the session nothing: its
 // keepalives, its watch and its calls move to a live member.
 TEST(EtcdClusterTest, KillingTheMemberAClientTalksToLosesNoSessionNorWatch) {
-  testing::EtcdTestServerOptions options;
+  tessera::testing::EtcdTestServerOptions options;
   options.members = 3;
   auto server = EtcdTestServer::Start(options);
   if (absl::IsNotFound(server.status())) GTEST_SKIP() << server.status();

@@ -16,9 +16,9 @@
 #include "gtest/gtest.h"
 #include "tessera/coord/embedded_lock_service.h"
 #include "tessera/coord/etcd_lock_service.h"
-#include "tessera/coord/etcd_test_server.h"
 #include "tessera/coord/lock_service.h"
 #include "tessera/coord/lock_service_test_util.h"
+#include "tessera/testing/etcd_test_server.h"
 #include "tessera/util/mem_file_system.h"
 
 namespace tessera::coord {
@@ -67,7 +67,7 @@ class EmbeddedBackend {
 class EtcdBackend {
  public:
   static void SetUpSuite() {
-    auto server = testing::EtcdTestServer::Start();
+    auto server = tessera::testing::EtcdTestServer::Start();
     if (server.ok()) {
       server_ = server->release();
     } else {
@@ -99,7 +99,7 @@ class EtcdBackend {
   int64_t expiry_slack_ms() const { return 1500; }
 
  private:
-  static inline testing::EtcdTestServer* server_ = nullptr;
+  static inline tessera::testing::EtcdTestServer* server_ = nullptr;
   static inline std::string skip_reason_;
   std::unique_ptr<EtcdLockService> service_;
 };

@@ -19,10 +19,10 @@
 #include "gtest/gtest.h"
 #include "tessera/coord/embedded_lock_service.h"
 #include "tessera/coord/etcd_lock_service.h"
-#include "tessera/coord/etcd_test_server.h"
+#include "tessera/testing/etcd_test_server.h"
 #include "tessera/util/mem_file_system.h"
 #include "tessera/util/random.h"
-#include "tessera/util/test_support.h"
+#include "tessera/testing/test_support.h"
 
 namespace tessera::coord {
 namespace {
@@ -63,7 +63,7 @@ class EmbeddedBackend {
 class EtcdBackend {
  public:
   static void SetUpSuite() {
-    auto server = testing::EtcdTestServer::Start();
+    auto server = tessera::testing::EtcdTestServer::Start();
     if (server.ok()) {
       server_ = server->release();
     } else {
@@ -98,7 +98,7 @@ class EtcdBackend {
   }
 
  private:
-  static inline testing::EtcdTestServer* server_ = nullptr;
+  static inline tessera::testing::EtcdTestServer* server_ = nullptr;
   static inline std::string skip_reason_;
   std::unique_ptr<EtcdLockService> service_;
 };

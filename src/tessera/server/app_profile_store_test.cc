@@ -9,7 +9,7 @@
 #include "gtest/gtest.h"
 #include "tessera/coord/embedded_lock_service.h"
 #include "tessera/coord/etcd_lock_service.h"
-#include "tessera/coord/etcd_test_server.h"
+#include "tessera/testing/etcd_test_server.h"
 #include "tessera/util/clock.h"
 #include "tessera/util/mem_file_system.h"
 
@@ -256,7 +256,7 @@ TEST(AppProfileStoreOptionsTest, BadOptionsAreRefused) {
 // --- Against a real etcd (cluster mode) ------------------------------------------------------
 
 TEST(AppProfileStoreEtcdTest, TwoNodesShareProfilesThroughEtcd) {
-  auto server = coord::testing::EtcdTestServer::Start();
+  auto server = testing::EtcdTestServer::Start();
   if (absl::IsNotFound(server.status())) {
     std::fprintf(stderr, "\n*** SKIPPING the etcd app-profile test: %s ***\n\n",
                  server.status().ToString().c_str());

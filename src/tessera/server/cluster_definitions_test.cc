@@ -15,10 +15,10 @@
 #include "tessera/catalog/schema_record.h"
 #include "tessera/coord/embedded_lock_service.h"
 #include "tessera/coord/etcd_lock_service.h"
-#include "tessera/coord/etcd_test_server.h"
+#include "tessera/testing/etcd_test_server.h"
+#include "tessera/testing/test_support.h"
 #include "tessera/util/clock.h"
 #include "tessera/util/mem_file_system.h"
-#include "tessera/util/test_support.h"
 
 namespace tessera::server {
 namespace {
@@ -502,7 +502,7 @@ TEST_F(ClusterSchemaTest, ReconcileDropsStrayLocalTables) {
 // --- Against a real etcd --------------------------------------------------------------------
 
 TEST(ClusterSchemaEtcdTest, CreateOnOneNodeIsSeenOnTheOther) {
-  auto server = coord::testing::EtcdTestServer::Start();
+  auto server = testing::EtcdTestServer::Start();
   if (absl::IsNotFound(server.status())) {
     std::fprintf(stderr, "\n*** SKIPPING the etcd cluster-schema test: %s ***\n\n",
                  server.status().ToString().c_str());

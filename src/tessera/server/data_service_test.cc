@@ -137,7 +137,9 @@ class DataServiceTest : public ::testing::TestWithParam<bool> {
   void TearDown() override {
     StopServer();
     catalog_.reset();
-    if (engine_ != nullptr) EXPECT_TRUE(engine_->Close().ok());
+    if (engine_ != nullptr) {
+      EXPECT_TRUE(engine_->Close().ok());
+    }
     engine_.reset();
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
@@ -992,7 +994,9 @@ TEST_P(DataServiceTest, SampleRowKeys) {
     has_t |= samples[i].row_key() == "t";
     if (i > 0) {
       EXPECT_GE(samples[i].offset_bytes(), samples[i - 1].offset_bytes());
-      if (i + 1 < samples.size()) EXPECT_GT(samples[i].row_key(), samples[i - 1].row_key());
+      if (i + 1 < samples.size()) {
+        EXPECT_GT(samples[i].row_key(), samples[i - 1].row_key());
+      }
     }
   }
   EXPECT_TRUE(has_m);

@@ -24,7 +24,9 @@ class TableCatalogTest : public ::testing::Test {
 
   void Reopen() {
     catalog_.reset();
-    if (engine_ != nullptr) ASSERT_TRUE(engine_->Close().ok());
+    if (engine_ != nullptr) {
+      ASSERT_TRUE(engine_->Close().ok());
+    }
     engine_.reset();
     tablet::EngineOptions options;
     options.dir = "/db";

@@ -5,4 +5,5 @@ tessera_add_library(tessera_storage_memtable
 
 tessera_add_test(memtable_test
   SOURCES skiplist_test.cc memtable_test.cc merger_test.cc
-  DEPS tessera_storage_memtable)
+  DEPS tessera_storage_memtable
+  TSAN)

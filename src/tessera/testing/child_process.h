@@ -27,7 +27,7 @@ struct SpawnOptions {
   // Append to the log instead of truncating it.
   bool append_log = false;
   // The child's environment ("NAME=value" entries); empty = this process's environment.
-  std::vector<std::string> env;
+  std::vector<std::string> env = {};
 };
 
 // Starts argv (argv[0] is a path). Internal error naming the binary if it cannot be started.

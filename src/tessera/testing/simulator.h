@@ -23,22 +23,22 @@
 #include <vector>
 
 #include "tessera/cluster/gossip.h"
-#include "tessera/cluster/sim_network.h"
+#include "tessera/testing/sim_network.h"
 #include "tessera/util/clock.h"
 #include "tessera/util/random.h"
 #include "tessera/util/status.h"
 
-namespace tessera::cluster {
+namespace tessera::testing {
 
 // Node i's id: a realistic gossip address, "10.0.0.17:7000", so that byte counts are honest.
-NodeId SimNodeId(int index);
+cluster::NodeId SimNodeId(int index);
 
 struct SimulatorOptions {
   int nodes = 10;  // started at time 0, named SimNodeId(0), SimNodeId(1), ...
   int seeds = 3;   // nodes 0 .. seeds-1 are every node's seeds. >= 1
   uint64_t seed = 1;
   // Template for every node: self and seeds are filled in; cluster_name is used as is.
-  GossipOptions gossip = DefaultGossipOptions();
+  cluster::GossipOptions gossip = cluster::DefaultGossipOptions();
   NetworkOptions network;
   double tick_jitter = 0.05;  // each round interval varies by up to this fraction, in [0, 1)
 };
@@ -48,8 +48,8 @@ class Simulator {
   struct LivenessEvent {
     int64_t at_us;  // simulated time since the start
     int observer;
-    NodeId endpoint;
-    Liveness from, to;
+    cluster::NodeId endpoint;
+    cluster::Liveness from, to;
     double phi;
   };
 
@@ -58,11 +58,11 @@ class Simulator {
 
   // --- the cluster ---
   int size() const { return static_cast<int>(nodes_.size()); }  // nodes ever created
-  const NodeId& IdOf(int node) const { return nodes_[node].id; }
+  const cluster::NodeId& IdOf(int node) const { return nodes_[node].id; }
   bool IsRunning(int node) const { return nodes_[node].gossiper != nullptr; }
   // The node's gossiper, or nullptr while it is crashed. Valid until Crash/Restart of the node.
-  Gossiper* node(int node) { return nodes_[node].gossiper.get(); }
-  const Gossiper* node(int node) const { return nodes_[node].gossiper.get(); }
+  cluster::Gossiper* node(int node) { return nodes_[node].gossiper.get(); }
+  const cluster::Gossiper* node(int node) const { return nodes_[node].gossiper.get(); }
   std::vector<int> RunningNodes() const;
 
   // A new node joins (through the seeds). `cluster_name` overrides the template's, for testing
@@ -104,13 +104,13 @@ class Simulator {
  private:
   class SimTransport;
   struct SimNode {
-    NodeId id;
+    cluster::NodeId id;
     std::string cluster_name;
     uint64_t incarnation = 0;  // bumps on every start, so stale rounds are ignored
     int64_t last_generation = -1;
     std::unique_ptr<Random> random;
     std::unique_ptr<SimTransport> transport;
-    std::unique_ptr<Gossiper> gossiper;
+    std::unique_ptr<cluster::Gossiper> gossiper;
   };
   enum class EventKind { kTick, kDeliver };
   struct Event {
@@ -127,7 +127,7 @@ class Simulator {
   Status StartNode(int node);
   void ScheduleTick(int node, int64_t delay_us);
   void Push(Event e);
-  void Send(int from, const NodeId& to, std::string bytes);
+  void Send(int from, const cluster::NodeId& to, std::string bytes);
   int GroupOf(int node) const;
   int64_t RoundJitteredUs();
 
@@ -139,7 +139,7 @@ class Simulator {
   uint64_t next_seq_ = 0;
   std::vector<Event> queue_;  // a min-heap on (at_us, seq)
   std::vector<SimNode> nodes_;
-  std::map<NodeId, int, std::less<>> index_of_;
+  std::map<cluster::NodeId, int, std::less<>> index_of_;
   std::vector<int> group_of_;
   std::vector<LivenessEvent> events_;
   uint64_t bytes_sent_ = 0;
@@ -147,4 +147,4 @@ class Simulator {
   uint64_t messages_lost_ = 0;
 };
 
-}  // namespace tessera::cluster
+}  // namespace tessera::testing

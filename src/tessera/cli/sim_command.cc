@@ -1,4 +1,4 @@
-#include "tessera/cluster/sim_command.h"
+#include "tessera/cli/sim_command.h"
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -12,11 +12,25 @@
 #include "CLI/CLI.hpp"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
-#include "tessera/cluster/scenarios.h"
+#include "tessera/cli/commands.h"
+#include "tessera/testing/scenarios.h"
 #include "tessera/util/version.h"
 
-namespace tessera::cluster {
+namespace tessera::cli {
 namespace {
+
+using cluster::DefaultGossipOptions;
+using cluster::GossipOptions;
+using cluster::PaperGossipOptions;
+using cluster::PhiModel;
+using cluster::SetGossipInterval;
+using testing::EstimateScenarioBytes;
+using testing::ParseScenario;
+using testing::RunScenario;
+using testing::Scenario;
+using testing::ScenarioName;
+using testing::ScenarioOptions;
+using testing::ScenarioResult;
 
 template <typename T>
 nlohmann::json OrNull(const std::optional<T>& v) {
@@ -259,6 +273,6 @@ int RunSimCommand(int argc, char** argv, std::ostream& out, std::ostream& err) {
   return 0;
 }
 
-int RunSimCommand(int argc, char** argv) { return RunSimCommand(argc, argv, std::cout, std::cerr); }
+int RunSim(int argc, char** argv) { return RunSimCommand(argc, argv, std::cout, std::cerr); }
 
-}  // namespace tessera::cluster
+}  // namespace tessera::cli

@@ -16,7 +16,7 @@
 
 #include "tessera/util/status.h"
 
-namespace tessera::coord::testing {
+namespace tessera::testing {
 
 struct EtcdTestServerOptions {
   // The etcd binary; empty: $TESSERA_ETCD, else /usr/bin/etcd.
@@ -83,4 +83,4 @@ class EtcdTestServer {
   const std::string dir_;  // removed at destruction
 };
 
-}  // namespace tessera::coord::testing
+}  // namespace tessera::testing

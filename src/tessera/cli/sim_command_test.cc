@@ -1,4 +1,4 @@
-#include "tessera/cluster/sim_command.h"
+#include "tessera/cli/sim_command.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -8,12 +8,15 @@
 #include <vector>
 
 #include "nlohmann/json.hpp"
-#include "tessera/cluster/scenarios.h"
+#include "tessera/testing/scenarios.h"
 #include "tessera/util/version.h"
 
-namespace tessera::cluster {
+namespace tessera::cli {
 namespace {
 
+using tessera::testing::EstimateScenarioBytes;
+using tessera::testing::Scenario;
+using tessera::testing::ScenarioOptions;
 using ::testing::HasSubstr;
 
 struct Result {
@@ -143,4 +146,4 @@ TEST(SimCommandTest, HelpSucceeds) {
 }
 
 }  // namespace
-}  // namespace tessera::cluster
+}  // namespace tessera::cli

@@ -1,4 +1,4 @@
-#include "tessera/cluster/scenarios.h"
+#include "tessera/testing/scenarios.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,11 @@
 #include <map>
 #include <utility>
 
-namespace tessera::cluster {
+namespace tessera::testing {
+
+using cluster::kLoadKey;
+using cluster::Liveness;
+using cluster::NodeId;
 
 const char* ScenarioName(Scenario scenario) {
   switch (scenario) {
@@ -258,4 +262,4 @@ uint64_t EstimateScenarioBytes(const ScenarioOptions& o) {
   return kBaseBytes + nodes * nodes * (kScenarioBytesPerPair + 4 * capacity);
 }
 
-}  // namespace tessera::cluster
+}  // namespace tessera::testing

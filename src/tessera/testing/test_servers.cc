@@ -1,4 +1,4 @@
-#include "tessera/client/test_servers.h"
+#include "tessera/testing/test_servers.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -18,11 +18,11 @@
 #include <sstream>
 #include <thread>
 
-#include "tessera/util/child_process.h"
+#include "tessera/testing/child_process.h"
 
 extern char** environ;
 
-namespace tessera::client::testing {
+namespace tessera::testing {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -67,17 +67,12 @@ std::vector<char*> CStrings(std::vector<std::string>& strings) {
   return out;
 }
 
-// The process helpers, under the names this file uses.
-using ::tessera::testing::Exited;
-using ::tessera::testing::PickFreePort;
-using ::tessera::testing::ReadFileOrEmpty;
-
 StatusOr<pid_t> SpawnQuiet(const std::vector<std::string>& argv, const std::string& log_path) {
-  return ::tessera::testing::Spawn(argv, {.log_path = log_path});
+  return Spawn(argv, {.log_path = log_path});
 }
 
 void Stop(pid_t pid) {
-  if (pid > 0) (void)::tessera::testing::TerminateAndWait(pid, std::chrono::seconds(5));
+  if (pid > 0) (void)TerminateAndWait(pid, std::chrono::seconds(5));
 }
 
 }  // namespace
@@ -164,7 +159,7 @@ StatusOr<std::unique_ptr<TestServer>> TestServer::Start(const std::string& backe
                                                         const std::string& tessera_binary) {
   if (backend == "emulator") return StartEmulator();
   if (backend == "serve") {
-    ASSIGN_OR_RETURN(const std::string dir, ::tessera::testing::MakeTempDir("", "tessera-test-"));
+    ASSIGN_OR_RETURN(const std::string dir, MakeTempDir("", "tessera-test-"));
     StatusOr<std::unique_ptr<TestServer>> server = StartServe(tessera_binary, dir, dir);
     if (!server.ok()) {
       std::error_code ignored;
@@ -294,4 +289,4 @@ StatusOr<ProcessResult> RunProcess(const std::vector<std::string>& argv,
   return result;
 }
 
-}  // namespace tessera::client::testing
+}  // namespace tessera::testing

@@ -1,9 +1,23 @@
-#include "tessera/cluster/simulator.h"
+#include "tessera/testing/simulator.h"
 
 #include <algorithm>
 #include <utility>
 
-namespace tessera::cluster {
+namespace tessera::testing {
+
+using cluster::Gossiper;
+using cluster::GossipOptions;
+using cluster::kDcKey;
+using cluster::kLoadKey;
+using cluster::kRackKey;
+using cluster::kStatusKey;
+using cluster::kStatusNormal;
+using cluster::Liveness;
+using cluster::NodeId;
+using cluster::PeerSummary;
+using cluster::Transport;
+using cluster::ValidateGossipOptions;
+
 namespace {
 
 // Mixes the run's seed with a node's index and incarnation into that process's own seed.
@@ -255,4 +269,4 @@ bool Simulator::AllKnow(int target, bool and_up) const {
   return true;
 }
 
-}  // namespace tessera::cluster
+}  // namespace tessera::testing

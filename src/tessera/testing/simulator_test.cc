@@ -1,6 +1,6 @@
 // Whole-cluster simulations that run in a few seconds. The hour-long and 1000-node runs are in
 // simulator_slow_test.cc. Every test prints its seed on failure: TESSERA_SEED=<seed> replays it.
-#include "tessera/cluster/simulator.h"
+#include "tessera/testing/simulator.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -8,9 +8,14 @@
 #include <cmath>
 #include <set>
 
-#include "tessera/cluster/scenarios.h"
+#include "tessera/testing/scenarios.h"
 
-namespace tessera::cluster {
+namespace tessera::testing {
+
+using cluster::DefaultGossipOptions;
+using cluster::GossipOptions;
+using cluster::Liveness;
+using cluster::PaperGossipOptions;
 namespace {
 
 constexpr int64_t kSecond = 1'000'000;
@@ -33,7 +38,7 @@ bool RunUntilConverged(Simulator* sim, int max_rounds) {
   return false;
 }
 
-#define SEED_TRACE(seed) SCOPED_TRACE(testing::Message() << "replay with TESSERA_SEED=" << (seed))
+#define SEED_TRACE(seed) SCOPED_TRACE(::testing::Message() << "replay with TESSERA_SEED=" << (seed))
 
 TEST(SimulatorTest, SameSeedSameRun) {
   const uint64_t seed = TestSeed();
@@ -239,4 +244,4 @@ TEST(SimulatorTest, JoinConvergesInLogarithmicRounds) {
 }
 
 }  // namespace
-}  // namespace tessera::cluster
+}  // namespace tessera::testing

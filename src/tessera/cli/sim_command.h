@@ -1,4 +1,5 @@
-// `tessera sim`: runs the cluster simulator's scenarios (scenarios.h) from the command line.
+// `tessera sim`: runs the cluster simulator's scenarios (testing/scenarios.h) from the command
+// line. RunSim (commands.h) is this on std::cout and std::cerr.
 //
 //   tessera sim --scenario crash|loss|partition|join|all[,...] --nodes N[,N...] --phi X
 //               --interval-ms M --seed S [--json] [--paper] [more: see --help]
@@ -14,7 +15,7 @@
 
 #include <ostream>
 
-namespace tessera::cluster {
+namespace tessera::cli {
 
 // Before running anything, each run's memory is estimated (EstimateScenarioBytes) and a run
 // that would not fit in what the process may allocate (ulimit -v, ulimit -d, the machine's
@@ -25,7 +26,5 @@ namespace tessera::cluster {
 // 0 on success (and for --help, --version), 2 on bad flags, 1 on a failed run (the error goes
 // to `err`).
 int RunSimCommand(int argc, char** argv, std::ostream& out, std::ostream& err);
-// Same, on std::cout and std::cerr.
-int RunSimCommand(int argc, char** argv);
 
-}  // namespace tessera::cluster
+}  // namespace tessera::cli

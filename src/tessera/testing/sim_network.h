@@ -5,7 +5,7 @@
 // different sides of a partition or the receiver is down or detached. Every random choice comes
 // from the Random given at construction, so a simulation replays from its seed.
 //
-// The gossip simulator (simulator.h) has the same network model over its own event queue.
+// The gossip simulator (testing/simulator.h) has the same network model over its own event queue.
 //
 // Thread-safety: every method may be called from any thread; deliveries run on the executor.
 // A transport must be destroyed before the network.
@@ -24,7 +24,10 @@
 #include "tessera/util/random.h"
 #include "tessera/util/status.h"
 
-namespace tessera::cluster {
+namespace tessera::testing {
+
+using cluster::NodeId;
+using cluster::Transport;
 
 struct NetworkOptions {
   double loss = 0;             // probability that one message is lost, in [0, 1]
@@ -76,4 +79,4 @@ class SimNetwork {
   uint64_t delivered_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-}  // namespace tessera::cluster
+}  // namespace tessera::testing

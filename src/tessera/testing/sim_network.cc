@@ -1,10 +1,10 @@
-#include "tessera/cluster/sim_network.h"
+#include "tessera/testing/sim_network.h"
 
 #include <utility>
 
 #include "tessera/util/status.h"
 
-namespace tessera::cluster {
+namespace tessera::testing {
 
 Status ValidateNetworkOptions(const NetworkOptions& o) {
   if (!(o.loss >= 0 && o.loss <= 1) || o.latency_us < 0 || o.jitter_us < 0) {
@@ -27,14 +27,21 @@ class SimNetwork::SimTransport final : public Transport {
   void SetReceiver(Receiver receiver) override {
     absl::MutexLock l(&mu_);
     receiver_ = std::move(receiver);
+    mu_.Await(absl::Condition(
+        +[](int* delivering) { return *delivering == 0; }, &delivering_));
   }
   void Deliver(std::string_view bytes) {
     Receiver receiver;
     {
       absl::MutexLock l(&mu_);
+      if (!receiver_) return;
       receiver = receiver_;
+      ++delivering_;
     }
-    if (receiver) receiver(bytes);
+    receiver(bytes);
+    receiver = nullptr;
+    absl::MutexLock l(&mu_);
+    --delivering_;
   }
 
  private:
@@ -42,6 +49,7 @@ class SimNetwork::SimTransport final : public Transport {
   const NodeId endpoint_;
   absl::Mutex mu_;
   Receiver receiver_ ABSL_GUARDED_BY(mu_);
+  int delivering_ ABSL_GUARDED_BY(mu_) = 0;  // receiver calls running now
 };
 
 SimNetwork::SimNetwork(Executor* executor, Random random, NetworkOptions options)
@@ -85,11 +93,11 @@ void SimNetwork::SetDown(const NodeId& endpoint, bool down) {
 }
 
 bool SimNetwork::CanTalkLocked(const NodeId& from, const NodeId& to) const {
-  auto side = [&](const NodeId& n) {
+  auto side = [&](const NodeId& n) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto it = side_of_.find(n);
     return it == side_of_.end() ? 0 : it->second;
   };
-  auto is_down = [&](const NodeId& n) {
+  auto is_down = [&](const NodeId& n) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto it = down_.find(n);
     return it != down_.end() && it->second;
   };
@@ -144,4 +152,4 @@ uint64_t SimNetwork::messages_delivered() const {
   return delivered_;
 }
 
-}  // namespace tessera::cluster
+}  // namespace tessera::testing

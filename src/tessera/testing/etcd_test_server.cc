@@ -1,4 +1,4 @@
-#include "tessera/coord/etcd_test_server.h"
+#include "tessera/testing/etcd_test_server.h"
 
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
@@ -14,19 +14,12 @@
 #include <vector>
 
 #include "etcdserverpb/rpc.grpc.pb.h"
-#include "tessera/util/child_process.h"
+#include "tessera/testing/child_process.h"
 
-namespace tessera::coord::testing {
+namespace tessera::testing {
 namespace {
 
 using SteadyClock = std::chrono::steady_clock;
-
-using ::tessera::testing::KillAndReap;
-using ::tessera::testing::PickFreePort;
-
-std::string ReadTail(const std::string& path, size_t bytes) {
-  return ::tessera::testing::ReadFileTail(path, bytes);
-}
 
 std::string DefaultParent() {
   if (access("/dev/shm", W_OK) == 0) return "/dev/shm";
@@ -75,8 +68,7 @@ StatusOr<std::unique_ptr<EtcdTestServer>> EtcdTestServer::Start(
   std::string last_log;
   // A few attempts: a picked port may be taken between the pick and etcd's bind.
   for (int attempt = 0; attempt < 3; ++attempt) {
-    ASSIGN_OR_RETURN(const std::string dir,
-                     ::tessera::testing::MakeTempDir(parent, "tessera-etcd-"));
+    ASSIGN_OR_RETURN(const std::string dir, MakeTempDir(parent, "tessera-etcd-"));
     std::set<int> ports;
     // Bounded: each pass adds a port or fails; PickFreePort rarely repeats itself.
     for (int tries = 0; tries < 100 && static_cast<int>(ports.size()) < 2 * n; ++tries) {
@@ -118,7 +110,7 @@ StatusOr<std::unique_ptr<EtcdTestServer>> EtcdTestServer::Start(
           "--heartbeat-interval", n == 1 ? "20" : "50",
           "--election-timeout", n == 1 ? "200" : "500",
       };
-      StatusOr<pid_t> spawned = ::tessera::testing::Spawn(argv, {.log_path = members[i].log_path});
+      StatusOr<pid_t> spawned = Spawn(argv, {.log_path = members[i].log_path});
       if (spawned.ok()) {
         members[i].pid = *spawned;
       } else {
@@ -143,7 +135,7 @@ StatusOr<std::unique_ptr<EtcdTestServer>> EtcdTestServer::Start(
     while (SteadyClock::now() < give_up && !exited) {
       int ready = 0;
       for (int i = 0; i < n; ++i) {
-        if (::tessera::testing::Exited(members[i].pid)) {
+        if (Exited(members[i].pid)) {
           members[i].pid = -1;
           exited = true;
           break;
@@ -157,7 +149,7 @@ StatusOr<std::unique_ptr<EtcdTestServer>> EtcdTestServer::Start(
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     last_log.clear();
-    for (const Member& m : members) last_log += ReadTail(m.log_path, 2000);
+    for (const Member& m : members) last_log += ReadFileTail(m.log_path, 2000);
     kill_all();
     std::filesystem::remove_all(dir);
     if (!exited) {
@@ -240,9 +232,9 @@ std::string EtcdTestServer::LogTail(size_t bytes) const {
   std::string out;
   for (size_t i = 0; i < members_.size(); ++i) {
     if (members_.size() > 1) out += StrCat("--- etcd member ", i, " ---\n");
-    out += ReadTail(members_[i].log_path, bytes);
+    out += ReadFileTail(members_[i].log_path, bytes);
   }
   return out;
 }
 
-}  // namespace tessera::coord::testing
+}  // namespace tessera::testing

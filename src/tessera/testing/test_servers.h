@@ -14,7 +14,7 @@
 
 #include "tessera/util/status.h"
 
-namespace tessera::client::testing {
+namespace tessera::testing {
 
 // Where the official emulator is installed with the Google Cloud CLI; $TESSERA_CBTEMULATOR
 // overrides it.
@@ -74,4 +74,4 @@ StatusOr<ProcessResult> RunProcess(const std::vector<std::string>& argv,
                                    const std::vector<std::string>& extra_env,
                                    std::chrono::milliseconds timeout);
 
-}  // namespace tessera::client::testing
+}  // namespace tessera::testing

@@ -21,10 +21,10 @@
 #include <string_view>
 #include <vector>
 
-#include "tessera/cluster/simulator.h"
+#include "tessera/testing/simulator.h"
 #include "tessera/util/status.h"
 
-namespace tessera::cluster {
+namespace tessera::testing {
 
 enum class Scenario { kCrash, kLoss, kPartition, kJoin };
 
@@ -35,7 +35,8 @@ struct ScenarioOptions {
   Scenario scenario = Scenario::kCrash;
   int nodes = 100;
   uint64_t seed = 1;
-  GossipOptions gossip = DefaultGossipOptions();  // cluster_name, self and seeds are filled in
+  cluster::GossipOptions gossip =
+      cluster::DefaultGossipOptions();  // cluster_name, self and seeds are filled in
   NetworkOptions network;
   double tick_jitter = 0.05;
   int measure_rounds = 100;         // steady-state rounds after convergence, before the event
@@ -87,4 +88,4 @@ uint64_t EstimateScenarioBytes(const ScenarioOptions& options);
 // Nearest-rank percentile (p in (0, 100]) of `values`. REQUIRES: !values.empty().
 double Percentile(std::vector<double> values, double p);
 
-}  // namespace tessera::cluster
+}  // namespace tessera::testing

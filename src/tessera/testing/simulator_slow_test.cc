@@ -4,12 +4,16 @@
 
 #include <cmath>
 
-#include "tessera/cluster/scenarios.h"
+#include "tessera/testing/scenarios.h"
 
-namespace tessera::cluster {
+namespace tessera::testing {
+
+using cluster::DefaultGossipOptions;
+using cluster::GossipOptions;
+using cluster::PaperGossipOptions;
 namespace {
 
-#define SEED_TRACE(seed) SCOPED_TRACE(testing::Message() << "replay with TESSERA_SEED=" << (seed))
+#define SEED_TRACE(seed) SCOPED_TRACE(::testing::Message() << "replay with TESSERA_SEED=" << (seed))
 
 void ExpectNoFalseConviction(GossipOptions gossip, int64_t duration_s) {
   const uint64_t seed = TestSeed();
@@ -55,4 +59,4 @@ TEST(SimulatorSlowTest, JoinIntoAThousandNodes) {
 }
 
 }  // namespace
-}  // namespace tessera::cluster
+}  // namespace tessera::testing

@@ -1,4 +1,4 @@
-#include "tessera/util/child_process.h"
+#include "tessera/testing/child_process.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

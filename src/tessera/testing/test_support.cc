@@ -1,4 +1,4 @@
-#include "tessera/util/test_support.h"
+#include "tessera/testing/test_support.h"
 
 #include <stdlib.h>
 
