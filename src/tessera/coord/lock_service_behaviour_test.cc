@@ -18,7 +18,7 @@
 #include "tessera/coord/etcd_lock_service.h"
 #include "tessera/coord/lock_service.h"
 #include "tessera/coord/lock_service_test_util.h"
-#include "tessera/testing/etcd_test_server.h"
+#include "tessera/testing/suite_etcd.h"
 #include "tessera/util/mem_file_system.h"
 
 namespace tessera::coord {
@@ -26,13 +26,13 @@ namespace {
 
 using testing::Describe;
 using testing::Ephemeral;
+using testing::EventLog;
 using testing::Held;
 using testing::IfVersion;
+using testing::StateLog;
 using testing::WatchLocks;
 using testing::WatchName;
 using testing::WatchPrefix;
-using testing::EventLog;
-using testing::StateLog;
 
 // --- Backends -------------------------------------------------------------------------------
 
@@ -66,29 +66,15 @@ class EmbeddedBackend {
 
 class EtcdBackend {
  public:
-  static void SetUpSuite() {
-    auto server = tessera::testing::EtcdTestServer::Start();
-    if (server.ok()) {
-      server_ = server->release();
-    } else {
-      skip_reason_ = server.status().ToString();
-      std::fprintf(stderr, "\n*** SKIPPING the etcd lock-service tests: %s ***\n\n",
-                   skip_reason_.c_str());
-    }
-  }
-  static void TearDownSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
+  static void SetUpSuite() { tessera::testing::SuiteEtcd::Start("the etcd lock-service tests"); }
+  static void TearDownSuite() { tessera::testing::SuiteEtcd::Stop(); }
 
   std::string Setup() {
-    if (server_ == nullptr) return skip_reason_;
-    static std::atomic<int> counter{0};
-    EtcdLockServiceOptions options;
-    options.endpoint = server_->endpoint();
+    if (tessera::testing::SuiteEtcd::server() == nullptr) {
+      return tessera::testing::SuiteEtcd::skip_reason();
+    }
     // Each test in its own key space.
-    options.key_root = StrCat("/behaviour-", getpid(), "-", counter++, "/");
-    auto service = EtcdLockService::Open(options);
+    auto service = tessera::testing::SuiteEtcd::OpenLockService("behaviour");
     EXPECT_TRUE(service.ok()) << service.status();
     if (service.ok()) service_ = std::move(*service);
     return "";
@@ -99,8 +85,6 @@ class EtcdBackend {
   int64_t expiry_slack_ms() const { return 1500; }
 
  private:
-  static inline tessera::testing::EtcdTestServer* server_ = nullptr;
-  static inline std::string skip_reason_;
   std::unique_ptr<EtcdLockService> service_;
 };
 
@@ -130,7 +114,8 @@ class LockServiceTest : public ::testing::Test {
   }
 
   bool Eventually(const std::function<bool()>& pred, int64_t max_ms = 5000) {
-    return testing::Eventually(pred, [] {}, max_ms);
+    return testing::Eventually(
+        pred, [] {}, max_ms);
   }
 
   // Gives in-flight callbacks time to (wrongly) arrive.
@@ -191,10 +176,7 @@ TYPED_TEST(LockServiceTest, BadArgumentsAreInvalidArgument) {
   EXPECT_EQ(s->Acquire("l", "v", -1).code(), invalid);
   EXPECT_EQ(s->StartWatch(WatchName(""), [](const WatchEvent&) {}).status().code(), invalid);
   EXPECT_EQ(s->StartWatch(WatchName("x"), nullptr).status().code(), invalid);
-  EXPECT_EQ(s->StartWatch(WatchName("x", -1), [](const WatchEvent&) {})
-                .status()
-                .code(),
-            invalid);
+  EXPECT_EQ(s->StartWatch(WatchName("x", -1), [](const WatchEvent&) {}).status().code(), invalid);
   SessionOptions bad_ttl;
   bad_ttl.ttl_ms = 0;
   EXPECT_EQ(this->service()->CreateSession(bad_ttl).status().code(), invalid);
@@ -213,7 +195,8 @@ TYPED_TEST(LockServiceTest, LockIsExclusive) {
 
   ASSERT_EQ(Held(a->TryAcquire("master", "node-a")), "held");
   EXPECT_EQ(Held(b->TryAcquire("master", "node-b")), "not held");
-  EXPECT_EQ(Held(a->TryAcquire("master", "again")), "held") << "re-acquiring a held lock is a no-op";
+  EXPECT_EQ(Held(a->TryAcquire("master", "again")), "held")
+      << "re-acquiring a held lock is a no-op";
   auto holder = b->GetLockHolder("master");
   ASSERT_TRUE(holder.ok()) << holder.status();
   EXPECT_EQ(holder->session, a->id());
@@ -401,22 +384,19 @@ TYPED_TEST(LockServiceTest, CompareAndSetByVersion) {
   ASSERT_NE(b, nullptr);
   // 0 = must not exist.
   ASSERT_TRUE(a->Put("root", "r1", IfVersion(0)).ok());
-  EXPECT_EQ(b->Put("root", "r1b", IfVersion(0)).status().code(),
-            absl::StatusCode::kAborted);
+  EXPECT_EQ(b->Put("root", "r1b", IfVersion(0)).status().code(), absl::StatusCode::kAborted);
   auto v2 = b->Put("root", "r2", IfVersion(1));
   ASSERT_TRUE(v2.ok()) << v2.status();
   EXPECT_EQ(v2->version, 2);
   // A loses the race it thinks it is in.
-  EXPECT_EQ(a->Put("root", "r2a", IfVersion(1)).status().code(),
-            absl::StatusCode::kAborted);
+  EXPECT_EQ(a->Put("root", "r2a", IfVersion(1)).status().code(), absl::StatusCode::kAborted);
   EXPECT_EQ(a->Get("root")->value, "r2");
   EXPECT_EQ(a->Delete("root", 1).code(), absl::StatusCode::kAborted);
   EXPECT_EQ(a->Get("root")->value, "r2");
   EXPECT_TRUE(a->Delete("root", 2).ok());
   EXPECT_EQ(a->Delete("root", 2).code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(a->Delete("root", 0).code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(a->Put("gone", "x", IfVersion(3)).status().code(),
-            absl::StatusCode::kAborted);
+  EXPECT_EQ(a->Put("gone", "x", IfVersion(3)).status().code(), absl::StatusCode::kAborted);
 }
 
 TYPED_TEST(LockServiceTest, ListByPrefixIsSortedAndComplete) {
@@ -532,8 +512,7 @@ TYPED_TEST(LockServiceTest, WatchFromAListingRevisionMissesNothing) {
   ASSERT_TRUE(s->Put("dir/b", "2", {}).ok());
   ASSERT_TRUE(s->Delete("dir/a", std::nullopt).ok());
   EventLog log;
-  auto watch = s->StartWatch(
-      WatchPrefix("dir/", listing->revision + 1), log.Callback());
+  auto watch = s->StartWatch(WatchPrefix("dir/", listing->revision + 1), log.Callback());
   ASSERT_TRUE(watch.ok()) << watch.status();
   ASSERT_TRUE(s->Put("dir/c", "3", {}).ok());
   ASSERT_TRUE(this->Eventually([&] { return log.size() >= 3; })) << Describe(log.events());
@@ -552,8 +531,7 @@ TYPED_TEST(LockServiceTest, WatchOnLocksSeesAcquireAndRelease) {
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
   EventLog log;
-  auto watch =
-      b->StartWatch(WatchLocks("master", false), log.Callback());
+  auto watch = b->StartWatch(WatchLocks("master", false), log.Callback());
   ASSERT_TRUE(watch.ok()) << watch.status();
   ASSERT_TRUE(a->Put("master", "a file, not the lock", {}).ok());
   ASSERT_EQ(Held(a->TryAcquire("master", "node-a")), "held");

@@ -19,10 +19,10 @@
 #include "gtest/gtest.h"
 #include "tessera/coord/embedded_lock_service.h"
 #include "tessera/coord/etcd_lock_service.h"
-#include "tessera/testing/etcd_test_server.h"
+#include "tessera/testing/suite_etcd.h"
+#include "tessera/testing/test_support.h"
 #include "tessera/util/mem_file_system.h"
 #include "tessera/util/random.h"
-#include "tessera/testing/test_support.h"
 
 namespace tessera::coord {
 namespace {
@@ -62,28 +62,14 @@ class EmbeddedBackend {
 
 class EtcdBackend {
  public:
-  static void SetUpSuite() {
-    auto server = tessera::testing::EtcdTestServer::Start();
-    if (server.ok()) {
-      server_ = server->release();
-    } else {
-      skip_reason_ = server.status().ToString();
-      std::fprintf(stderr, "\n*** SKIPPING the etcd prefix-mirror tests: %s ***\n\n",
-                   skip_reason_.c_str());
-    }
-  }
-  static void TearDownSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
+  static void SetUpSuite() { tessera::testing::SuiteEtcd::Start("the etcd prefix-mirror tests"); }
+  static void TearDownSuite() { tessera::testing::SuiteEtcd::Stop(); }
 
   std::string Setup() {
-    if (server_ == nullptr) return skip_reason_;
-    static std::atomic<int> counter{0};
-    EtcdLockServiceOptions options;
-    options.endpoint = server_->endpoint();
-    options.key_root = StrCat("/mirror-", getpid(), "-", counter++, "/");
-    auto service = EtcdLockService::Open(options);
+    if (tessera::testing::SuiteEtcd::server() == nullptr) {
+      return tessera::testing::SuiteEtcd::skip_reason();
+    }
+    auto service = tessera::testing::SuiteEtcd::OpenLockService("mirror");
     EXPECT_TRUE(service.ok()) << service.status();
     if (service.ok()) service_ = std::move(*service);
     return "";
@@ -92,14 +78,13 @@ class EtcdBackend {
   // Compacts etcd's history up to `revision` (etcdctl, which etcd's package ships), so that a
   // watch starting before it is cancelled by etcd and the backend reports kReset.
   void Compact(int64_t revision) {
-    const std::string command = StrCat("ETCDCTL_API=3 etcdctl --endpoints=", server_->endpoint(),
-                                       " compact ", revision, " >/dev/null 2>&1");
+    const std::string command = StrCat(
+        "ETCDCTL_API=3 etcdctl --endpoints=", tessera::testing::SuiteEtcd::server()->endpoint(),
+        " compact ", revision, " >/dev/null 2>&1");
     EXPECT_EQ(std::system(command.c_str()), 0) << command;
   }
 
  private:
-  static inline tessera::testing::EtcdTestServer* server_ = nullptr;
-  static inline std::string skip_reason_;
   std::unique_ptr<EtcdLockService> service_;
 };
 
