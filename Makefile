@@ -62,7 +62,9 @@ tsan: tsan-build
 
 # Clang's thread-safety analysis over the files that no clang build compiles (above all what
 # links gRPC); the fuzz and tsan builds already check theirs with -Werror=thread-safety.
-check-thread-safety: configure
+# After the build: the pass reads the gcc build's compile commands, whose generated protobuf
+# headers must exist.
+check-thread-safety: build
 	@JOBS=$(JOBS) bash scripts/check_thread_safety.sh $(BUILD_DIR) \
 	  $(TSAN_DIR)/compile_commands.json $(FUZZ_DIR)/compile_commands.json
 
