@@ -25,8 +25,8 @@ namespace tessera::test {
 namespace {
 
 using model::GcRule;
-using model::RowMutation;
 using model::Row;
+using model::RowMutation;
 using tablet::TabletCheckpoint;
 using tablet::TabletDataState;
 using tablet::TabletDescriptor;
@@ -142,9 +142,9 @@ TEST_F(EngineTabletTest, IngestOfACopiedCheckpointServesTheSameRowsAndSurvivesRe
   auto* mb = static_cast<TabletManager*>(b->get());
 
   std::vector<TabletCheckpoint::File> copies = CopyInto(&fs_, *c, "/other/incoming");
-  Status s = mb->Ingest(7, c->descriptor, copies);
+  Status s = mb->Ingest(7, c->descriptor, c->drop_marks, copies);
   ASSERT_TRUE(s.ok()) << s;
-  EXPECT_TRUE(absl::IsAlreadyExists(mb->Ingest(7, c->descriptor, {})));
+  EXPECT_TRUE(absl::IsAlreadyExists(mb->Ingest(7, c->descriptor, c->drop_marks, {})));
   EXPECT_EQ(All(b->get(), 7), expected);
   EXPECT_EQ(All(b->get(), 5).size(), 1u);
   // A write after the ingest wins over the ingested cell with the same coordinates.
@@ -174,7 +174,7 @@ TEST_F(EngineTabletTest, IngestOfAFileThatDoesNotMatchItsMetaFails) {
   ASSERT_TRUE(c.ok()) << c.status();
   std::vector<TabletCheckpoint::File> copies = CopyInto(&fs_, *c, "/db/incoming");
   copies[0].meta.size += 1;
-  EXPECT_TRUE(absl::IsDataLoss(manager()->Ingest(2, c->descriptor, copies)));
+  EXPECT_TRUE(absl::IsDataLoss(manager()->Ingest(2, c->descriptor, c->drop_marks, copies)));
   EXPECT_TRUE(absl::IsNotFound(engine_->GetTablet(2).status()));
   ASSERT_NO_FATAL_FAILURE(Reopen());
   EXPECT_EQ(engine_->ListTablets(), std::vector<tablet::TabletId>{1});

@@ -20,7 +20,8 @@ namespace tessera::catalog {
 //
 //   record := format(1 byte = 0x01) lp(schema) varint32(splits) lp(split key)*splits
 //             varint32(families) (lp(family name) varint64(since))*families
-//   schema: model::TableSchema::Encode() with no dropped families (those are per node)
+//   schema: model::TableSchema::Encode() (a schema of format 0x02 must list no dropped families:
+//           those are per tablet)
 //   splits: the initial split keys, sorted, unique, none empty
 //   since:  the schema version at which the family was last created; one entry per family of
 //           the schema, in increasing name order, each in [1, schema.version]

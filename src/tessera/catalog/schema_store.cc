@@ -115,7 +115,6 @@ Status SchemaStore::AdoptLocalTables(coord::Session* session) {
     if (incarnations_->Get(table.full_name).has_value()) continue;
     SchemaRecord record;
     record.schema = table.schema;
-    record.schema.dropped_families.clear();
     record.split_keys = table.split_keys;
     // The families' data here is the table's own: nothing older to fence off on other nodes.
     for (const auto& entry : record.schema.families) record.family_since.emplace(entry.first, 1);
@@ -252,7 +251,6 @@ StatusOr<std::string> SchemaStore::CreateTable(std::string_view instance, model:
   SchemaRecord record;
   record.schema = std::move(schema);
   record.schema.version = 1;
-  record.schema.dropped_families.clear();
   record.split_keys = std::move(split_keys);
   for (const auto& entry : record.schema.families) record.family_since.emplace(entry.first, 1);
   std::string full_name = TableName{std::string(instance), record.schema.name}.Full();
