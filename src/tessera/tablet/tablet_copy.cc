@@ -73,6 +73,7 @@ Status TabletManager::Ingest(TabletId id, const TabletDescriptor& descriptor,
       edit.next_file_number = next_file_number_.load();
       RETURN_IF_ERROR(manifest_->LogAndApply(edit));
       absl::MutexLock l(&mu_);
+      retired_sequences_.erase(id);  // the flushed mark holds it now
       std::shared_ptr<Tablet> t =
           NewTablet(id, descriptor, drop_marks, flushed, file_set, TabletDataState::kServing);
       tablets_[id] = t;

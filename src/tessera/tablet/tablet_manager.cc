@@ -145,6 +145,7 @@ Status TabletManager::CreateTablet(TabletId id, const TabletDescriptor& descript
   edit.next_file_number = next_file_number_.load();
   RETURN_IF_ERROR(manifest_->LogAndApply(edit));
   absl::MutexLock l(&mu_);
+  retired_sequences_.erase(id);  // the flushed mark holds it now
   tablets_[id] = NewTablet(id, descriptor, {}, created_at, std::make_shared<FileSet>(),
                            TabletDataState::kServing);
   return Status();
