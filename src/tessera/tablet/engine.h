@@ -30,7 +30,7 @@
 // memtables, skipping what each tablet had already flushed. Each tablet's new writes are numbered
 // above every sequence its log records and its marks (flushed, dropped family, file) name, so
 // replay never skips one. A data folder written with one node-wide counter is upgraded on open:
-// every tablet starts above that counter, and the drop marks its schemas held become the
+// every tablet starts at least at that counter, and the drop marks its schemas held become the
 // tablets' marks. A torn log tail is cut off; corruption in the middle of the log, a manifest or an
 // SSTable is a DataLoss error naming file and offset.
 //
@@ -83,8 +83,8 @@ struct EngineOptions {
   uint64_t commit_log_segment_bytes = 128ull << 20;
 
   // --- performance ---
-  size_t memtable_bytes = 64ull << 20;            // per tablet, before it is flushed
-  size_t memory_hard_limit_bytes = 512ull << 20;  // all memtables; writers stall above it
+  size_t memtable_bytes = 64ull << 20;              // per tablet, before it is flushed
+  size_t memory_hard_limit_bytes = 512ull << 20;    // all memtables; writers stall above it
   size_t block_cache_bytes = 256ull << 20;
   size_t block_size = 64 * 1024;
   Compression compression = Compression::kLz4;
