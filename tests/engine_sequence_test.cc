@@ -4,6 +4,7 @@
 // tests/fixtures/make_engine_v1_fixture.cc) opens with every row, takes more writes that win
 // over the old ones, and reopens.
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -138,6 +139,42 @@ TEST_F(EngineSequenceTest, ConcurrentWritersToManyTabletsKeepEachTabletDense) {
     total += seqs.size();
   }
   EXPECT_EQ(uint64_t{kThreads} * kWrites * 3 / 2, total);
+}
+
+// Each tablet publishes its own sequence: a reader of one tablet sees each mutation whole while
+// groups hold writes of many tablets.
+TEST_F(EngineSequenceTest, ReadersSeeWholeMutationsWhileGroupsSpanTablets) {
+  ASSERT_NO_FATAL_FAILURE(Open());
+  constexpr int kTablets = 3, kWrites = 300;
+  for (TabletId id = 1; id <= kTablets; ++id) ASSERT_NO_FATAL_FAILURE(Create(id, Descriptor()));
+  std::atomic<bool> done{false};
+  std::vector<std::thread> writers;
+  for (int w = 0; w < 2; ++w) {
+    writers.emplace_back([&, w] {
+      for (int i = 0; i < kWrites; ++i) {
+        const std::string v = fmt::format("{}-{}", w, i);
+        RowMutation m("row");
+        m.SetCell("f", "q", 1, v).SetCell("g", "q", 1, v);
+        EXPECT_TRUE(engine_->Apply(1 + (w + i) % kTablets, m).ok());
+      }
+    });
+  }
+  std::thread reader([&] {
+    while (!done.load()) {
+      for (TabletId id = 1; id <= kTablets; ++id) {
+        StatusOr<std::optional<model::Row>> row = engine_->ReadRow(id, "row", {});
+        ASSERT_TRUE(row.ok()) << row.status();
+        if (!row->has_value()) continue;
+        ASSERT_EQ(2u, (*row)->cells.size());
+        EXPECT_EQ((*row)->cells[0].value, (*row)->cells[1].value) << "tablet " << id;
+      }
+    }
+  });
+  for (auto& th : writers) th.join();
+  done = true;
+  reader.join();
+  for (TabletId id = 1; id <= kTablets; ++id)
+    EXPECT_EQ(Range(1, Last(id)), Sequences(manager(), id));
 }
 
 TEST_F(EngineSequenceTest, ARestartContinuesEachTabletsNumbers) {
