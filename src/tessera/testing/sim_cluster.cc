@@ -52,7 +52,8 @@ SimCluster::SimCluster(SimClusterOptions options)
 }
 
 SimCluster::~SimCluster() {
-  // Sessions close before the service goes; transports before the network.
+  // Sessions close before the service goes (the abandoned ones with their NodeLockService);
+  // transports before the network.
   for (Node& n : nodes_) n.core.reset();
   for (Node& n : nodes_) n.transport.reset();
   nodes_.clear();
@@ -94,6 +95,7 @@ Status SimCluster::Start() {
   lo.background_thread = false;  // PollLockService, a task of the simulation
   ASSIGN_OR_RETURN(lock_service_, coord::EmbeddedLockService::Open(lo));
   sim_.Schedule([this] { PollLockService(); });
+  for (Node& n : nodes_) n.lock_service = std::make_unique<NodeLockService>(lock_service_.get());
   std::vector<int> all;
   for (int i = 0; i < size(); ++i) {
     if (Status s = Open(i); !s.ok()) return Status(s.code(), StrCat("node ", i, ": ", s.message()));
@@ -117,7 +119,7 @@ Status SimCluster::Open(int i) {
                                      .executor = n.executor.get(),
                                      .seed = node_seed},
                           .engine_executor = n.executor.get(),
-                          .shared_lock_service = lock_service_.get()};
+                          .shared_lock_service = n.lock_service.get()};
   ASSIGN_OR_RETURN(n.core, server::NodeCore::Open(o, env));
   if (n.transport == nullptr) {
     ASSIGN_OR_RETURN(n.transport, network_.Attach(Endpoint(i)));
@@ -172,6 +174,7 @@ Status SimCluster::Crash(int i) {
   if (n.core == nullptr) return absl::FailedPreconditionError(StrCat("node ", i, " is down"));
   network_.SetDown(Endpoint(i), true);  // its goodbye never leaves
   n.fs->SimulateCrash();
+  n.lock_service->Abandon();  // its sessions now run out on their own
   // What the closing core writes lands in files the crash has cut loose: nothing of it stays.
   n.core.reset();
   n.executor->DropAll();

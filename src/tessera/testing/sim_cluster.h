@@ -14,14 +14,15 @@
 // own file system, and names node 0 as its seed.
 //
 // Faults:
-//   * Crash(i): the node's file system loses everything not synced, its tasks are dropped and
-//     its messages lost; Restart(i) opens its data folder again (recovering the commit log)
-//     and rejoins. The lock service sees the crash as the session's close, at once (the shared
-//     embedded service renews every session while its object lives: expiry after a crash is
-//     not modelled).
+//   * Crash(i): the node's file system loses everything not synced, its tasks are dropped,
+//     its messages lost, and its lock-service sessions are abandoned (node_lock_service.h):
+//     they expire when their TTL runs out, and only then do its directory entry and, if it was
+//     master, the master lock go. Restart(i) opens its data folder again (recovering the
+//     commit log) and rejoins.
 //   * Partition(groups) / Heal(), SetLoss(p): the network (testing/sim_network.h).
 //   * Pause(i, d): the node's tasks are held for d of simulated time and it neither sends nor
-//     receives meanwhile (its session stays alive, as above).
+//     receives meanwhile. Its session stays alive (the shared embedded service renews every
+//     session that is not abandoned).
 //   * SetClockDrift(i, offset, rate): the node's clock runs at `rate` from now on and its wall
 //     time is shifted by `offset`; its timers follow its clock.
 //
@@ -47,6 +48,7 @@
 #include "tessera/coord/embedded_lock_service.h"
 #include "tessera/server/node_core.h"
 #include "tessera/tablet/engine.h"
+#include "tessera/testing/node_lock_service.h"
 #include "tessera/testing/sim_network.h"
 #include "tessera/testing/sim_node_env.h"
 #include "tessera/util/clock.h"
@@ -125,6 +127,7 @@ class SimCluster {
     std::unique_ptr<MemFileSystem> fs;
     std::unique_ptr<DriftingClock> clock;
     std::unique_ptr<NodeExecutor> executor;
+    std::unique_ptr<NodeLockService> lock_service;  // over the shared one; from Start
     std::unique_ptr<cluster::Transport> transport;
     std::unique_ptr<server::NodeCore> core;
     std::optional<Status> started;  // set by the node when it has started (or failed to)

@@ -151,6 +151,45 @@ TEST(SimClusterTest, ACrashedNodeCatchesUpWithChangesMadeWhileItWasDown) {
   EXPECT_TRUE(c.RunUntil([&] { return AllSee(c, "absent"); }, 2 * kSecond)) << AllDescriptions(c);
 }
 
+// The node that is master, -1 for none, -2 for more than one.
+int Master(const SimCluster& c) {
+  int master = -1;
+  for (int i = 0; i < c.size(); ++i) {
+    if (c.core(i) != nullptr && c.core(i)->node()->is_master()) {
+      if (master != -1) return -2;
+      master = i;
+    }
+  }
+  return master;
+}
+
+TEST(SimClusterTest, ACrashedMastersLockIsTakenOverOnlyWhenItsSessionRunsOut) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE(StrCat("replay with TESSERA_SEED=", seed));
+  SimClusterOptions options = Options(seed);
+  SimCluster c(options);
+  ASSERT_TRUE(c.Start().ok());
+  c.RunFor(1 * kSecond);
+  const int old_master = Master(c);
+  ASSERT_GE(old_master, 0);
+  const int64_t crashed_at = c.now_us();
+  ASSERT_TRUE(c.Crash(old_master).ok());
+  // A dead process does not close its session: the lock stays with it for the TTL.
+  const int64_t ttl_us = options.node.session_ttl_ms * kMs;
+  c.RunFor(ttl_us / 2);
+  EXPECT_EQ(Master(c), -1);
+  ASSERT_TRUE(c.RunUntil([&] { return Master(c) >= 0; }, 2 * ttl_us));
+  const int64_t took = c.now_us() - crashed_at;
+  EXPECT_GE(took, ttl_us);
+  // The expiry check runs every 10 ms, and the watch on the lock wakes the others at once.
+  EXPECT_LE(took, ttl_us + 100 * kMs);
+  EXPECT_NE(Master(c), old_master);
+  // The restarted node is a new incarnation and competes again; there is still one master.
+  ASSERT_TRUE(c.Restart(old_master).ok());
+  c.RunFor(1 * kSecond);
+  EXPECT_GE(Master(c), 0);
+}
+
 // Writes row `key` with one cell in cf1 through node `i`'s TableAccess.
 Status Write(const SimCluster& c, int i, const std::string& key, const std::string& value) {
   ASSIGN_OR_RETURN(auto table, c.core(i)->catalog()->GetTable(kTable));
