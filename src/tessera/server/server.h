@@ -1,11 +1,11 @@
 // Server: one Tessera node's process wiring — gRPC over a NodeCore (node_core.h: the engine over
 // a data folder, the table catalog, the lock service, the cluster membership) on the real
 // machine (SystemEnv), with the Bigtable data, table-admin and instance-admin services on one
-// gRPC port (insecure h2c, as
-// the official emulator: clients reach it through BIGTABLE_EMULATOR_HOST), a fallback that
-// answers every undeclared method UNIMPLEMENTED naming it, and the worker threads that run
-// engine I/O off gRPC's threads. App profiles live in the lock service (embedded or etcd) and
-// are reachable once the node has registered (server/app_profile_store.h).
+// gRPC port (insecure h2c, as the official emulator: clients reach it through
+// BIGTABLE_EMULATOR_HOST), a fallback that answers every undeclared method UNIMPLEMENTED naming
+// it, and the worker threads that run engine I/O off gRPC's threads. App profiles live in the lock
+// service (embedded or etcd) and are reachable once the node has registered
+// (server/app_profile_store.h).
 //
 // Lifecycle: Start() opens the engine (recovering the commit log) and listens; Shutdown() stops
 // accepting calls, lets running calls finish (up to a deadline, then cancels them), stops the
