@@ -146,6 +146,9 @@ trap 'exit 130' INT TERM
 start_server() {
   local server="$1" dir="$2" port="" i pid
   mkdir -p "$dir"
+  # The server's shell opens its log after the fork: make it now, so the wait below can read it
+  # at once.
+  : >"$dir/server.log"
   if [[ $server == tessera ]]; then
     "$TESSERA" serve --listen 127.0.0.1:0 --port-file "$dir/port" --data-dir "$dir/data" \
       --sync batch --log-level warn "${SERVE_ARGS[@]}" >"$dir/server.log" 2>&1 &

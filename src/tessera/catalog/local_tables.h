@@ -7,6 +7,7 @@
 // thread: implementations must be safe to call concurrently.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +23,9 @@ struct LocalTable {
   std::string full_name;
   model::TableSchema schema;            // as stored locally (may carry dropped families)
   std::vector<std::string> split_keys;  // the start rows of its tablets after the first
+  // The prefix its tablet ids share (tablet_id.h); 0 when they share none (tablets made before
+  // cluster-wide ids).
+  uint64_t tablet_prefix = 0;
 };
 
 class LocalTables {

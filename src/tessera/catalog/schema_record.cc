@@ -16,7 +16,7 @@ Status MalformedRecord(std::string_view what) {
 
 std::string SchemaRecord::Encode() const {
   std::string out;
-  out.push_back(static_cast<char>(kFormat));
+  out.push_back(static_cast<char>(tablet_prefix == 0 ? kFormat : kFormatWithTabletPrefix));
   PutLengthPrefixed(&out, schema.Encode());
   PutVarint32(&out, static_cast<uint32_t>(split_keys.size()));
   for (const std::string& key : split_keys) PutLengthPrefixed(&out, key);
@@ -25,13 +25,14 @@ std::string SchemaRecord::Encode() const {
     PutLengthPrefixed(&out, family);
     PutVarint64(&out, since);
   }
+  if (tablet_prefix != 0) PutVarint64(&out, tablet_prefix);
   return out;
 }
 
 StatusOr<SchemaRecord> SchemaRecord::Decode(std::string_view in) {
   if (in.empty()) return MalformedRecord("empty");
   const auto format = static_cast<uint8_t>(in.front());
-  if (format != kFormat) {
+  if (format != kFormat && format != kFormatWithTabletPrefix) {
     return MalformedRecord(tessera::StrCat("unknown format byte ", static_cast<int>(format)));
   }
   in.remove_prefix(1);
@@ -82,6 +83,13 @@ StatusOr<SchemaRecord> SchemaRecord::Decode(std::string_view in) {
                                              " of schema version ", record.schema.version));
     }
     record.family_since.emplace(std::string(name), since);
+  }
+  if (format == kFormatWithTabletPrefix) {
+    if (!GetVarint64(&in, &record.tablet_prefix)) return MalformedRecord("truncated tablet prefix");
+    if (record.tablet_prefix == 0 || record.tablet_prefix >= (uint64_t{1} << 48)) {
+      return MalformedRecord(
+          tessera::StrCat("tablet prefix ", record.tablet_prefix, " is not in [1, 2^48)"));
+    }
   }
   if (!in.empty()) return MalformedRecord(tessera::StrCat(in.size(), " trailing bytes"));
   return record;

@@ -35,6 +35,21 @@ TEST(SchemaRecordTest, RoundTrip) {
   EXPECT_EQ(back->schema, r.schema);
   EXPECT_EQ(back->split_keys, r.split_keys);
   EXPECT_EQ(back->family_since, r.family_since);
+  // No tablet prefix: the first format, which the previous version reads.
+  EXPECT_EQ(r.Encode().front(), static_cast<char>(SchemaRecord::kFormat));
+  EXPECT_EQ(back->tablet_prefix, 0u);
+}
+
+TEST(SchemaRecordTest, TabletPrefixRoundTrip) {
+  SchemaRecord r = SampleRecord();
+  r.tablet_prefix = (uint64_t{1} << 47) | 12345;
+  const std::string bytes = r.Encode();
+  EXPECT_EQ(bytes.front(), static_cast<char>(SchemaRecord::kFormatWithTabletPrefix));
+  auto back = SchemaRecord::Decode(bytes);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->tablet_prefix, r.tablet_prefix);
+  EXPECT_EQ(back->schema, r.schema);
+  EXPECT_EQ(back->split_keys, r.split_keys);
 }
 
 TEST(SchemaRecordTest, MalformedIsDataLoss) {
@@ -45,7 +60,13 @@ TEST(SchemaRecordTest, MalformedIsDataLoss) {
     EXPECT_NE(std::string(r.status().message()).find(what), std::string::npos) << r.status();
   };
   expect_bad("", "empty");
-  expect_bad(std::string(1, '\x02') + good.substr(1), "unknown format byte 2");
+  expect_bad(std::string(1, '\x03') + good.substr(1), "unknown format byte 3");
+  // Format 0x02 without its prefix, with 0, with 2^48.
+  expect_bad(std::string(1, '\x02') + good.substr(1), "truncated tablet prefix");
+  expect_bad(std::string(1, '\x02') + good.substr(1) + std::string(1, '\0'), "tablet prefix 0 ");
+  SchemaRecord big = SampleRecord();
+  big.tablet_prefix = uint64_t{1} << 48;
+  expect_bad(big.Encode(), "is not in [1, 2^48)");
   for (size_t cut = 1; cut < good.size(); ++cut) {
     EXPECT_FALSE(SchemaRecord::Decode(good.substr(0, cut)).ok()) << "cut at " << cut;
   }

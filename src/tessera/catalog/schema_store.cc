@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "tessera/catalog/schema_record.h"
+#include "tessera/catalog/tablet_id.h"
 #include "tessera/util/logging.h"
 
 namespace tessera::catalog {
@@ -116,6 +117,9 @@ Status SchemaStore::AdoptLocalTables(coord::Session* session) {
     SchemaRecord record;
     record.schema = table.schema;
     record.split_keys = table.split_keys;
+    // Its tablets keep their ids on every node (0 for tablets made before cluster-wide ids:
+    // the other nodes then use the record's create revision, see tablet_id.h).
+    record.tablet_prefix = table.tablet_prefix;
     // The families' data here is the table's own: nothing older to fence off on other nodes.
     for (const auto& entry : record.schema.families) record.family_since.emplace(entry.first, 1);
     coord::PutOptions put_options;
@@ -220,6 +224,19 @@ StatusOr<bool> SchemaStore::ApplyRecord(const std::string& full_name, const coor
   definition.schema = std::move(record->schema);
   definition.split_keys = std::move(record->split_keys);
   definition.family_since = std::move(record->family_since);
+  if (record->tablet_prefix != 0) {
+    definition.tablet_prefix = record->tablet_prefix;
+  } else {
+    StatusOr<uint64_t> prefix = TabletPrefixFromRevision(file.create_revision);
+    if (!prefix.ok()) {
+      TLOG_ERROR("cluster schema: skipping the record {}: {}", file.name,
+                 prefix.status().ToString());
+      absl::MutexLock lock(&mu_);
+      ++stats_.malformed_records;
+      return false;
+    }
+    definition.tablet_prefix = *prefix;
+  }
   Status applied = local_->Apply(definition);
   if (absl::IsFailedPrecondition(applied) || absl::IsInvalidArgument(applied)) {
     TLOG_ERROR("cluster schema: skipping the record {} (revision {}): {}", file.name,
@@ -283,6 +300,7 @@ Status SchemaStore::UpdateSchema(std::string_view full_name,
 
     SchemaRecord record;
     record.split_keys = old->split_keys;
+    record.tablet_prefix = old->tablet_prefix;
     for (const auto& entry : schema.families) {
       auto since = old->family_since.find(entry.first);
       record.family_since.emplace(

@@ -8,10 +8,11 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tessera/catalog/tablet_id.h"
 #include "tessera/coord/embedded_lock_service.h"
+#include "tessera/testing/test_support.h"
 #include "tessera/util/clock.h"
 #include "tessera/util/mem_file_system.h"
-#include "tessera/testing/test_support.h"
 
 namespace tessera::catalog {
 namespace {
@@ -45,9 +46,17 @@ class FakeTables final : public LocalTables {
     absl::MutexLock lock(&mu_);
     if (!fail_.ok()) return fail_;
     log_.push_back(StrCat("apply ", definition.full_name, " v", definition.schema.version));
-    tables_[definition.full_name] =
-        LocalTable{definition.full_name, definition.schema, definition.split_keys};
+    // As the node's catalog: the tablets of a table made here take the definition's prefix; a
+    // table already here keeps its own.
+    auto [it, created] = tables_.try_emplace(definition.full_name);
+    const uint64_t prefix = created ? definition.tablet_prefix : it->second.tablet_prefix;
+    it->second = LocalTable{definition.full_name, definition.schema, definition.split_keys, prefix};
     return Status();
+  }
+  // A table made by this node alone, before it joined (the schema store does not know it).
+  void AddAlone(LocalTable table) {
+    absl::MutexLock lock(&mu_);
+    tables_[table.full_name] = std::move(table);
   }
   Status Drop(std::string_view full_name) override {
     absl::MutexLock lock(&mu_);
@@ -56,6 +65,12 @@ class FakeTables final : public LocalTables {
     return Status();
   }
 
+  // The prefix of the local table's tablet ids, 0 when absent.
+  uint64_t Prefix(const std::string& name = kTable) const {
+    absl::MutexLock lock(&mu_);
+    auto it = tables_.find(name);
+    return it == tables_.end() ? 0 : it->second.tablet_prefix;
+  }
   // The local schema version of `name`, 0 when absent.
   uint64_t Version(const std::string& name = kTable) const {
     absl::MutexLock lock(&mu_);
@@ -171,6 +186,45 @@ TEST_F(SchemaStoreTest, AnotherIncarnationIsDroppedBeforeItIsCreated) {
   ASSERT_TRUE(b_->Reattach().ok());
   EXPECT_EQ(b_->tables.TakeLog(),
             (std::vector<std::string>{StrCat("drop ", kTable), StrCat("apply ", kTable, " v1")}));
+}
+
+TEST_F(SchemaStoreTest, EveryNodeNamesTheTabletsAlike) {
+  // A table made by the cluster: the record's create revision, on both nodes.
+  ASSERT_TRUE(a_->store->CreateTable(kInstance, Schema("t", {"cf"}), {"m"}).ok());
+  ASSERT_TRUE(WaitFor([&] { return b_->tables.Version() == 1; }));
+  const uint64_t first = a_->tables.Prefix();
+  EXPECT_GT(first, 0u);
+  EXPECT_LT(first, kLocalPrefixBit);
+  EXPECT_EQ(b_->tables.Prefix(), first);
+  // Made again under the same name: another incarnation, other ids.
+  ASSERT_TRUE(a_->store->DeleteTable(kTable).ok());
+  ASSERT_TRUE(a_->store->CreateTable(kInstance, Schema("t", {"cf"}), {"m"}).ok());
+  ASSERT_TRUE(WaitFor([&] { return b_->tables.Prefix() != first && b_->tables.Version() == 1; }));
+  EXPECT_NE(a_->tables.Prefix(), first);
+  EXPECT_EQ(b_->tables.Prefix(), a_->tables.Prefix());
+
+  // A table b made alone joins with its own prefix, which a then uses, and which a schema
+  // change keeps.
+  const std::string u = "projects/p/instances/i/tables/u";
+  model::TableSchema schema = Schema("u", {"cf"});
+  schema.version = 3;
+  const uint64_t alone = kLocalPrefixBit | 77;
+  b_->tables.AddAlone(LocalTable{u, schema, {"k"}, alone});
+  ASSERT_TRUE(b_->Reattach().ok());  // offers its unknown tables
+  ASSERT_TRUE(WaitFor([&] { return a_->tables.Version(u) == 3; }));
+  EXPECT_EQ(a_->tables.Prefix(u), alone);
+  ASSERT_TRUE(a_->store
+                  ->UpdateSchema(u,
+                                 [](model::TableSchema* s) {
+                                   s->families["more"];
+                                   return Status();
+                                 })
+                  .ok());
+  // A node joining later makes it from the changed record.
+  Node c(service_.get());
+  ASSERT_TRUE(c.Reattach().ok());
+  EXPECT_EQ(c.tables.Version(u), 4u);
+  EXPECT_EQ(c.tables.Prefix(u), alone);
 }
 
 TEST_F(SchemaStoreTest, RefusedAndFailedAppliesAreCountedApart) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "tessera/catalog/tablet_id.h"
+
 namespace tessera::catalog {
 
 namespace {
@@ -58,6 +60,11 @@ Status NormalizeSplitKeys(std::vector<std::string>* split_keys) {
   }
   std::sort(split_keys->begin(), split_keys->end());
   split_keys->erase(std::unique(split_keys->begin(), split_keys->end()), split_keys->end());
+  if (split_keys->size() >= kMaxInitialTablets) {
+    return absl::InvalidArgumentError(
+        tessera::StrCat(split_keys->size(), " initial splits: a table starts with at most ",
+                        kMaxInitialTablets - 1, " splits"));
+  }
   return Status();
 }
 

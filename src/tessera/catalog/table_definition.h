@@ -5,6 +5,7 @@
 // Thread-safety: everything here is a value or a pure function.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
@@ -31,7 +32,8 @@ struct TableName {
 Status ValidateInstanceName(std::string_view name);
 
 // Checks and normalizes initial split keys: sorted, de-duplicated; InvalidArgument
-// "initial split #N has an empty row key".
+// "initial split #N has an empty row key", or when there are kMaxInitialTablets or more
+// (tablet_id.h).
 Status NormalizeSplitKeys(std::vector<std::string>* split_keys);
 
 // The schema a change makes of `old`: `change` run on a copy (its non-OK status is returned
@@ -48,6 +50,9 @@ struct TableDefinition {
   model::TableSchema schema;
   // Initial tablet boundaries; used only when the table is created here.
   std::vector<std::string> split_keys;
+  // The prefix of the table's tablet ids (tablet_id.h); used only when the table is created
+  // here, with ids MakeTabletId(tablet_prefix, 0 .. split_keys.size()). Required (non-zero).
+  uint64_t tablet_prefix = 0;
   // For each family of `schema`, the schema version at which it was last created (a family
   // dropped and created again gets the version of the re-creation). A family held locally
   // whose entry is newer than the local schema version was dropped and re-created while this

@@ -15,7 +15,7 @@ class ClusterDefinitions::CatalogTables final : public catalog::LocalTables {
   std::vector<catalog::LocalTable> List() const override {
     std::vector<catalog::LocalTable> out;
     for (const auto& info : catalog_->ListAllTables()) {
-      catalog::LocalTable table{info->full_name, info->schema, {}};
+      catalog::LocalTable table{info->full_name, info->schema, {}, info->tablet_prefix};
       for (size_t i = 1; i < info->tablets.size(); ++i) {
         table.split_keys.push_back(info->tablets[i].start_row);
       }

@@ -4,7 +4,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -12,13 +11,7 @@
 #include "grpcpp/grpcpp.h"
 #include "tessera/cluster/grpc_transport.h"
 #include "tessera/cluster/status_service.h"
-#include "tessera/coord/open_lock_service.h"
-#include "tessera/replication/local_table_access.h"
-#include "tessera/server/admin_service.h"
-#include "tessera/server/app_profile_store.h"
-#include "tessera/server/cluster_definitions.h"
 #include "tessera/server/instance_admin_service.h"
-#include "tessera/server/table_catalog.h"
 #include "tessera/server/unimplemented_service.h"
 #include "tessera/util/env.h"
 #include "tessera/util/executor.h"
@@ -64,30 +57,18 @@ std::string ListenFailure(const std::string& listen) {
 
 struct Server::State {
   ServerOptions options;
-  std::unique_ptr<tablet::Engine> engine;
-  std::unique_ptr<TableCatalog> catalog;
-  // Every data operation of the services (docs/replication.md).
-  std::unique_ptr<replication::LocalTableAccess> access;
-  std::unique_ptr<Executor> workers;
-  std::unique_ptr<DataService> data;
-  std::unique_ptr<AdminService> admin;
-  std::unique_ptr<InstanceAdminService> instance_admin;
-  std::unique_ptr<UnimplementedService> unimplemented;
-  std::unique_ptr<coord::LockService> lock_service;
-  // Cluster mode (etcd) only: the schema decided in the lock service.
-  std::unique_ptr<ClusterDefinitions> schema;
-  // App profiles, in the lock service in both modes (attached with the node's session).
-  std::unique_ptr<AppProfileStore> profiles;
-  std::unique_ptr<cluster::GrpcTransport> transport;
-  std::unique_ptr<cluster::GossipService> gossip_service;
-  std::unique_ptr<cluster::ClusterAdminService> cluster_admin;
   // The node's rounds (gossip, election, re-registration) run here: two threads, so that a
   // lock-service call that blocks never holds up a gossip round.
   std::unique_ptr<SystemEnv> cluster_env;
-  std::unique_ptr<cluster::ClusterNode> node;
-  // `node` for request threads: requests arrive before the node exists (it joins once the
-  // port is open), so they read this, set when the node has started.
-  std::atomic<cluster::ClusterNode*> serving_node{nullptr};
+  // Everything but gRPC: engine, catalog, lock service, TableAccess, admin logic, the node.
+  std::unique_ptr<NodeCore> core;
+  std::unique_ptr<Executor> workers;
+  std::unique_ptr<DataService> data;
+  std::unique_ptr<InstanceAdminService> instance_admin;
+  std::unique_ptr<UnimplementedService> unimplemented;
+  std::unique_ptr<cluster::GrpcTransport> transport;
+  std::unique_ptr<cluster::GossipService> gossip_service;
+  std::unique_ptr<cluster::ClusterAdminService> cluster_admin;
   std::unique_ptr<grpc::Server> grpc_server;
   int port = 0;
   std::string address;
@@ -99,7 +80,7 @@ struct Server::State {
 
 Status Server::State::Stop() {
   // Peers learn of a clean stop while this node still answers, and mark it down at once.
-  if (node != nullptr) node->AnnounceShutdown();
+  if (core != nullptr) core->AnnounceShutdown();
   if (grpc_server != nullptr) {
     grpc_server->Shutdown(std::chrono::system_clock::now() +
                           std::chrono::milliseconds(options.shutdown_grace_ms));
@@ -107,8 +88,7 @@ Status Server::State::Stop() {
   }
   // The session closes: the directory entry and the master lock go at once.
   if (cluster_admin != nullptr) cluster_admin->SetNode(nullptr);
-  serving_node.store(nullptr);
-  node.reset();
+  if (core != nullptr) core->StopNode();
   cluster_env.reset();
   if (transport != nullptr) transport->Shutdown();
   // Work already handed to the workers finishes before the engine closes.
@@ -116,17 +96,12 @@ Status Server::State::Stop() {
   grpc_server.reset();
   instance_admin.reset();
   unimplemented.reset();
-  admin.reset();
   data.reset();
   cluster_admin.reset();
-  schema.reset();
-  profiles.reset();
   gossip_service.reset();
   transport.reset();
-  lock_service.reset();
-  catalog.reset();
-  if (engine == nullptr) return Status();
-  return engine->Close();
+  if (core == nullptr) return Status();
+  return core->Close();
 }
 
 Server::Server(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -136,14 +111,18 @@ Server::~Server() {
   if (!s.ok()) TLOG_ERROR("server: shutdown: {}", s);
 }
 
-tablet::Engine* Server::engine() const { return state_->engine.get(); }
-cluster::ClusterNode* Server::node() const { return state_->node.get(); }
+tablet::Engine* Server::engine() const { return state_->core->engine(); }
+cluster::ClusterNode* Server::node() const { return state_->core->node(); }
+NodeCore* Server::core() const { return state_->core.get(); }
 
 StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   auto state = std::make_unique<State>();
   state->options = options;
   State* s = state.get();
-  ASSIGN_OR_RETURN(s->engine, tablet::Engine::Open(options.engine));
+  s->cluster_env = std::make_unique<SystemEnv>(/*threads=*/2);
+  // The real machine: the engine on its own threads, the lock service the options name.
+  NodeCoreEnv env{.env = s->cluster_env->env()};
+  ASSIGN_OR_RETURN(s->core, NodeCore::Open(NodeCoreOptions{options.engine, options.cluster}, env));
   Status started = StartServices(s);
   if (!started.ok()) {
     Status stopped = s->Stop();
@@ -155,55 +134,33 @@ StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   server->address_ = s->address;
   TLOG_INFO("server: serving the Bigtable API on {} (data in {}; cluster '{}', {} lock service)",
             server->address_, options.engine.dir, options.cluster.node.cluster_name,
-            s->lock_service->backend_name());
+            s->core->lock_service()->backend_name());
   return server;
 }
 
 Status Server::StartServices(State* s) {
   const ServerOptions& options = s->options;
-  ASSIGN_OR_RETURN(s->catalog, TableCatalog::Open(s->engine.get()));
-
-  coord::LockServiceConfig lsc;
-  lsc.address = options.cluster.lock_service;
-  lsc.data_dir = options.engine.dir;
-  // Clusters sharing one etcd stay apart.
-  lsc.key_root = tessera::StrCat("/tessera/", options.cluster.node.cluster_name, "/");
-  ASSIGN_OR_RETURN(s->lock_service, coord::OpenLockService(lsc));
+  NodeCore* core = s->core.get();
   s->transport = std::make_unique<cluster::GrpcTransport>(cluster::GrpcTransportOptions{
       options.cluster.node.cluster_name,
       std::max<int64_t>(1000, 2 * options.cluster.node.gossip.interval_ms), 4});
   s->gossip_service = std::make_unique<cluster::GossipService>(s->transport.get());
   s->cluster_admin = std::make_unique<cluster::ClusterAdminService>();
 
-  // A cluster's schema lives in the lock service; a single node's in its catalog.
-  if (s->lock_service->backend_name() != "embedded") {
-    catalog::SchemaStoreOptions schema_options;
-    schema_options.fs = PosixFileSystem();
-    schema_options.state_path = JoinPath(options.engine.dir, "CLUSTER_SCHEMA");
-    ASSIGN_OR_RETURN(s->schema, ClusterDefinitions::Open(s->catalog.get(), schema_options));
-  }
-
   s->workers = NewThreadPoolExecutor(options.worker_threads);
   // One check for every Bigtable call, data and admin alike.
-  auto serving_check = [s]() -> Status {
-    cluster::ClusterNode* node = s->serving_node.load(std::memory_order_acquire);
-    return node != nullptr ? node->CheckServing()
-                           : absl::UnavailableError("this node is still joining its cluster");
-  };
+  auto serving_check = [core] { return core->CheckServing(); };
   DataServiceOptions data_options = options.data;
   data_options.serving_check = serving_check;
-  s->access = std::make_unique<replication::LocalTableAccess>(s->engine.get());
-  s->data = std::make_unique<DataService>(s->catalog.get(), s->access.get(), SystemClock(),
+  s->data = std::make_unique<DataService>(core->catalog(), core->access(), core->env().clock,
                                           s->workers.get(), data_options);
-  s->admin = std::make_unique<AdminService>(s->catalog.get(), s->access.get(), s->schema.get(),
-                                            serving_check);
-  ASSIGN_OR_RETURN(s->profiles, AppProfileStore::Open(AppProfileStoreOptions{}));
   const std::string cluster_name = options.cluster.node.cluster_name;
   const std::string dc = options.cluster.node.dc;
   s->instance_admin = std::make_unique<InstanceAdminService>(
-      s->catalog.get(), s->profiles.get(), [s, cluster_name, dc] {
+      core->catalog(), core->profiles(),
+      [core, cluster_name, dc] {
         ClusterView view{cluster_name, dc, 1, false};
-        cluster::ClusterNode* node = s->serving_node.load(std::memory_order_acquire);
+        cluster::ClusterNode* node = core->serving_node();
         if (node == nullptr) return view;
         view.serving = node->serving();
         int up = 0;
@@ -231,48 +188,22 @@ Status Server::StartServices(State* s) {
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20000);
   builder.RegisterService(s->data.get());
-  builder.RegisterService(s->admin.get());
+  builder.RegisterService(core->admin());
   builder.RegisterService(s->instance_admin.get());
   builder.RegisterService(s->gossip_service.get());
   builder.RegisterService(s->cluster_admin.get());
   builder.RegisterCallbackGenericService(s->unimplemented.get());
   s->grpc_server = builder.BuildAndStart();
   if (s->grpc_server == nullptr || s->port == 0) {
-    return absl::UnavailableError(tessera::StrCat("cannot listen on ", options.listen, ": ",
-                                                  ListenFailure(options.listen)));
+    return absl::UnavailableError(
+        tessera::StrCat("cannot listen on ", options.listen, ": ", ListenFailure(options.listen)));
   }
   const std::string& listen = options.listen;
   s->address = tessera::StrCat(listen.substr(0, listen.rfind(':')), ":", s->port);
 
   // Join the cluster (alone, by default) now that gossip can arrive.
-  cluster::NodeOptions node_options = options.cluster.node;
-  if (node_options.endpoint.empty()) node_options.endpoint = s->address;
-  node_options.lock_service_address = options.cluster.lock_service;
-  node_options.data_dir = options.engine.dir;
-  tablet::Engine* engine = s->engine.get();
-  node_options.load = [engine] {
-    tablet::EngineStats stats = engine->GetStats();
-    return static_cast<int64_t>(stats.memtable_bytes + stats.sstable_bytes);
-  };
-  cluster::NodeHooks hooks;
-  hooks.on_fatal = options.cluster.on_fatal;
-  catalog::SchemaStore* schema = s->schema != nullptr ? s->schema->store() : nullptr;
-  AppProfileStore* profiles = s->profiles.get();
-  hooks.on_registered = [schema, profiles](coord::Session* session) {
-    if (schema != nullptr) RETURN_IF_ERROR(schema->Attach(session));
-    profiles->Attach(session);
-    return Status();
-  };
-  hooks.on_session_lost = [schema, profiles] {
-    profiles->Detach();
-    if (schema != nullptr) schema->Detach();
-  };
-  s->cluster_env = std::make_unique<SystemEnv>(/*threads=*/2);
-  ASSIGN_OR_RETURN(s->node, cluster::ClusterNode::Start(
-                                std::move(node_options), s->lock_service.get(),
-                                s->transport.get(), std::move(hooks), s->cluster_env->env()));
-  s->serving_node.store(s->node.get(), std::memory_order_release);
-  s->cluster_admin->SetNode(s->node.get());
+  RETURN_IF_ERROR(core->StartNode(s->address, s->transport.get()));
+  s->cluster_admin->SetNode(core->node());
   return Status();
 }
 

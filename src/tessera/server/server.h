@@ -1,9 +1,11 @@
-// Server: one Tessera node's process wiring — the engine over a data folder, the table catalog,
-// the Bigtable data, table-admin and instance-admin services on one gRPC port (insecure h2c, as
-// the official emulator: clients reach it through BIGTABLE_EMULATOR_HOST), a fallback that
-// answers every undeclared method UNIMPLEMENTED naming it, and the worker threads that run
-// engine I/O off gRPC's threads. App profiles live in the lock service (embedded or etcd) and
-// are reachable once the node has registered (server/app_profile_store.h).
+// Server: one Tessera node's process wiring — gRPC over a NodeCore (node_core.h: the engine over
+// a data folder, the table catalog, the lock service, the cluster membership) on the real
+// machine (SystemEnv), with the Bigtable data, table-admin and instance-admin services on one
+// gRPC port (insecure h2c, as the official emulator: clients reach it through
+// BIGTABLE_EMULATOR_HOST), a fallback that answers every undeclared method UNIMPLEMENTED naming
+// it, and the worker threads that run engine I/O off gRPC's threads. App profiles live in the lock
+// service (embedded or etcd) and are reachable once the node has registered
+// (server/app_profile_store.h).
 //
 // Lifecycle: Start() opens the engine (recovering the commit log) and listens; Shutdown() stops
 // accepting calls, lets running calls finish (up to a deadline, then cancels them), stops the
@@ -32,23 +34,11 @@
 
 #include "tessera/cluster/node.h"
 #include "tessera/server/data_service.h"
+#include "tessera/server/node_core.h"
 #include "tessera/tablet/engine.h"
 #include "tessera/util/status.h"
 
 namespace tessera::server {
-
-struct ClusterServeOptions {
-  // "embedded" (one node; the lock service lives in <data-dir>/coord) or etcd's client address
-  // ("etcd://HOST:PORT", or "etcd://H1:P1,H2:P2,H3:P3" for an etcd cluster). Every node of a
-  // cluster names the same etcd (nodes naming another are refused: cluster/node.h).
-  std::string lock_service = "embedded";
-  // Cluster name, dc, rack, seeds, gossip and session settings. `endpoint` empty = the address
-  // the server bound; `data_dir` is set to the engine's folder.
-  cluster::NodeOptions node;
-  // Called (on a cluster thread) when the node will never serve again: it lost its session and
-  // node.on_session_loss is kExit. The owner should shut the server down and exit non-zero.
-  std::function<void(const Status&)> on_fatal;
-};
 
 struct ServerOptions {
   // HOST:PORT to listen on; port 0 picks a free port (see Server::port()).
@@ -77,6 +67,7 @@ class Server {
   const std::string& address() const { return address_; }
   tablet::Engine* engine() const;
   cluster::ClusterNode* node() const;
+  NodeCore* core() const;
 
   // Stops serving and closes the engine; returns the engine's Close() status. Idempotent.
   Status Shutdown();

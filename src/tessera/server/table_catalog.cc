@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <mutex>
+#include <random>
 
+#include "tessera/catalog/tablet_id.h"
 #include "tessera/util/logging.h"
 
 namespace tessera::server {
@@ -18,12 +20,19 @@ bool Tiles(const std::vector<TabletRef>& tablets) {
   return tablets.back().end_row.empty();
 }
 
+uint64_t TabletPrefixOf(const std::vector<TabletRef>& tablets) {
+  std::vector<uint64_t> ids;
+  for (const TabletRef& t : tablets) ids.push_back(t.id);
+  return catalog::CommonTabletPrefix(ids).value_or(0);
+}
+
 }  // namespace
 
 const TabletRef& TableInfo::TabletFor(std::string_view row) const {
   // The last tablet whose start_row <= row.
-  auto it = std::upper_bound(tablets.begin(), tablets.end(), row,
-                             [](std::string_view r, const TabletRef& t) { return r < t.start_row; });
+  auto it =
+      std::upper_bound(tablets.begin(), tablets.end(), row,
+                       [](std::string_view r, const TabletRef& t) { return r < t.start_row; });
   return *(it - 1);
 }
 
@@ -39,10 +48,15 @@ std::vector<size_t> TableInfo::TabletsOverlapping(std::string_view start,
   return out;
 }
 
-StatusOr<std::unique_ptr<TableCatalog>> TableCatalog::Open(tablet::Engine* engine) {
-  std::unique_ptr<TableCatalog> catalog(new TableCatalog(engine));
+StatusOr<std::unique_ptr<TableCatalog>> TableCatalog::Open(tablet::Engine* engine, uint64_t seed) {
+  std::unique_ptr<TableCatalog> catalog(new TableCatalog(engine, seed));
   RETURN_IF_ERROR(catalog->Load());
   return catalog;
+}
+
+StatusOr<std::unique_ptr<TableCatalog>> TableCatalog::Open(tablet::Engine* engine) {
+  std::random_device entropy;
+  return Open(engine, uint64_t{entropy()} << 32 | entropy());
 }
 
 Status TableCatalog::Load() {
@@ -52,7 +66,6 @@ Status TableCatalog::Load() {
   };
   std::map<std::string, Found> found;
   for (tablet::TabletId id : engine_->ListTablets()) {
-    next_tablet_id_ = std::max(next_tablet_id_, id + 1);
     StatusOr<tablet::TabletDescriptor> d = engine_->GetTablet(id);
     if (absl::IsNotFound(d.status())) continue;
     RETURN_IF_ERROR(d.status());
@@ -66,9 +79,8 @@ Status TableCatalog::Load() {
     // Sort tablets (and their schemas) by start row.
     std::vector<size_t> order(f.tablets.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      return f.tablets[a].start_row < f.tablets[b].start_row;
-    });
+    std::sort(order.begin(), order.end(),
+              [&](size_t a, size_t b) { return f.tablets[a].start_row < f.tablets[b].start_row; });
     std::vector<TabletRef> tablets;
     for (size_t i : order) tablets.push_back(f.tablets[i]);
 
@@ -90,8 +102,8 @@ Status TableCatalog::Load() {
     }
     for (size_t i = 0; i < f.schemas.size(); ++i) {
       if (f.schemas[i].version != f.schemas[newest].version) {
-        TLOG_WARN("catalog: table {}: tablet {} has schema version {}, repairing to {}",
-                  full_name, f.tablets[i].id, f.schemas[i].version, f.schemas[newest].version);
+        TLOG_WARN("catalog: table {}: tablet {} has schema version {}, repairing to {}", full_name,
+                  f.tablets[i].id, f.schemas[i].version, f.schemas[newest].version);
         RETURN_IF_ERROR(engine_->UpdateSchema(f.tablets[i].id, f.schemas[newest]));
       }
     }
@@ -100,6 +112,7 @@ Status TableCatalog::Load() {
     info->full_name = full_name;
     info->schema = f.schemas[newest];
     info->tablets = std::move(tablets);
+    info->tablet_prefix = TabletPrefixOf(info->tablets);
     tables_.emplace(full_name, std::move(info));
   }
   return Status();
@@ -129,13 +142,19 @@ StatusOr<std::shared_ptr<const TableInfo>> TableCatalog::CreateTable(
   RETURN_IF_ERROR(schema.Validate());
   RETURN_IF_ERROR(catalog::NormalizeSplitKeys(&split_keys));
   schema.version = 1;
-  TableName name{std::string(instance), schema.name};  // before `schema` is moved
+  TableName name{std::string(instance), schema.name};
   absl::MutexLock change(&change_mu_);
-  return CreateLocked(std::move(name), std::move(schema), split_keys);
+  // A prefix another table of this node holds (a 2^-47 chance) is drawn again.
+  for (int attempt = 0;; ++attempt) {
+    StatusOr<std::shared_ptr<const TableInfo>> created =
+        CreateLocked(name, schema, split_keys, catalog::NewLocalTabletPrefix(&random_));
+    if (!absl::IsFailedPrecondition(created.status()) || attempt == 2) return created;
+  }
 }
 
 StatusOr<std::shared_ptr<const TableInfo>> TableCatalog::CreateLocked(
-    TableName name, model::TableSchema schema, const std::vector<std::string>& split_keys) {
+    TableName name, model::TableSchema schema, const std::vector<std::string>& split_keys,
+    uint64_t prefix) {
   auto info = std::make_shared<TableInfo>();
   info->name = std::move(name);
   info->full_name = info->name.Full();
@@ -144,18 +163,21 @@ StatusOr<std::shared_ptr<const TableInfo>> TableCatalog::CreateLocked(
         tessera::StrCat("table \"", info->full_name, "\" already exists"));
   }
   info->schema = schema;
+  info->tablet_prefix = prefix;
   std::string start;
   for (size_t i = 0; i <= split_keys.size(); ++i) {
     TabletRef ref;
-    {
-      std::unique_lock lock(mu_);
-      ref.id = next_tablet_id_++;
-    }
+    ref.id = catalog::MakeTabletId(prefix, i);
     ref.start_row = start;
     ref.end_row = i < split_keys.size() ? split_keys[i] : std::string();
     start = ref.end_row;
     tablet::TabletDescriptor d{info->full_name, ref.start_row, ref.end_row, schema};
     Status s = engine_->CreateTablet(ref.id, d);
+    if (absl::IsAlreadyExists(s)) {
+      s = absl::FailedPreconditionError(
+          tessera::StrCat("table \"", info->full_name, "\": tablet id ", ref.id,
+                          " is already used by another tablet of this node"));
+    }
     if (!s.ok()) {
       // Leave no partial table behind (Open() would remove it too).
       for (const TabletRef& t : info->tablets) (void)engine_->DropTablet(t.id);
@@ -246,9 +268,8 @@ StatusOr<std::shared_ptr<const TableInfo>> TableCatalog::ApplyDefinition(
   ASSIGN_OR_RETURN(TableName name, TableName::Parse(definition.full_name));
   model::TableSchema schema = definition.schema;
   if (schema.name != name.table_id) {
-    return absl::InvalidArgumentError(tessera::StrCat("table \"", definition.full_name,
-                                                      "\": the schema names table \"",
-                                                      schema.name, "\""));
+    return absl::InvalidArgumentError(tessera::StrCat(
+        "table \"", definition.full_name, "\": the schema names table \"", schema.name, "\""));
   }
   RETURN_IF_ERROR(schema.Validate());
   if (schema.version == 0) {
@@ -268,7 +289,14 @@ StatusOr<std::shared_ptr<const TableInfo>> TableCatalog::ApplyDefinition(
 
   absl::MutexLock change(&change_mu_);
   std::shared_ptr<const TableInfo> old = Find(definition.full_name);
-  if (old == nullptr) return CreateLocked(std::move(name), std::move(schema), split_keys);
+  if (old == nullptr) {
+    if (definition.tablet_prefix == 0 || definition.tablet_prefix >= (uint64_t{1} << 48)) {
+      return absl::InvalidArgumentError(
+          tessera::StrCat("table \"", definition.full_name, "\": tablet prefix ",
+                          definition.tablet_prefix, " is not in [1, 2^48)"));
+    }
+    return CreateLocked(std::move(name), std::move(schema), split_keys, definition.tablet_prefix);
+  }
 
   const uint64_t local_version = old->schema.version;
   if (schema.version < local_version ||

@@ -8,6 +8,11 @@
 // schema (with the table options: version, granularity, deletion protection), so the catalog is
 // rebuilt from Engine::ListTablets() at Open().
 //
+// Tablet ids (catalog/tablet_id.h) name the same tablet on every node: MakeTabletId(prefix,
+// ordinal) with the table's prefix — drawn at random by CreateTable (a table made by this node
+// alone), or given by the cluster's definition (ApplyDefinition). Tablets made before ids were
+// cluster-wide keep their ids (prefix 0).
+//
 // Crash safety without a separate log:
 //   * A table is live iff its tablets tile ["", ""). CreateTable creates the tablets one by one
 //     and DeleteTable drops them one by one; a crash in between leaves a partial tiling, which
@@ -36,6 +41,7 @@
 #include "tessera/model/schema.h"
 #include "tessera/server/table_definitions.h"
 #include "tessera/tablet/engine.h"
+#include "tessera/util/random.h"
 #include "tessera/util/status.h"
 
 namespace tessera::server {
@@ -56,8 +62,11 @@ struct TabletRef {
 struct TableInfo {
   TableName name;
   std::string full_name;
-  model::TableSchema schema;      // schema.name == name.table_id
+  model::TableSchema schema;       // schema.name == name.table_id
   std::vector<TabletRef> tablets;  // by start_row; tile ["", "")
+  // The prefix of the tablets' ids (catalog::CommonTabletPrefix); 0 for tablets made before
+  // ids were cluster-wide.
+  uint64_t tablet_prefix = 0;
 
   // The tablet holding `row`.
   const TabletRef& TabletFor(std::string_view row) const;
@@ -68,14 +77,18 @@ struct TableInfo {
 class TableCatalog final : public TableDefinitions {
  public:
   // Rebuilds the catalog from the engine's tablets, finishing interrupted creates/deletes and
-  // schema updates (see above). `engine` must outlive the catalog.
+  // schema updates (see above). `engine` must outlive the catalog. `seed` seeds the prefixes
+  // CreateTable draws (a simulation passes its own; the other overload takes the system's
+  // entropy).
+  static StatusOr<std::unique_ptr<TableCatalog>> Open(tablet::Engine* engine, uint64_t seed);
   static StatusOr<std::unique_ptr<TableCatalog>> Open(tablet::Engine* engine);
 
   TableCatalog(const TableCatalog&) = delete;
   TableCatalog& operator=(const TableCatalog&) = delete;
 
   // Creates table `schema.name` in `instance` with one tablet per range between the split keys
-  // (which are sorted and de-duplicated; empty keys are InvalidArgument). Sets schema.version.
+  // (which are sorted and de-duplicated; empty keys are InvalidArgument), under a new random
+  // tablet prefix (drawn again should it meet a tablet of this node). Sets schema.version.
   // Errors: InvalidArgument (names, GC rules, split keys), AlreadyExists
   // ('table "…" already exists').
   StatusOr<std::shared_ptr<const TableInfo>> CreateTable(
@@ -98,16 +111,17 @@ class TableCatalog final : public TableDefinitions {
 
   // --- For a mirror of definitions decided elsewhere (catalog::SchemaStore) ---
   // Makes the local table match `definition`: creates it when absent (with the definition's
-  // version and split keys), or replaces its schema wholesale when the definition's version is
-  // higher than the local one. Families missing from the new schema are dropped through the
-  // engine (their data stays dead even if re-created later); families re-created since the
+  // version, split keys and tablet prefix), or replaces its schema wholesale when the definition's
+  // version is higher than the local one. Families missing from the new schema are dropped through
+  // the engine (their data stays dead even if re-created later); families re-created since the
   // local version (see TableDefinition::family_since) are dropped first, in a separate step
   // written with the version just below the definition's. Nothing happens when the local
   // schema already equals the definition's. The tablets of an existing table are kept.
-  // Errors: InvalidArgument (bad name, schema, split keys or family_since), FailedPrecondition
-  // when the local schema is newer than the definition, or has the same version with other
-  // content (a rollback or a divergence: refused, so that the crash-repair rule above holds),
-  // engine errors.
+  // Errors: InvalidArgument (bad name, schema, split keys or family_since; no tablet prefix for
+  // a table to create), FailedPrecondition when the local schema is newer than the definition,
+  // or has the same version with other content (a rollback or a divergence: refused, so that
+  // the crash-repair rule above holds), or when one of the table's tablet ids is already used
+  // by another tablet of this node; engine errors.
   StatusOr<std::shared_ptr<const TableInfo>> ApplyDefinition(const TableDefinition& definition);
   // Deletes the table whether or not it is protected from deletion (the authority checked).
   // NotFound 'table "…" not found'.
@@ -119,13 +133,14 @@ class TableCatalog final : public TableDefinitions {
   tablet::Engine* engine() const { return engine_; }
 
  private:
-  explicit TableCatalog(tablet::Engine* engine) : engine_(engine) {}
+  TableCatalog(tablet::Engine* engine, uint64_t seed) : engine_(engine), random_(seed) {}
   Status Load();
-  // Creates the tablets of a new table with `schema` as given. REQUIRES: split_keys sorted,
-  // unique and non-empty; no table of that name.
+  // Creates the tablets of a new table with `schema` as given, with ids MakeTabletId(prefix,
+  // 0..). REQUIRES: split_keys sorted, unique and fewer than kMaxInitialTablets; prefix in
+  // [1, 2^48). AlreadyExists when the name is taken; FailedPrecondition when a tablet id is.
   StatusOr<std::shared_ptr<const TableInfo>> CreateLocked(
-      TableName name, model::TableSchema schema, const std::vector<std::string>& split_keys)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(change_mu_);
+      TableName name, model::TableSchema schema, const std::vector<std::string>& split_keys,
+      uint64_t prefix) ABSL_EXCLUSIVE_LOCKS_REQUIRED(change_mu_);
   // Writes `schema` to every tablet of `old` and publishes the result.
   StatusOr<std::shared_ptr<const TableInfo>> WriteSchemaLocked(const TableInfo& old,
                                                                model::TableSchema schema)
@@ -138,10 +153,10 @@ class TableCatalog final : public TableDefinitions {
   tablet::Engine* const engine_;
   // Serializes changes (create, delete, schema updates, truncates).
   absl::Mutex change_mu_;
-  // Guards tables_ and next_tablet_id_ for lookups; taken after change_mu_.
+  Random random_ ABSL_GUARDED_BY(change_mu_);  // draws CreateTable's prefixes
+  // Guards tables_ for lookups; taken after change_mu_.
   mutable std::shared_mutex mu_;
   std::map<std::string, std::shared_ptr<const TableInfo>, std::less<>> tables_;
-  tablet::TabletId next_tablet_id_ = 1;
 };
 
 }  // namespace tessera::server

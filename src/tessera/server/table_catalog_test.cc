@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "gtest/gtest.h"
+#include "tessera/catalog/tablet_id.h"
 #include "tessera/util/clock.h"
 #include "tessera/util/mem_file_system.h"
 
@@ -107,6 +108,44 @@ TEST_F(TableCatalogTest, CreateGetListDelete) {
   EXPECT_EQ(engine_->ListTablets().size(), 2u);
 }
 
+TEST_F(TableCatalogTest, TabletsOfATableShareARandomPrefix) {
+  auto a = catalog_->CreateTable(kInstance, Schema("a", {"cf"}), {"m"});
+  auto b = catalog_->CreateTable(kInstance, Schema("b", {"cf"}), {});
+  ASSERT_TRUE(a.ok() && b.ok());
+  const uint64_t prefix = (*a)->tablet_prefix;
+  EXPECT_GE(prefix, catalog::kLocalPrefixBit);  // never a lock-service revision
+  EXPECT_EQ((*a)->tablets[0].id, catalog::MakeTabletId(prefix, 0));
+  EXPECT_EQ((*a)->tablets[1].id, catalog::MakeTabletId(prefix, 1));
+  EXPECT_NE((*b)->tablet_prefix, prefix);
+  // Deleted and made again: new ids, so nothing of the old tablets can meet the new ones.
+  ASSERT_TRUE(catalog_->DeleteTable((*a)->full_name).ok());
+  auto again = catalog_->CreateTable(kInstance, Schema("a", {"cf"}), {"m"});
+  ASSERT_TRUE(again.ok());
+  EXPECT_NE((*again)->tablet_prefix, prefix);
+  Reopen();
+  auto back = catalog_->GetTable((*again)->full_name);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ((*back)->tablet_prefix, (*again)->tablet_prefix);
+}
+
+TEST_F(TableCatalogTest, TabletsOfThePreviousVersionKeepTheirIds) {
+  // The previous version numbered tablets 1, 2, 3… per node.
+  model::TableSchema schema = Schema("old", {"cf"});
+  schema.version = 1;
+  const std::string full = std::string(kInstance) + "/tables/old";
+  ASSERT_TRUE(engine_->CreateTablet(1, tablet::TabletDescriptor{full, "", "m", schema}).ok());
+  ASSERT_TRUE(engine_->CreateTablet(2, tablet::TabletDescriptor{full, "m", "", schema}).ok());
+  Reopen();
+  auto old = catalog_->GetTable(full);
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_EQ((*old)->tablet_prefix, 0u);
+  EXPECT_EQ((*old)->tablets[0].id, 1u);
+  EXPECT_EQ((*old)->tablets[1].id, 2u);
+  auto created = catalog_->CreateTable(kInstance, Schema("new", {"cf"}), {});
+  ASSERT_TRUE(created.ok());
+  EXPECT_GT((*created)->tablets[0].id, 2u);
+}
+
 TEST_F(TableCatalogTest, RejectsBadInput) {
   EXPECT_EQ(catalog_->CreateTable("nope", Schema("t", {}), {}).status().code(),
             absl::StatusCode::kInvalidArgument);
@@ -152,9 +191,8 @@ TEST_F(TableCatalogTest, SurvivesReopen) {
 TEST_F(TableCatalogTest, UpdateSchemaErrorsChangeNothing) {
   ASSERT_TRUE(catalog_->CreateTable(kInstance, Schema("t", {"cf"}), {}).ok());
   const std::string name = "projects/p/instances/i/tables/t";
-  auto failed = catalog_->UpdateSchema(name, [](model::TableSchema*) {
-    return absl::NotFoundError("no such family");
-  });
+  auto failed = catalog_->UpdateSchema(
+      name, [](model::TableSchema*) { return absl::NotFoundError("no such family"); });
   EXPECT_EQ(failed.status().code(), absl::StatusCode::kNotFound);
   auto renamed = catalog_->UpdateSchema(name, [](model::TableSchema* s) {
     s->name = "other";
@@ -167,18 +205,19 @@ TEST_F(TableCatalogTest, UpdateSchemaErrorsChangeNothing) {
   });
   EXPECT_EQ(bad_family.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ((*catalog_->GetTable(name))->schema.version, 1u);
-  EXPECT_EQ(catalog_->UpdateSchema("projects/p/instances/i/tables/x", [](auto*) {
-                      return Status();
-                    }).status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(
+      catalog_->UpdateSchema("projects/p/instances/i/tables/x", [](auto*) { return Status(); })
+          .status()
+          .code(),
+      absl::StatusCode::kNotFound);
 }
 
 TEST_F(TableCatalogTest, OpenFinishesInterruptedCreateAndDelete) {
   // Tablets of a table that never tiled the row space (a create or delete cut short).
   model::TableSchema s = Schema("half", {"cf"});
   ASSERT_TRUE(engine_
-                  ->CreateTablet(100, tablet::TabletDescriptor{
-                                          "projects/p/instances/i/tables/half", "", "m", s})
+                  ->CreateTablet(100, tablet::TabletDescriptor{"projects/p/instances/i/tables/half",
+                                                               "", "m", s})
                   .ok());
   ASSERT_TRUE(catalog_->CreateTable(kInstance, Schema("whole", {"cf"}), {"m"}).ok());
   Reopen();
@@ -216,6 +255,7 @@ TableDefinition Definition(uint64_t version, std::vector<std::string> families) 
   d.full_name = kT;
   d.schema = Schema("t", std::move(families));
   d.schema.version = version;
+  d.tablet_prefix = 42;  // as if the record's create revision were 42
   return d;
 }
 
@@ -254,6 +294,38 @@ TEST_F(TableCatalogMirrorTest, ApplyDefinitionCreatesWithTheGivenVersion) {
   EXPECT_EQ(again->get(), t->get());
   Reopen();
   EXPECT_EQ((*catalog_->GetTable(kT))->schema.version, 7u);
+}
+
+TEST_F(TableCatalogMirrorTest, ApplyDefinitionNamesTheTabletsByItsPrefix) {
+  TableDefinition d = Definition(1, {"cf"});
+  d.split_keys = {"k", "t"};
+  auto t = catalog_->ApplyDefinition(d);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ((*t)->tablet_prefix, 42u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ((*t)->tablets[i].id, catalog::MakeTabletId(42, i));
+  Reopen();
+  auto back = catalog_->GetTable(kT);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ((*back)->tablet_prefix, 42u);
+  EXPECT_EQ((*back)->tablets[2].id, catalog::MakeTabletId(42, 2));
+
+  // No prefix (or one too large) for a table to create is refused; so is a prefix whose ids
+  // another table of this node holds.
+  TableDefinition none = d;
+  none.full_name = "projects/p/instances/i/tables/u";
+  none.schema.name = "u";
+  none.tablet_prefix = 0;
+  EXPECT_EQ(catalog_->ApplyDefinition(none).status().code(), absl::StatusCode::kInvalidArgument);
+  none.tablet_prefix = uint64_t{1} << 48;
+  EXPECT_EQ(catalog_->ApplyDefinition(none).status().code(), absl::StatusCode::kInvalidArgument);
+  TableDefinition taken = none;
+  taken.tablet_prefix = 42;
+  auto clash = catalog_->ApplyDefinition(taken);
+  EXPECT_EQ(clash.status().code(), absl::StatusCode::kFailedPrecondition) << clash.status();
+  EXPECT_NE(clash.status().message().find("already used"), std::string_view::npos)
+      << clash.status();
+  EXPECT_FALSE(catalog_->GetTable(taken.full_name).ok());  // nothing half-made is left
+  EXPECT_EQ(engine_->ListTablets().size(), 3u);
 }
 
 TEST_F(TableCatalogMirrorTest, ApplyDefinitionReplacesAndRefusesRollbacks) {

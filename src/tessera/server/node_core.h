@@ -1,0 +1,168 @@
+// NodeCore: everything of one Tessera node except gRPC — the engine over the node's data
+// folder, the table catalog, the lock service and what lives in it (the cluster schema's
+// mirror, the app profiles), the TableAccess every data operation goes through, the
+// table-admin logic (AdminService's Do* methods) and the node's cluster membership
+// (ClusterNode). A server (server.h) is gRPC over one NodeCore on the real machine; a
+// simulation (testing/sim_cluster.h) runs several cores in one process on simulated time
+// (docs/simulation.md).
+//
+// Environment: the engine does its file I/O on env.fs and reads env.clock; its flushes,
+// compactions and periodic sync run on `engine_executor` (null: the engine's own threads). The
+// node's rounds (gossip, election, re-registration) run on env.executor and draw randomness
+// from env.NewRandom. In a simulation all of these are the simulation's.
+//
+// The lock service and the schema (docs/server.md, "The schema in cluster mode"):
+//   * Not shared (NodeCoreEnv::shared_lock_service null): the core opens the service that
+//     options.cluster.lock_service names. Embedded (a single node; the service lives in
+//     <data-dir>/coord on env.fs and runs a thread of its own): the node's catalog decides its
+//     tables. etcd (a cluster): the schema is decided in the lock service and mirrored into
+//     the catalog (ClusterDefinitions).
+//   * Shared: the caller gives one lock service that every node of a cluster uses (a
+//     simulation's single embedded service, driven by the simulation's tasks). The core does
+//     not own it, and the schema is the cluster's, as with etcd.
+//   The schema mirror and the app profiles attach to the node's session once it registers and
+//   detach when the session is lost.
+//
+// Lifecycle: Open() opens the engine (recovering its commit log), the catalog and the lock
+// service; StartNode() or BeginNode() joins the cluster once the transport delivers messages;
+// Close() leaves the cluster (closing the session) and closes the engine. CheckServing() says
+// whether the node serves: Unavailable until the node has started and while it has no
+// lock-service session.
+//
+// Thread-safety: Open, StartNode, BeginNode, StopNode and Close from one controlling thread
+// (in a simulation: the thread that drives it, never from one of its tasks); everything the
+// accessors return is thread-safe (their own headers), and CheckServing may be called from any
+// thread.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "tessera/cluster/node.h"
+#include "tessera/cluster/transport.h"
+#include "tessera/coord/lock_service.h"
+#include "tessera/replication/local_table_access.h"
+#include "tessera/server/admin_service.h"
+#include "tessera/server/app_profile_store.h"
+#include "tessera/server/cluster_definitions.h"
+#include "tessera/server/table_catalog.h"
+#include "tessera/server/table_definitions.h"
+#include "tessera/tablet/engine.h"
+#include "tessera/util/env.h"
+#include "tessera/util/status.h"
+
+namespace tessera::server {
+
+struct ClusterServeOptions {
+  // "embedded" (one node; the lock service lives in <data-dir>/coord) or etcd's client address
+  // ("etcd://HOST:PORT", or "etcd://H1:P1,H2:P2,H3:P3" for an etcd cluster). Every node of a
+  // cluster names the same etcd (nodes naming another are refused: cluster/node.h). Ignored
+  // when the lock service is shared (NodeCoreEnv::shared_lock_service), except as the address
+  // the node publishes in gossip.
+  std::string lock_service = "embedded";
+  // Cluster name, dc, rack, seeds, gossip and session settings. `endpoint` empty = the address
+  // the node was started with; `data_dir` is set to the engine's folder.
+  cluster::NodeOptions node;
+  // Called (on a node task) when the node will never serve again: it lost its session and
+  // node.on_session_loss is kExit. The owner should shut the node down and exit non-zero.
+  std::function<void(const Status&)> on_fatal;
+};
+
+struct NodeCoreOptions {
+  tablet::EngineOptions engine;  // engine.dir is the data folder
+  ClusterServeOptions cluster;
+};
+
+// What the core runs on. Every pointer must outlive the core.
+struct NodeCoreEnv {
+  // The data folder's file system, the clock, the executor of the node's rounds, the seed.
+  Env env;
+  // Runs the engine's flushes, compactions and periodic sync. Null: the engine's own threads.
+  // With a SimExecutor, see EngineEnv::executor for the engine calls that must then not run on
+  // the simulation's thread.
+  Executor* engine_executor = nullptr;
+  // The lock service shared by every node of the cluster (see the top of this file), or null.
+  coord::LockService* shared_lock_service = nullptr;
+};
+
+class NodeCore {
+ public:
+  // Opens the engine in options.engine.dir, the catalog, the lock service (unless shared),
+  // the schema mirror (cluster schema only) and the app profile store. Errors: the engine's,
+  // the catalog's, the lock service's and the schema store's.
+  static StatusOr<std::unique_ptr<NodeCore>> Open(const NodeCoreOptions& options,
+                                                  const NodeCoreEnv& env);
+  ~NodeCore();  // Close() if still open; logs its error
+
+  NodeCore(const NodeCore&) = delete;
+  NodeCore& operator=(const NodeCore&) = delete;
+
+  // Joins the cluster as `endpoint` (unless options.cluster.node.endpoint is set) over
+  // `transport`, which must already deliver arriving messages and outlive the node; returns
+  // once the node serves (ClusterNode::Start, which blocks: never on a SimExecutor).
+  // REQUIRES: no node started yet, or StopNode() since.
+  Status StartNode(const std::string& endpoint, cluster::Transport* transport);
+  // The same without waiting (ClusterNode::Begin): `on_started` runs once, on a node task,
+  // with what StartNode would have returned. Errors of the first steps are returned directly.
+  Status BeginNode(const std::string& endpoint, cluster::Transport* transport,
+                   std::function<void(Status)> on_started);
+  // Peers learn of a clean stop and mark this node down at once (ClusterNode::AnnounceShutdown).
+  void AnnounceShutdown();
+  // Leaves the cluster: the node stops serving and its session closes. Idempotent.
+  void StopNode();
+  // StopNode(), then closes the lock service's users, the lock service (unless shared) and the
+  // engine, which syncs the commit log; returns the engine's Close() status. Idempotent.
+  Status Close();
+
+  // OK while the node serves; Unavailable naming why not (still joining, no session).
+  Status CheckServing() const;
+
+  tablet::Engine* engine() const { return engine_.get(); }
+  TableCatalog* catalog() const { return catalog_.get(); }
+  // Who decides table changes: the cluster schema when there is one, else the catalog.
+  TableDefinitions* definitions() const;
+  // Null unless the schema is the cluster's.
+  ClusterDefinitions* cluster_definitions() const { return schema_.get(); }
+  replication::TableAccess* access() const { return access_.get(); }
+  AdminService* admin() const { return admin_.get(); }
+  AppProfileStore* profiles() const { return profiles_.get(); }
+  coord::LockService* lock_service() const { return lock_service_; }
+  // Null before StartNode/BeginNode and after StopNode. For the controlling thread.
+  cluster::ClusterNode* node() const { return node_.get(); }
+  // The same for request threads (any thread): set once StartNode has started the node (at
+  // once by BeginNode), null again from StopNode.
+  cluster::ClusterNode* serving_node() const {
+    return serving_node_.load(std::memory_order_acquire);
+  }
+  const NodeCoreOptions& options() const { return options_; }
+  const Env& env() const { return env_.env; }
+
+ private:
+  NodeCore(const NodeCoreOptions& options, const NodeCoreEnv& env);
+  Status OpenParts();
+  // The node's options and hooks for `endpoint`.
+  cluster::NodeOptions NodeOptionsFor(const std::string& endpoint) const;
+  cluster::NodeHooks Hooks() const;
+
+  const NodeCoreOptions options_;
+  const NodeCoreEnv env_;
+  std::unique_ptr<tablet::Engine> engine_;
+  std::unique_ptr<TableCatalog> catalog_;
+  std::unique_ptr<coord::LockService> own_lock_service_;  // null when shared
+  coord::LockService* lock_service_ = nullptr;            // own or shared
+  // Cluster schema only: the schema decided in the lock service.
+  std::unique_ptr<ClusterDefinitions> schema_;
+  std::unique_ptr<AppProfileStore> profiles_;
+  // Every data operation (docs/replication.md).
+  std::unique_ptr<replication::LocalTableAccess> access_;
+  std::unique_ptr<AdminService> admin_;
+  std::unique_ptr<cluster::ClusterNode> node_;
+  // `node_` for request threads: requests may arrive before the node exists (a server joins
+  // once its port is open), so they read this, set when the node has started.
+  std::atomic<cluster::ClusterNode*> serving_node_{nullptr};
+  bool closed_ = false;
+};
+
+}  // namespace tessera::server
