@@ -63,6 +63,9 @@ class EngineAdminTest : public EngineTestBase {
     Status s = engine_->UpdateSchema(id, SchemaWith(families));
     ASSERT_TRUE(s.ok()) << s;
   }
+  uint64_t DroppedBefore(TabletId id, std::string_view family) {
+    return tablet::DroppedBefore(DropMarksOf(*engine_, id), family);
+  }
   TableSchema SchemaOf(TabletId id) {
     StatusOr<TabletDescriptor> d = engine_->GetTablet(id);
     EXPECT_TRUE(d.ok()) << d.status();
@@ -92,7 +95,6 @@ class EngineAdminTest : public EngineTestBase {
     }
     return out;
   }
-
 };
 
 // ------------------------------------------------------------------------------------------
@@ -115,7 +117,7 @@ TEST_F(EngineAdminTest, DroppedFamilyStaysDeadAfterItIsCreatedAgain) {
   ASSERT_NO_FATAL_FAILURE(SetFamilies(1, {"f"}));
   TableSchema schema = SchemaOf(1);
   EXPECT_FALSE(schema.families.contains("g"));
-  EXPECT_EQ(before_drop, schema.DroppedBefore("g"));
+  EXPECT_EQ(before_drop, DroppedBefore(1, "g"));
   const std::vector<std::string> only_f = {"a/f:q@1=flushed-f"};
   EXPECT_EQ(only_f, Contents(1));
   ReadSpec just_g;
@@ -127,7 +129,7 @@ TEST_F(EngineAdminTest, DroppedFamilyStaysDeadAfterItIsCreatedAgain) {
 
   // Created again: it starts empty; new writes show.
   ASSERT_NO_FATAL_FAILURE(SetFamilies(1, {"f", "g"}));
-  EXPECT_EQ(before_drop, SchemaOf(1).DroppedBefore("g"));
+  EXPECT_EQ(before_drop, DroppedBefore(1, "g"));
   EXPECT_EQ(only_f, Contents(1));
   ASSERT_NO_FATAL_FAILURE(Put(1, "a", "g", "q", 1, "new-g"));
   const std::vector<std::string> expected = {"a/f:q@1=flushed-f", "a/g:q@1=new-g"};
@@ -136,7 +138,7 @@ TEST_F(EngineAdminTest, DroppedFamilyStaysDeadAfterItIsCreatedAgain) {
   // Through reopen (memtable replayed from the log), flush and major compaction.
   ASSERT_NO_FATAL_FAILURE(Reopen());
   EXPECT_EQ(expected, Contents(1));
-  EXPECT_EQ(before_drop, SchemaOf(1).DroppedBefore("g"));
+  EXPECT_EQ(before_drop, DroppedBefore(1, "g"));
   ASSERT_TRUE(engine_->Flush(1).ok());
   EXPECT_EQ(expected, Contents(1));
   ASSERT_TRUE(engine_->CompactTablet(1).ok());
@@ -172,30 +174,27 @@ TEST_F(EngineAdminTest, FlushAndCompactionRemoveTheDroppedFamilysData) {
   EXPECT_EQ(10u, Contents(1).size());
 }
 
+// Drop marks are the tablet's, not the schema's: a caller has no way to pass one (the schema has
+// no such field), and only a drop makes one.
 TEST_F(EngineAdminTest, CallerCannotSetDropMarks) {
   ASSERT_NO_FATAL_FAILURE(Open());
-  TabletDescriptor d = Descriptor();
-  d.schema.dropped_families["f"] = 1ull << 40;  // would hide every write to f
-  ASSERT_NO_FATAL_FAILURE(Create(1, d));
-  EXPECT_TRUE(SchemaOf(1).dropped_families.empty());
+  ASSERT_NO_FATAL_FAILURE(Create(1, Descriptor()));
+  EXPECT_TRUE(DropMarksOf(*engine_, 1).empty());
   ASSERT_NO_FATAL_FAILURE(Put(1, "a", "f", "q", 1, "v"));
 
   TableSchema schema = SchemaWith({"f", "g", "h"});
-  schema.dropped_families["f"] = 1ull << 40;
-  schema.dropped_families["g"] = 5;
   ASSERT_TRUE(engine_->UpdateSchema(1, schema).ok());
-  EXPECT_TRUE(SchemaOf(1).dropped_families.empty());
+  EXPECT_TRUE(DropMarksOf(*engine_, 1).empty());
   EXPECT_EQ(std::vector<std::string>({"a/f:q@1=v"}), Contents(1));
 
   // A real drop is recorded; later updates keep it whatever they pass.
   ASSERT_NO_FATAL_FAILURE(SetFamilies(1, {"f", "g"}));
-  const uint64_t h_dropped = SchemaOf(1).DroppedBefore("h");
+  const uint64_t h_dropped = DroppedBefore(1, "h");
   EXPECT_GT(h_dropped, 0u);
   schema = SchemaWith({"f", "g", "h"});
-  schema.dropped_families.clear();
   ASSERT_TRUE(engine_->UpdateSchema(1, schema).ok());
-  EXPECT_EQ(h_dropped, SchemaOf(1).DroppedBefore("h"));
-  EXPECT_EQ(1u, SchemaOf(1).dropped_families.size());
+  EXPECT_EQ(h_dropped, DroppedBefore(1, "h"));
+  EXPECT_EQ(1u, DropMarksOf(*engine_, 1).size());
 }
 
 // Writers hammer family g while it is dropped and created again: once the drop returns, no g
@@ -425,10 +424,8 @@ TEST_F(EngineAdminMarksTest, WritesAreNumberedAboveAFlushedMarkTheLastSequenceMi
 
 TEST_F(EngineAdminMarksTest, WritesAreNumberedAboveADropMarkTheLastSequenceMisses) {
   // Family "g" was dropped at kMark and created again; the new "g" starts empty.
-  TabletDescriptor d = Descriptor();
-  d.schema.dropped_families["g"] = kMark;
   storage::VersionEdit edit;
-  edit.AddTablet(3, d.Encode());
+  edit.AddTablet(3, LegacyDescriptor(Descriptor(), {{"g", kMark}}));
   ASSERT_NO_FATAL_FAILURE(WriteOldManifest(edit));
   ASSERT_NO_FATAL_FAILURE(Open());
   ASSERT_NO_FATAL_FAILURE(Put(3, "kept", "g", "q", 1, "v"));

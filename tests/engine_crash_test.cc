@@ -283,7 +283,7 @@ class CrashTest : public ::testing::Test {
   // The recovered schema is the one after the acknowledged schema changes, or also the one in
   // flight; a dropped family stays marked as dropped.
   void CheckSchema(const std::vector<Op>& ops, const RunResult& result, TabletId id,
-                   const model::TableSchema& schema) {
+                   const model::TableSchema& schema, const tablet::DropMarks& drop_marks) {
     if (id != 1) {
       EXPECT_TRUE(schema == Descriptor(id).schema) << schema.DebugString();
       return;
@@ -299,7 +299,7 @@ class CrashTest : public ::testing::Test {
     EXPECT_TRUE(may_have[has]) << "tablet 1 schema: " << schema.DebugString();
     EXPECT_TRUE(schema.families.contains("f"));
     if (!has) {
-      EXPECT_TRUE(schema.dropped_families.contains(kDroppedFamily));
+      EXPECT_TRUE(drop_marks.contains(kDroppedFamily));
     }
   }
 
@@ -325,7 +325,7 @@ class CrashTest : public ::testing::Test {
       ASSERT_TRUE(id == kTablets[0] || id == kTablets[1]) << "unknown tablet " << id;
       StatusOr<TabletDescriptor> d = engine->GetTablet(id);
       ASSERT_TRUE(d.ok()) << d.status();
-      ASSERT_NO_FATAL_FAILURE(CheckSchema(ops, result, id, d->schema));
+      ASSERT_NO_FATAL_FAILURE(CheckSchema(ops, result, id, d->schema, DropMarksOf(*engine, id)));
       StatusOr<std::vector<Row>> rows = ScanAll(*engine, id, RowRange{});
       ASSERT_TRUE(rows.ok()) << "Scan tablet " << id << " after crash: " << rows.status();
       if (options.sync_mode == SyncMode::kBatch) {
@@ -406,7 +406,7 @@ class CrashTest : public ::testing::Test {
                      const std::vector<Row>& rows) {
     std::vector<size_t> candidates;  // this tablet's writes, in order
     for (size_t i : result.acked) ASSERT_EQ(ops[i].kind, Op::kWrite) << "admin ops need kBatch";
-    size_t must_have = 0;            // of them, the ones before its last successful flush
+    size_t must_have = 0;  // of them, the ones before its last successful flush
     const size_t flushed = result.flushed_acked.contains(id) ? result.flushed_acked.at(id) : 0;
     for (size_t k = 0; k < result.acked.size(); ++k) {
       if (ops[result.acked[k]].tablet != id) continue;

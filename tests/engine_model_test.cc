@@ -440,16 +440,14 @@ class ModelRun {
     const std::string family = families[rnd_.Uniform(families.size())];
     model::TableSchema schema = t.descriptor.schema;
     schema.families.erase(family);
-    // The engine owns the drop marks and ignores the caller's: a mark this high, if it were
-    // taken, would hide every later write to a re-created family.
-    if (rnd_.OneIn(2)) schema.dropped_families[family] = uint64_t{1} << 50;
     Trace("DropFamily tablet {}: {}", t.id, family);
     Status s = engine_->UpdateSchema(t.id, schema);
     ASSERT_TRUE(s.ok()) << "UpdateSchema (drop): " << s;
     ASSERT_NO_FATAL_FAILURE(RefreshDescriptor(&t));
     EXPECT_FALSE(t.descriptor.schema.families.contains(family));
-    EXPECT_TRUE(t.descriptor.schema.dropped_families.contains(family));
-    EXPECT_LT(t.descriptor.schema.DroppedBefore(family), uint64_t{1} << 50);
+    const tablet::DropMarks marks = DropMarksOf(*engine_, t.id);
+    EXPECT_TRUE(marks.contains(family));
+    EXPECT_LT(tablet::DroppedBefore(marks, family), uint64_t{1} << 50);
     t.model->DropFamily(family);
     ++drops_;
   }

@@ -25,8 +25,8 @@ namespace tessera::test {
 namespace {
 
 using model::GcRule;
-using model::RowMutation;
 using model::Row;
+using model::RowMutation;
 using tablet::TabletCheckpoint;
 using tablet::TabletDataState;
 using tablet::TabletDescriptor;
@@ -142,9 +142,9 @@ TEST_F(EngineTabletTest, IngestOfACopiedCheckpointServesTheSameRowsAndSurvivesRe
   auto* mb = static_cast<TabletManager*>(b->get());
 
   std::vector<TabletCheckpoint::File> copies = CopyInto(&fs_, *c, "/other/incoming");
-  Status s = mb->Ingest(7, c->descriptor, copies);
+  Status s = mb->Ingest(7, c->descriptor, c->drop_marks, copies);
   ASSERT_TRUE(s.ok()) << s;
-  EXPECT_TRUE(absl::IsAlreadyExists(mb->Ingest(7, c->descriptor, {})));
+  EXPECT_TRUE(absl::IsAlreadyExists(mb->Ingest(7, c->descriptor, c->drop_marks, {})));
   EXPECT_EQ(All(b->get(), 7), expected);
   EXPECT_EQ(All(b->get(), 5).size(), 1u);
   // A write after the ingest wins over the ingested cell with the same coordinates.
@@ -174,10 +174,50 @@ TEST_F(EngineTabletTest, IngestOfAFileThatDoesNotMatchItsMetaFails) {
   ASSERT_TRUE(c.ok()) << c.status();
   std::vector<TabletCheckpoint::File> copies = CopyInto(&fs_, *c, "/db/incoming");
   copies[0].meta.size += 1;
-  EXPECT_TRUE(absl::IsDataLoss(manager()->Ingest(2, c->descriptor, copies)));
+  EXPECT_TRUE(absl::IsDataLoss(manager()->Ingest(2, c->descriptor, c->drop_marks, copies)));
   EXPECT_TRUE(absl::IsNotFound(engine_->GetTablet(2).status()));
   ASSERT_NO_FATAL_FAILURE(Reopen());
   EXPECT_EQ(engine_->ListTablets(), std::vector<tablet::TabletId>{1});
+}
+
+TEST_F(EngineTabletTest, IngestKeepsTheCheckpointsDropMarksAndNumbersAboveTheFiles) {
+  // Family cg written, dropped, created again and written: the old cg cells stay in the files.
+  for (int i = 0; i < 20; ++i) Put(1, Row3(i), "cg", "q", 1, "old-cg");
+  ASSERT_TRUE(engine_->Flush(1).ok());
+  TabletDescriptor without = Descriptor();
+  without.schema.families.erase("cg");
+  ASSERT_TRUE(engine_->UpdateSchema(1, without.schema).ok());
+  ASSERT_TRUE(engine_->UpdateSchema(1, Descriptor().schema).ok());
+  Put(1, Row3(0), "cg", "q", 1, "new-cg");
+  StatusOr<TabletCheckpoint> c = manager()->Checkpoint(1);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ((tablet::DropMarks{{"cg", 20}}), c->drop_marks);
+  const std::vector<Row> expected = All(engine_.get(), 1);
+  ASSERT_EQ(1u, expected.size());
+
+  tablet::EngineOptions other = options_;
+  other.dir = "/other";
+  StatusOr<std::unique_ptr<TabletManager>> b = TabletManager::Open(other, env_);
+  ASSERT_TRUE(b.ok()) << b.status();
+  std::vector<TabletCheckpoint::File> copies = CopyInto(&fs_, *c, "/other/incoming");
+  Status s = (*b)->Ingest(7, c->descriptor, c->drop_marks, copies);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(c->drop_marks, DropMarksOf(**b, 7));
+  EXPECT_EQ(expected, All(b->get(), 7));
+  // The tablet's numbers continue above the files: 20 old cells and one new one.
+  EXPECT_EQ(21u, (*(*b)->tablet(7))->last_sequence());
+  ASSERT_TRUE((*b)->Apply(7, RowMutation(Row3(0)).DeleteFromRow()).ok());
+  ASSERT_TRUE((*b)->Apply(7, RowMutation(Row3(1)).SetCell("cf", "q", 1, "after")).ok());
+  EXPECT_EQ(23u, (*(*b)->tablet(7))->last_sequence());
+  ASSERT_TRUE((*b)->Close().ok());
+  b->reset();
+  b = TabletManager::Open(other, env_);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(c->drop_marks, DropMarksOf(**b, 7));
+  std::vector<Row> rows = All(b->get(), 7);
+  ASSERT_EQ(1u, rows.size());
+  EXPECT_EQ(Row3(1), rows[0].key);
+  EXPECT_EQ(23u, (*(*b)->tablet(7))->last_sequence());
 }
 
 // The entries of `t` turned back into rows by the engine's own read path over one memtable

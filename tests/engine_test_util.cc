@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "tessera/util/coding.h"
 #include "tessera/util/logging.h"
 #include "tests/reference_model.h"
 
@@ -25,6 +26,29 @@ bool Verbose() {
 }
 
 }  // namespace
+
+tablet::DropMarks DropMarksOf(const tablet::Engine& engine, tablet::TabletId id) {
+  StatusOr<tablet::DropMarks> marks = engine.GetDropMarks(id);
+  EXPECT_TRUE(marks.ok()) << marks.status();
+  return marks.ok() ? *std::move(marks) : tablet::DropMarks();
+}
+
+std::string LegacyDescriptor(const tablet::TabletDescriptor& d, const tablet::DropMarks& marks) {
+  // Schema format 0x02 is today's 0x03 followed by the drop marks.
+  std::string schema = d.schema.Encode();
+  schema[0] = 0x02;
+  PutVarint32(&schema, static_cast<uint32_t>(marks.size()));
+  for (const auto& [family, sequence] : marks) {
+    PutLengthPrefixed(&schema, family);
+    PutVarint64(&schema, sequence);
+  }
+  std::string out(1, '\x01');
+  PutLengthPrefixed(&out, d.table);
+  PutLengthPrefixed(&out, d.start_row);
+  PutLengthPrefixed(&out, d.end_row);
+  PutLengthPrefixed(&out, schema);
+  return out;
+}
 
 void SilenceExpectedErrorLogs() {
   if (!Verbose()) spdlog::set_level(spdlog::level::critical);

@@ -45,6 +45,12 @@ std::string_view Basename(std::string_view path);
 // expected error logs do not bury the test output (TESSERA_TEST_VERBOSE=1 keeps them).
 void SilenceExpectedErrorLogs();
 
+// The tablet's drop marks (must succeed).
+tablet::DropMarks DropMarksOf(const tablet::Engine& engine, tablet::TabletId id);
+// The descriptor bytes an engine of the node-wide sequence counter stored: format 0x01 with a
+// schema of format 0x02, which carries the tablet's drop marks (docs/sequence_numbers.md).
+std::string LegacyDescriptor(const tablet::TabletDescriptor& d, const tablet::DropMarks& marks);
+
 // A schema with `families`, each with the given rule.
 model::TableSchema MakeSchema(std::string table,
                               const std::vector<std::pair<std::string, model::GcRule>>& families);

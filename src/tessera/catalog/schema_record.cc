@@ -1,5 +1,7 @@
 #include "tessera/catalog/schema_record.h"
 
+#include <map>
+#include <string>
 #include <utility>
 
 #include "tessera/util/coding.h"
@@ -15,9 +17,7 @@ Status MalformedRecord(std::string_view what) {
 std::string SchemaRecord::Encode() const {
   std::string out;
   out.push_back(static_cast<char>(tablet_prefix == 0 ? kFormat : kFormatWithTabletPrefix));
-  model::TableSchema plain = schema;
-  plain.dropped_families.clear();
-  PutLengthPrefixed(&out, plain.Encode());
+  PutLengthPrefixed(&out, schema.Encode());
   PutVarint32(&out, static_cast<uint32_t>(split_keys.size()));
   for (const std::string& key : split_keys) PutLengthPrefixed(&out, key);
   PutVarint32(&out, static_cast<uint32_t>(family_since.size()));
@@ -39,11 +39,12 @@ StatusOr<SchemaRecord> SchemaRecord::Decode(std::string_view in) {
   SchemaRecord record;
   std::string_view encoded_schema;
   if (!GetLengthPrefixed(&in, &encoded_schema)) return MalformedRecord("truncated schema");
-  StatusOr<model::TableSchema> schema = model::TableSchema::Decode(encoded_schema);
+  // Drop marks are per tablet: a schema of the format that carried them must carry none.
+  std::map<std::string, uint64_t, std::less<>> drop_marks;
+  StatusOr<model::TableSchema> schema = model::TableSchema::Decode(encoded_schema, &drop_marks);
   if (!schema.ok()) return MalformedRecord(tessera::StrCat("schema: ", schema.status().message()));
   record.schema = *std::move(schema);
-  if (!record.schema.dropped_families.empty())
-    return MalformedRecord("schema lists dropped families");
+  if (!drop_marks.empty()) return MalformedRecord("schema lists dropped families");
   if (record.schema.version == 0) return MalformedRecord("schema version 0");
   if (Status s = record.schema.Validate(); !s.ok())
     return MalformedRecord(std::string(s.message()));

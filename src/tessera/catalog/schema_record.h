@@ -22,7 +22,8 @@ namespace tessera::catalog {
 //             varint32(families) (lp(family name) varint64(since))*families
 //             [varint64(tablet prefix)]                       -- format 0x02 only
 //   format: 0x01, or 0x02 when the record names its tablets' id prefix (tablet_id.h)
-//   schema: model::TableSchema::Encode() with no dropped families (those are per node)
+//   schema: model::TableSchema::Encode() (an old schema encoding, 0x02, must list no dropped
+//           families: those are per tablet)
 //   splits: the initial split keys, sorted, unique, none empty
 //   since:  the schema version at which the family was last created; one entry per family of
 //           the schema, in increasing name order, each in [1, schema.version]

@@ -116,7 +116,6 @@ Status SchemaStore::AdoptLocalTables(coord::Session* session) {
     if (incarnations_->Get(table.full_name).has_value()) continue;
     SchemaRecord record;
     record.schema = table.schema;
-    record.schema.dropped_families.clear();
     record.split_keys = table.split_keys;
     // Its tablets keep their ids on every node (0 for tablets made before cluster-wide ids:
     // the other nodes then use the record's create revision, see tablet_id.h).
@@ -269,7 +268,6 @@ StatusOr<std::string> SchemaStore::CreateTable(std::string_view instance, model:
   SchemaRecord record;
   record.schema = std::move(schema);
   record.schema.version = 1;
-  record.schema.dropped_families.clear();
   record.split_keys = std::move(split_keys);
   for (const auto& entry : record.schema.families) record.family_since.emplace(entry.first, 1);
   std::string full_name = TableName{std::string(instance), record.schema.name}.Full();

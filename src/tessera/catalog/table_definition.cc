@@ -77,7 +77,6 @@ StatusOr<model::TableSchema> ChangedSchema(
   }
   RETURN_IF_ERROR(schema.Validate());
   schema.version = old.version + 1;
-  schema.dropped_families.clear();
   return schema;
 }
 

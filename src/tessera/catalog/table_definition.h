@@ -37,8 +37,8 @@ Status ValidateInstanceName(std::string_view name);
 Status NormalizeSplitKeys(std::vector<std::string>* split_keys);
 
 // The schema a change makes of `old`: `change` run on a copy (its non-OK status is returned
-// unchanged), checked (the name may not change; Validate()), with the next version and no
-// dropped families (the engine owns those). Shared by every TableDefinitions.
+// unchanged), checked (the name may not change; Validate()), with the next version. Shared by
+// every TableDefinitions.
 StatusOr<model::TableSchema> ChangedSchema(
     const model::TableSchema& old, const std::function<Status(model::TableSchema*)>& change);
 
@@ -46,7 +46,7 @@ StatusOr<model::TableSchema> ChangedSchema(
 // (LocalTables::Apply, TableCatalog::ApplyDefinition).
 struct TableDefinition {
   std::string full_name;  // "projects/{p}/instances/{i}/tables/{t}"; t == schema.name
-  // The schema with the version the authority gave it (>= 1). dropped_families is ignored.
+  // The schema with the version the authority gave it (>= 1).
   model::TableSchema schema;
   // Initial tablet boundaries; used only when the table is created here.
   std::vector<std::string> split_keys;

@@ -68,9 +68,9 @@ class CellVisibility {
     // of a column and keep an older one, which is then the column's newest and must stay
     // (issue 9). Reads see every entry and leave it true.
     bool gc_by_versions = true;
-    // The sequence at or below which the family's entries are dead (model::TableSchema::
-    // DroppedBefore); 0 = never dropped. An empty function means no family was dropped. Applied
-    // whatever apply_gc says.
+    // The sequence at or below which the family's entries are dead (the tablet's drop mark,
+    // tablet::DroppedBefore); 0 = never dropped. An empty function means no family was dropped.
+    // Applied whatever apply_gc says.
     std::function<uint64_t(std::string_view family)> dropped_before;
   };
 

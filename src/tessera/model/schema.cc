@@ -8,7 +8,8 @@ namespace tessera::model {
 namespace {
 
 constexpr char kFormatV1 = 0x01;
-constexpr char kFormatVersion = 0x02;
+constexpr char kFormatV2 = 0x02;  // kFormatVersion followed by drop marks
+constexpr char kFormatVersion = 0x03;
 constexpr uint8_t kFlagInMemory = 0x01;
 constexpr uint8_t kFlagSuperColumns = 0x02;
 constexpr uint8_t kFlagTimeSorted = 0x04;
@@ -71,11 +72,6 @@ const GcRule* TableSchema::FindGcRule(std::string_view family) const {
   return f == nullptr ? nullptr : &f->gc_rule;
 }
 
-uint64_t TableSchema::DroppedBefore(std::string_view family) const {
-  auto it = dropped_families.find(family);
-  return it == dropped_families.end() ? 0 : it->second;
-}
-
 Status TableSchema::Validate() const {
   RETURN_IF_ERROR(ValidateTableName(name));
   for (const auto& [family, schema] : families) {
@@ -106,11 +102,6 @@ void TableSchema::EncodeTo(std::string* dst) const {
     schema.gc_rule.EncodeTo(&rule);
     PutLengthPrefixed(dst, rule);
   }
-  PutVarint32(dst, static_cast<uint32_t>(dropped_families.size()));
-  for (const auto& [family, sequence] : dropped_families) {
-    PutLengthPrefixed(dst, family);
-    PutVarint64(dst, sequence);
-  }
 }
 
 std::string TableSchema::Encode() const {
@@ -119,14 +110,16 @@ std::string TableSchema::Encode() const {
   return out;
 }
 
-StatusOr<TableSchema> TableSchema::Decode(std::string_view encoded) {
+StatusOr<TableSchema> TableSchema::Decode(
+    std::string_view encoded, std::map<std::string, uint64_t, std::less<>>* legacy_drop_marks) {
+  if (legacy_drop_marks != nullptr) legacy_drop_marks->clear();
   std::string_view rest = encoded;
   auto error = [&](std::string_view what) {
     return CorruptionError("table schema", encoded.size() - rest.size(), what);
   };
   if (rest.empty()) return error("empty");
   const char format = rest[0];
-  if (format != kFormatVersion && format != kFormatV1) {
+  if (format != kFormatVersion && format != kFormatV2 && format != kFormatV1) {
     return error(tessera::StrCat("unknown format ", static_cast<uint8_t>(rest[0])));
   }
   rest.remove_prefix(1);
@@ -135,7 +128,7 @@ StatusOr<TableSchema> TableSchema::Decode(std::string_view encoded) {
   uint32_t count;
   if (!GetLengthPrefixed(&rest, &name)) return error("truncated table name");
   schema.name.assign(name);
-  if (format == kFormatVersion) {
+  if (format != kFormatV1) {
     if (!GetVarint64(&rest, &schema.version)) return error("truncated version");
     if (rest.empty()) return error("truncated table flags");
     const uint8_t table_flags = static_cast<uint8_t>(rest[0]);
@@ -176,7 +169,7 @@ StatusOr<TableSchema> TableSchema::Decode(std::string_view encoded) {
     f.time_sorted = (flags & kFlagTimeSorted) != 0;
     f.gc_rule = *std::move(rule);
   }
-  if (format == kFormatVersion) {
+  if (format == kFormatV2) {
     uint32_t dropped;
     if (!GetVarint32(&rest, &dropped)) return error("truncated dropped-family count");
     if (dropped > rest.size()) {
@@ -193,7 +186,7 @@ StatusOr<TableSchema> TableSchema::Decode(std::string_view encoded) {
       }
       previous = family;
       if (!GetVarint64(&rest, &sequence)) return error("truncated dropped family sequence");
-      schema.dropped_families.emplace(std::string(family), sequence);
+      if (legacy_drop_marks != nullptr) legacy_drop_marks->emplace(std::string(family), sequence);
     }
   }
   if (!rest.empty()) return error("trailing bytes");

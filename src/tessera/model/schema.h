@@ -1,4 +1,7 @@
-// A table's schema: its column families and their settings. Encoded into the manifest.
+// A table's schema: its column families and their settings — logical, the same value on every
+// node (docs/sequence_numbers.md, "The schema is logical"). Encoded into the manifest and the
+// cluster catalog. The marks a dropped family leaves in a tablet's data are the tablet's, not
+// the schema's (tablet::DropMarks).
 //
 // Thread-safety: plain values; const methods may run concurrently.
 #pragma once
@@ -51,10 +54,6 @@ struct TableSchema {
   bool deletion_protection = false;
   // Ordered so that the encoding is deterministic; transparent for string_view lookups.
   std::map<std::string, FamilySchema, std::less<>> families;
-  // Families that were dropped, with the engine's last sequence number at the drop: stored
-  // entries of such a family with a sequence <= that number are dead, even if the family has
-  // been created again since. Set by the engine (Engine::UpdateSchema), not by callers.
-  std::map<std::string, uint64_t, std::less<>> dropped_families;
 
   // nullptr if the table has no such family. The pointer lives until `families` changes.
   const FamilySchema* Find(std::string_view family) const;
@@ -64,24 +63,25 @@ struct TableSchema {
   // InvalidArgument naming the first bad table name, family name or GC rule.
   Status Validate() const;
 
-  // The sequence below which (inclusive) `family`'s stored entries are dead; 0 if never dropped.
-  uint64_t DroppedBefore(std::string_view family) const;
-
-  // Binary form (for the manifest):
-  //   schema  := format(1 byte = 0x02) lp(name) varint64(version) table_flags(1 byte)
-  //              varint32(count) family*count varint32(dropped) drop*dropped
+  // Binary form (for the manifest and the catalog):
+  //   schema  := format(1 byte = 0x03) lp(name) varint64(version) table_flags(1 byte)
+  //              varint32(count) family*count
   //   family  := lp(name) flags(1 byte) lp(gc rule, GcRule::Encode)
-  //   drop    := lp(name) varint64(sequence)
   //   table_flags: bit 0 = deletion_protection, bit 1 = micros granularity, others 0
   //   flags:       bit 0 = in_memory, bit 1 = super_columns, bit 2 = time_sorted, others 0
-  // Families and drops appear in strictly increasing name order. Format 0x01 (written before
-  // version, table flags and drops existed: no version, no table flags, no drops) still
-  // decodes.
+  // Families appear in strictly increasing name order. Older formats still decode: 0x02 is 0x03
+  // followed by the tablet's drop marks, which the schema held before they moved to the tablet
+  // (varint32(dropped) drop*dropped, drop := lp(name) varint64(sequence), in strictly
+  // increasing name order); 0x01 has no version, no table flags and no drops.
   void EncodeTo(std::string* dst) const;
   std::string Encode() const;
-  // DataLoss for malformed input: truncated, unknown format or flags, families out of order or
-  // duplicated, bad family names or GC rules, trailing bytes.
-  static StatusOr<TableSchema> Decode(std::string_view encoded);
+  // DataLoss for malformed input: truncated, unknown format or flags, families (or drops) out of
+  // order or duplicated, bad family names or GC rules, trailing bytes. The drop marks of format
+  // 0x02 go to *legacy_drop_marks when it is given (it is cleared first), and are discarded
+  // otherwise.
+  static StatusOr<TableSchema> Decode(
+      std::string_view encoded,
+      std::map<std::string, uint64_t, std::less<>>* legacy_drop_marks = nullptr);
 
   std::string DebugString() const;
 

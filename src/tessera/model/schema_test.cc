@@ -1,8 +1,10 @@
 #include "tessera/model/schema.h"
 
+#include <map>
 #include <string>
 
 #include "gtest/gtest.h"
+#include "tessera/util/coding.h"
 #include "tessera/util/random.h"
 
 namespace tessera::model {
@@ -64,22 +66,56 @@ TEST(SchemaTest, EncodeDecode) {
   EXPECT_EQ(*TableSchema::Decode(empty.Encode()), empty);
 }
 
-TEST(SchemaTest, TableOptionsKindsAndDropsRoundTrip) {
+TEST(SchemaTest, TableOptionsAndKindsRoundTrip) {
   TableSchema s = Sample();
   s.version = 42;
   s.granularity = TimestampGranularity::kMicros;
   s.deletion_protection = true;
   s.families["inbox"] = FamilySchema{GcRule::None(), false, /*super_columns=*/true,
                                      /*time_sorted=*/true};
-  s.dropped_families["gone"] = 17;
-  s.dropped_families["inbox"] = 5;
   StatusOr<TableSchema> d = TableSchema::Decode(s.Encode());
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(*d, s);
-  EXPECT_EQ(d->DroppedBefore("gone"), 17u);
-  EXPECT_EQ(d->DroppedBefore("cf"), 0u);
   EXPECT_TRUE(d->Find("inbox")->super_columns);
   EXPECT_TRUE(d->Find("inbox")->time_sorted);
+}
+
+// Format 0x02: the current encoding followed by the drop marks the schema held before they
+// moved to the tablet (docs/sequence_numbers.md).
+std::string FormatTwo(const TableSchema& s, const std::map<std::string, uint64_t>& drops) {
+  std::string out = s.Encode();
+  out[0] = 0x02;
+  PutVarint32(&out, static_cast<uint32_t>(drops.size()));
+  for (const auto& [family, sequence] : drops) {
+    PutLengthPrefixed(&out, family);
+    PutVarint64(&out, sequence);
+  }
+  return out;
+}
+
+TEST(SchemaTest, DecodesFormatTwoWithItsDropMarks) {
+  TableSchema s = Sample();
+  s.version = 42;
+  s.families["inbox"] = FamilySchema{GcRule::None(), false, /*super_columns=*/true,
+                                     /*time_sorted=*/true};
+  const std::string v2 = FormatTwo(s, {{"gone", 17}, {"inbox", 5}});
+  std::map<std::string, uint64_t, std::less<>> drops = {{"stale", 1}};
+  StatusOr<TableSchema> d = TableSchema::Decode(v2, &drops);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(*d, s);
+  EXPECT_EQ(drops, (std::map<std::string, uint64_t, std::less<>>{{"gone", 17}, {"inbox", 5}}));
+  EXPECT_FALSE(drops.contains("cf"));
+  // Without a place for them the marks are dropped; a new encoding never writes them.
+  ASSERT_TRUE(TableSchema::Decode(v2).ok());
+  EXPECT_EQ(TableSchema::Decode(v2)->Encode(), s.Encode());
+  EXPECT_TRUE(TableSchema::Decode(s.Encode(), &drops).ok());
+  EXPECT_TRUE(drops.empty());
+  // Drops out of order, and cut short.
+  std::string bad = FormatTwo(s, {{"a", 1}, {"b", 2}});
+  std::swap(bad[bad.size() - 5], bad[bad.size() - 2]);
+  EXPECT_EQ(TableSchema::Decode(bad).status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(TableSchema::Decode(v2.substr(0, v2.size() - 1)).status().code(),
+            absl::StatusCode::kDataLoss);
 }
 
 TEST(SchemaTest, DecodesFormatOne) {

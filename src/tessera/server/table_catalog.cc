@@ -111,7 +111,6 @@ Status TableCatalog::Load() {
     info->name = *std::move(name);
     info->full_name = full_name;
     info->schema = f.schemas[newest];
-    info->schema.dropped_families.clear();  // the engine's business, per tablet
     info->tablets = std::move(tablets);
     info->tablet_prefix = TabletPrefixOf(info->tablets);
     tables_.emplace(full_name, std::move(info));
@@ -163,7 +162,6 @@ StatusOr<std::shared_ptr<const TableInfo>> TableCatalog::CreateLocked(
     return absl::AlreadyExistsError(
         tessera::StrCat("table \"", info->full_name, "\" already exists"));
   }
-  schema.dropped_families.clear();
   info->schema = schema;
   info->tablet_prefix = prefix;
   std::string start;
@@ -256,7 +254,6 @@ StatusOr<std::shared_ptr<const TableInfo>> TableCatalog::UpdateSchema(
 
 StatusOr<std::shared_ptr<const TableInfo>> TableCatalog::WriteSchemaLocked(
     const TableInfo& old, model::TableSchema schema) {
-  schema.dropped_families.clear();
   for (const TabletRef& t : old.tablets) {
     RETURN_IF_ERROR(engine_->UpdateSchema(t.id, schema));
   }
@@ -270,7 +267,6 @@ StatusOr<std::shared_ptr<const TableInfo>> TableCatalog::ApplyDefinition(
     const TableDefinition& definition) {
   ASSIGN_OR_RETURN(TableName name, TableName::Parse(definition.full_name));
   model::TableSchema schema = definition.schema;
-  schema.dropped_families.clear();
   if (schema.name != name.table_id) {
     return absl::InvalidArgumentError(tessera::StrCat(
         "table \"", definition.full_name, "\": the schema names table \"", schema.name, "\""));

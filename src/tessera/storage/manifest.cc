@@ -96,6 +96,9 @@ Status ManifestState::CheckApplicable(const VersionEdit& edit) const {
   for (const VersionEdit::DataState& d : edit.data_states) {
     if (!known(d.tablet_id)) return NotApplicable("data state for unknown tablet ", d.tablet_id);
   }
+  for (const VersionEdit::DropMarks& d : edit.drop_marks) {
+    if (!known(d.tablet_id)) return NotApplicable("drop marks for unknown tablet ", d.tablet_id);
+  }
   std::set<uint64_t> removed;
   for (uint64_t id : edit.removed_tablets) {
     if (added.contains(id)) return NotApplicable("tablet ", id, " both added and removed");
@@ -112,6 +115,7 @@ Status ManifestState::Apply(const VersionEdit& edit) {
   if (edit.next_file_number) next_file_number = std::max(next_file_number, *edit.next_file_number);
   if (edit.last_sequence) last_sequence = std::max(last_sequence, *edit.last_sequence);
   if (edit.comparator) comparator = *edit.comparator;
+  tablet_sequences |= edit.tablet_sequences;
   for (const VersionEdit::Tablet& t : edit.tablets) tablets[t.tablet_id].descriptor = t.descriptor;
   for (const VersionEdit::DeletedFile& d : edit.deleted_files) {
     tablets[d.tablet_id].files.erase(d.file_number);
@@ -125,6 +129,9 @@ Status ManifestState::Apply(const VersionEdit& edit) {
   for (const VersionEdit::DataState& d : edit.data_states) {
     tablets[d.tablet_id].data_state = d.state;
   }
+  for (const VersionEdit::DropMarks& d : edit.drop_marks) {
+    tablets[d.tablet_id].drop_marks = d.marks;
+  }
   for (uint64_t id : edit.removed_tablets) tablets.erase(id);
   return Status();
 }
@@ -133,12 +140,14 @@ VersionEdit ManifestState::ToSnapshotEdit() const {
   VersionEdit edit;
   edit.next_file_number = next_file_number;
   edit.last_sequence = last_sequence;
+  edit.tablet_sequences = tablet_sequences;
   if (!comparator.empty()) edit.comparator = comparator;
   for (const auto& [id, tablet] : tablets) {
     edit.AddTablet(id, tablet.descriptor);
     for (const auto& [number, meta] : tablet.files) edit.AddFile(id, meta);
     if (tablet.flushed_sequence != 0) edit.SetFlushed(id, tablet.flushed_sequence);
     if (tablet.data_state != 0) edit.SetDataState(id, tablet.data_state);
+    if (!tablet.drop_marks.empty()) edit.SetDropMarks(id, tablet.drop_marks);
   }
   return edit;
 }

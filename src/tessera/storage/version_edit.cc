@@ -16,6 +16,11 @@
 //   8    flushed            varint64 tablet_id, varint64 flushed_sequence
 //   9    data state         varint64 tablet_id, varint32 state (added after the others: a
 //                           manifest without it is read with every tablet in state 0)
+//   10   drop marks         varint64 tablet_id, varint32 count, then count times
+//                           length-prefixed name, varint64 sequence (names strictly
+//                           increasing); replaces the tablet's marks
+//   11   tablet sequences   no value: the engine numbers each tablet on its own (a manifest
+//                           without it was written with one node-wide counter, last_sequence)
 //
 // Tag 0 and any tag not listed are DataLoss: there is no way to skip a field of unknown size.
 #include "tessera/storage/version_edit.h"
@@ -36,6 +41,8 @@ enum Tag : uint32_t {
   kDeletedFile = 7,
   kFlushed = 8,
   kDataState = 9,
+  kDropMarks = 10,
+  kTabletSequences = 11,
 };
 
 bool GetString(std::string_view* in, std::string* out) {
@@ -50,6 +57,19 @@ bool GetFileMeta(std::string_view* in, FileMeta* f) {
          GetString(in, &f->largest) && GetVarint64(in, &f->min_sequence) &&
          GetVarint64(in, &f->max_sequence) && GetVarint64(in, &f->num_entries) &&
          GetVarint32(in, &f->group);
+}
+
+bool GetMarks(std::string_view* in, VersionEdit::Marks* marks) {
+  uint32_t count;
+  if (!GetVarint32(in, &count) || count > in->size()) return false;
+  for (uint32_t i = 0; i < count; ++i) {
+    std::string name;
+    uint64_t sequence;
+    if (!GetString(in, &name) || !GetVarint64(in, &sequence)) return false;
+    if (!marks->empty() && name <= marks->rbegin()->first) return false;
+    marks->emplace_hint(marks->end(), std::move(name), sequence);
+  }
+  return true;
 }
 
 }  // namespace
@@ -104,6 +124,16 @@ void VersionEdit::EncodeTo(std::string* dst) const {
     PutVarint64(dst, d.tablet_id);
     PutVarint32(dst, d.state);
   }
+  for (const DropMarks& d : drop_marks) {
+    PutVarint32(dst, kDropMarks);
+    PutVarint64(dst, d.tablet_id);
+    PutVarint32(dst, static_cast<uint32_t>(d.marks.size()));
+    for (const auto& [name, sequence] : d.marks) {
+      PutLengthPrefixed(dst, name);
+      PutVarint64(dst, sequence);
+    }
+  }
+  if (tablet_sequences) PutVarint32(dst, kTabletSequences);
 }
 
 Status VersionEdit::DecodeFrom(std::string_view src) {
@@ -179,6 +209,16 @@ Status VersionEdit::DecodeFrom(std::string_view src) {
           if (ok) data_states.push_back(d);
           break;
         }
+        case kDropMarks: {
+          field = "drop marks";
+          DropMarks d;
+          ok = GetVarint64(&in, &d.tablet_id) && GetMarks(&in, &d.marks);
+          if (ok) drop_marks.push_back(std::move(d));
+          break;
+        }
+        case kTabletSequences:
+          tablet_sequences = true;
+          break;
         default:
           return absl::DataLossError(
               StrCat("version edit: unknown tag ", tag, " at byte ", field_offset));
@@ -217,6 +257,11 @@ std::string VersionEdit::DebugString() const {
   for (const DataState& d : data_states) {
     s += StrCat("\n  data state: tablet ", d.tablet_id, " state ", d.state);
   }
+  for (const DropMarks& d : drop_marks) {
+    s += StrCat("\n  drop marks: tablet ", d.tablet_id);
+    for (const auto& [name, sequence] : d.marks) s += StrCat(" ", name, "@", sequence);
+  }
+  if (tablet_sequences) s += "\n  tablet sequences";
   s += StrCat("\n}");
   return s;
 }

@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -61,9 +63,22 @@ struct VersionEdit {
     uint32_t state = 0;
     bool operator==(const DataState&) const = default;
   };
+  // Named sequence marks of a tablet (opaque to storage: tablet::DropMarks, the sequence up to
+  // which each dropped family's entries are dead). Replaces the tablet's marks.
+  using Marks = std::map<std::string, SequenceNumber, std::less<>>;
+  struct DropMarks {
+    uint64_t tablet_id = 0;
+    Marks marks;
+    bool operator==(const DropMarks&) const = default;
+  };
 
   std::optional<uint64_t> next_file_number;
+  // The node-wide sequence counter of the engine before sequences were per tablet; written by
+  // data folders of that time only (docs/sequence_numbers.md).
   std::optional<SequenceNumber> last_sequence;
+  // Set once, by the first edit of an engine that numbers each tablet on its own: from then on
+  // last_sequence is history, not a floor for new writes.
+  bool tablet_sequences = false;
   // Name of the comparator the engine orders keys with (checked by the engine at open).
   std::optional<std::string> comparator;
   std::vector<Tablet> tablets;  // added, or descriptor updated when the tablet exists
@@ -72,6 +87,7 @@ struct VersionEdit {
   std::vector<DeletedFile> deleted_files;
   std::vector<Flushed> flushed;
   std::vector<DataState> data_states;
+  std::vector<DropMarks> drop_marks;
 
   void AddTablet(uint64_t tablet_id, std::string descriptor) {
     tablets.push_back({tablet_id, std::move(descriptor)});
@@ -88,6 +104,9 @@ struct VersionEdit {
   }
   void SetDataState(uint64_t tablet_id, uint32_t state) {
     data_states.push_back({tablet_id, state});
+  }
+  void SetDropMarks(uint64_t tablet_id, Marks marks) {
+    drop_marks.push_back({tablet_id, std::move(marks)});
   }
 
   // Appends the encoding to `*dst`.

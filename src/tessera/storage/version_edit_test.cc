@@ -42,6 +42,9 @@ VersionEdit FullEdit() {
   e.SetFlushed(0, 0);
   e.SetDataState(7, 2);
   e.SetDataState(0, std::numeric_limits<uint32_t>::max());
+  e.SetDropMarks(7, {{"gone", 17}, {std::string("n\0ul", 4), kMaxSequenceNumber}});
+  e.SetDropMarks(0, {});
+  e.tablet_sequences = true;
   return e;
 }
 
@@ -85,7 +88,7 @@ TEST(VersionEditTest, EditWithoutDataStateReadsAsBefore) {
 TEST(VersionEditTest, UnknownTagIsDataLoss) {
   std::string encoded;
   FullEdit().EncodeTo(&encoded);
-  for (uint32_t tag : {0u, 10u, 100u, 1u << 20}) {
+  for (uint32_t tag : {0u, 12u, 100u, 1u << 20}) {  // 12: the first unused tag
     std::string bad = encoded;
     PutVarint32(&bad, tag);
     PutVarint64(&bad, 1);
@@ -164,6 +167,49 @@ TEST(ManifestStateTest, ApplyAndSnapshot) {
   EXPECT_FALSE(state.tablets.contains(2));
 }
 
+TEST(ManifestStateTest, DropMarksAndTabletSequences) {
+  ManifestState state;
+  VersionEdit e1;
+  e1.last_sequence = 100;  // a data folder of the node-wide counter
+  e1.AddTablet(1, "t1");
+  e1.AddTablet(2, "t2");
+  TESSERA_ASSERT_OK(state.Apply(e1));
+  EXPECT_FALSE(state.tablet_sequences);
+
+  VersionEdit e2;
+  e2.tablet_sequences = true;
+  e2.SetDropMarks(1, {{"g", 40}, {"h", 7}});
+  TESSERA_ASSERT_OK(state.Apply(e2));
+  EXPECT_TRUE(state.tablet_sequences);
+  EXPECT_EQ((VersionEdit::Marks{{"g", 40}, {"h", 7}}), state.tablets[1].drop_marks);
+  EXPECT_TRUE(state.tablets[2].drop_marks.empty());
+
+  // A descriptor update keeps the marks; an edit of marks replaces them; a later edit without
+  // the flag leaves it set.
+  VersionEdit e3;
+  e3.AddTablet(1, "t1 v2");
+  TESSERA_ASSERT_OK(state.Apply(e3));
+  EXPECT_EQ(2u, state.tablets[1].drop_marks.size());
+  VersionEdit e4;
+  e4.SetDropMarks(1, {{"g", 41}});
+  TESSERA_ASSERT_OK(state.Apply(e4));
+  EXPECT_EQ((VersionEdit::Marks{{"g", 41}}), state.tablets[1].drop_marks);
+  EXPECT_TRUE(state.tablet_sequences);
+
+  ManifestState rebuilt;
+  TESSERA_ASSERT_OK(rebuilt.Apply(state.ToSnapshotEdit()));
+  EXPECT_EQ(state, rebuilt);
+
+  // Removed and added again: the new tablet has no marks.
+  VersionEdit e5;
+  e5.RemoveTablet(1);
+  TESSERA_ASSERT_OK(state.Apply(e5));
+  VersionEdit e6;
+  e6.AddTablet(1, "t1 again");
+  TESSERA_ASSERT_OK(state.Apply(e6));
+  EXPECT_TRUE(state.tablets[1].drop_marks.empty());
+}
+
 TEST(ManifestStateTest, InapplicableEditsLeaveTheStateUnchanged) {
   ManifestState state;
   VersionEdit base;
@@ -172,7 +218,7 @@ TEST(ManifestStateTest, InapplicableEditsLeaveTheStateUnchanged) {
   TESSERA_ASSERT_OK(state.Apply(base));
   const ManifestState before = state;
 
-  std::vector<VersionEdit> bad(10);
+  std::vector<VersionEdit> bad(11);
   bad[0].AddFile(2, MakeFile(4));  // unknown tablet
   bad[1].DeleteFile(1, 99);        // unknown file
   bad[2].DeleteFile(2, 3);         // unknown tablet
@@ -187,6 +233,7 @@ TEST(ManifestStateTest, InapplicableEditsLeaveTheStateUnchanged) {
   bad[8].DeleteFile(1, 3);
   bad[8].DeleteFile(1, 3);    // twice
   bad[9].SetDataState(9, 1);  // unknown tablet
+  bad[10].SetDropMarks(9, {{"g", 1}});  // unknown tablet
   for (size_t i = 0; i < bad.size(); ++i) {
     bad[i].last_sequence = 77;  // must not leak into the state either
     Status s = state.Apply(bad[i]);

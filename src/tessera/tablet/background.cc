@@ -55,6 +55,7 @@ Status TabletManager::FlushOldestImmutable(Tablet* t) {
   job.gc_by_versions = in->gc_by_versions;
   job.now_micros = in->now_micros;
   job.schema = &in->descriptor->schema;
+  job.drop_marks = in->drop_marks.get();
   job.new_file_number = [this] { return NewFileNumber(); };
   std::unique_ptr<storage::Iterator> input = in->mem->NewIterator();
   ASSIGN_OR_RETURN(CompactionResult result, RunCompaction(job, env_.fs, input.get()));
@@ -87,7 +88,6 @@ Status TabletManager::InstallFiles(Tablet* t, const std::vector<storage::FileMet
       for (auto& f : opened) f->MarkObsolete();
       return Status();
     }
-    edit.last_sequence = queue_.last_sequence();
   }
   Status s = manifest_->LogAndApply(edit);
   if (!s.ok()) {
@@ -160,6 +160,7 @@ Status TabletManager::CompactFiles(Tablet* t, LocalityGroup group,
   job.gc_by_versions = in->gc_by_versions;
   job.now_micros = in->now_micros;
   job.schema = &in->descriptor->schema;
+  job.drop_marks = in->drop_marks.get();
   job.rate_limiter = &rate_limiter_;
   job.new_file_number = [this] { return NewFileNumber(); };
   ASSIGN_OR_RETURN(CompactionResult result, RunCompaction(job, env_.fs, input.get()));

@@ -5,6 +5,8 @@
 #include <optional>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+
 #include "tessera/util/coding.h"
 #include "tessera/util/logging.h"
 
@@ -42,7 +44,7 @@ struct CommitQueue::Writer {
   const model::RowMutation* mutation = nullptr;
   const TabletDescriptor* validated_with = nullptr;
   // An op run alone; null for a write.
-  const absl::FunctionRef<Status(SequenceNumber)>* op = nullptr;
+  const absl::FunctionRef<Status()>* op = nullptr;
   Status status;
   bool done = false;
   absl::CondVar cv;
@@ -55,20 +57,12 @@ CommitQueue::CommitQueue(SyncMode sync_mode, int64_t periodic_sync_interval_ms, 
 
 CommitQueue::~CommitQueue() { Close(); }
 
-void CommitQueue::Start(storage::CommitLog* log, SequenceNumber last_sequence,
-                        Executor* sync_executor) {
+void CommitQueue::Start(storage::CommitLog* log, Executor* sync_executor) {
   log_ = log;
-  RaiseLastSequence(last_sequence);
   if (sync_mode_ != SyncMode::kPeriodic) return;
   sync_executor_ = sync_executor;
   absl::MutexLock l(&syncer_mu_);
   ScheduleSyncLocked();
-}
-
-void CommitQueue::RaiseLastSequence(SequenceNumber sequence) {
-  if (sequence > last_sequence_.load(std::memory_order_relaxed)) {
-    last_sequence_.store(sequence, std::memory_order_release);
-  }
 }
 
 Status CommitQueue::Write(std::shared_ptr<Tablet> tablet, const model::RowMutation& mutation,
@@ -81,7 +75,7 @@ Status CommitQueue::Write(std::shared_ptr<Tablet> tablet, const model::RowMutati
   return JoinAndLead(&w);
 }
 
-Status CommitQueue::RunAlone(absl::FunctionRef<Status(SequenceNumber)> op) {
+Status CommitQueue::RunAlone(absl::FunctionRef<Status()> op) {
   Writer w;
   w.op = &op;
   absl::MutexLock l(&mu_);
@@ -105,9 +99,8 @@ Status CommitQueue::JoinAndLead(Writer* w) {
   if (!write_group) {
     group.push_back(w);
     if (s.ok()) {
-      const SequenceNumber last = last_sequence();
       mu_.Unlock();
-      s = (*w->op)(last);
+      s = (*w->op)();
       mu_.Lock();
     }
   } else if (s.ok()) {
@@ -141,23 +134,28 @@ Status CommitQueue::WriteGroup(std::vector<Writer*>* group,
   };
   std::vector<Pending> pending;
   std::vector<std::string> records;
-  SequenceNumber seq = last_sequence();
+  // Each tablet of the group and the last sequence given out in it so far. Published only once
+  // the group is in the log and the memtables.
+  absl::flat_hash_map<Tablet*, SequenceNumber> last;
   const uint64_t segment = log_->current_segment();
   for (Writer* x : writers_) {
     if (x->op != nullptr || (bytes > 0 && bytes + x->mutation->encoded().size() > kMaxGroupBytes)) {
       break;
     }
     group->push_back(x);
-    StatusOr<std::shared_ptr<storage::MemTable>> mem =
-        x->tablet->PrepareWrite(*x->mutation, x->validated_with, segment);
+    auto [it, first_of_tablet] = last.try_emplace(x->tablet.get(), 0);
+    if (first_of_tablet) it->second = x->tablet->last_sequence();
+    const SequenceNumber first = it->second + 1;
+    StatusOr<std::shared_ptr<storage::MemTable>> mem = x->tablet->PrepareWrite(
+        *x->mutation, x->validated_with, segment, it->second + x->mutation->size());
     if (!mem.ok()) {
-      x->status = mem.status();  // this writer fails alone
+      x->status = mem.status();  // this writer fails alone, taking no numbers
       continue;
     }
-    pending.push_back({x, *std::move(mem), seq + 1, 0});
+    it->second += x->mutation->size();
+    pending.push_back({x, *std::move(mem), first, 0});
     records.emplace_back();
-    EncodeLogRecord(&records.back(), x->tablet->id(), seq + 1, x->mutation->encoded());
-    seq += x->mutation->size();
+    EncodeLogRecord(&records.back(), x->tablet->id(), first, x->mutation->encoded());
     bytes += x->mutation->encoded().size();
   }
   mu_.Unlock();
@@ -185,7 +183,7 @@ Status CommitQueue::WriteGroup(std::vector<Writer*>* group,
   }
   mu_.Lock();
   if (!s.ok()) return s;
-  last_sequence_.store(seq, std::memory_order_release);
+  for (const auto& [tablet, sequence] : last) tablet->RaiseLastSequence(sequence);
   for (const Pending& p : pending) {
     if (p.writer->tablet->FinishWrite(p.mem.get(), p.some_versions_deleted)) {
       sealed->push_back(p.writer->tablet);

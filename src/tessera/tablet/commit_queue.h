@@ -1,18 +1,21 @@
 // CommitQueue: the group commit shared by every tablet of one node (leveldb's writers_ queue).
 //
 // Each Write() joins a FIFO queue. The writer at the head leads: it takes every queued mutation
-// (up to 4 MiB), numbers their entries with consecutive sequence numbers, appends all their
-// commit-log records with one write and, in kBatch mode, one fdatasync, inserts them into the
-// tablets' memtables, publishes the new last sequence and wakes the followers. In kPeriodic mode
-// the leader acknowledges once the bytes reach the OS and a timer task on the executor given to
+// (up to 4 MiB, of any tablets), numbers each mutation's entries from its own tablet's sequence
+// (a mutation of k entries takes the tablet's last + 1 .. last + k; docs/sequence_numbers.md),
+// appends all their commit-log records with one write and, in kBatch mode, one fdatasync,
+// inserts them into the tablets' memtables, publishes each tablet's new last sequence and wakes
+// the followers. A group that fails to reach the log uses up no numbers. In kPeriodic mode the
+// leader acknowledges once the bytes reach the OS and a timer task on the executor given to
 // Start syncs every interval.
 //
 // RunAlone(op) takes a place in the same queue: when its turn comes no write group is in flight,
-// every write so far has a sequence <= the last sequence it is given and every later one gets a
-// larger sequence. Schema changes, truncation, memtable switches and ingests run this way.
+// so every tablet's writes so far have sequences <= its Tablet::last_sequence() and every later
+// one gets a larger sequence. Schema changes, truncation, memtable switches and ingests run this
+// way, reading the sequence of the tablet they change.
 //
 // Commit-log record: varint64(tablet id) fixed64(first sequence) row-mutation bytes; the
-// mutation's i-th entry has sequence first + i.
+// mutation's i-th entry has the tablet's sequence first + i.
 //
 // Thread-safety: every method is safe to call from many threads. Lock order (docs/tablet.md):
 // CommitQueue::mu_ before TabletManager::mu_ before Tablet::mu_; the queue never holds mu_ while
@@ -61,11 +64,9 @@ class CommitQueue {
   CommitQueue& operator=(const CommitQueue&) = delete;
   ~CommitQueue();
 
-  // Starts accepting writes to `log` (which must outlive the queue), numbering them above
-  // `last_sequence`, and in kPeriodic mode starts the syncer: a timer on `sync_executor`, which
-  // must outlive the queue (or its Close).
-  void Start(storage::CommitLog* log, storage::SequenceNumber last_sequence,
-             Executor* sync_executor);
+  // Starts accepting writes to `log` (which must outlive the queue), and in kPeriodic mode starts
+  // the syncer: a timer on `sync_executor`, which must outlive the queue (or its Close).
+  void Start(storage::CommitLog* log, Executor* sync_executor);
 
   // Appends `mutation` for `tablet` and inserts it into the tablet's memtable. `validated_with`
   // is the descriptor the caller validated it against; the leader validates again when the
@@ -74,17 +75,8 @@ class CommitQueue {
   Status Write(std::shared_ptr<Tablet> tablet, const model::RowMutation& mutation,
                const TabletDescriptor* validated_with);
 
-  // Runs `op(last_sequence)` at its turn, alone. Returns op's status (or the hook's error).
-  Status RunAlone(absl::FunctionRef<Status(storage::SequenceNumber last_sequence)> op);
-
-  // The newest sequence whose writes are all in the memtables. Lock-free.
-  storage::SequenceNumber last_sequence() const {
-    return last_sequence_.load(std::memory_order_acquire);
-  }
-  const std::atomic<storage::SequenceNumber>* visible_sequence() const { return &last_sequence_; }
-  // Raises the last sequence to at least `sequence`. REQUIRES: called from an op run alone, or
-  // before Start().
-  void RaiseLastSequence(storage::SequenceNumber sequence);
+  // Runs `op()` at its turn, alone. Returns op's status (or the hook's error).
+  Status RunAlone(absl::FunctionRef<Status()> op);
 
   // Lets every queued writer finish, then refuses new ones and stops the syncer.
   void Close();
@@ -107,8 +99,6 @@ class CommitQueue {
   storage::CommitLog* log_ = nullptr;
   // Records were handed to the OS since the syncer's last fdatasync (periodic mode).
   std::atomic<bool> log_dirty_{false};
-  // Written by the leader (or an op run alone) only; read by anyone.
-  std::atomic<storage::SequenceNumber> last_sequence_{0};
   Executor* sync_executor_ = nullptr;
 
   absl::Mutex mu_;

@@ -83,7 +83,8 @@ class Writer {
       out->number = options_.new_file_number();
       out->path = TableFileName(options_.dir, out->number);
       ASSIGN_OR_RETURN(out->file, fs_->NewWritableFile(out->path));
-      out->builder = std::make_unique<storage::TableBuilder>(options_.table_options, out->file.get());
+      out->builder =
+          std::make_unique<storage::TableBuilder>(options_.table_options, out->file.get());
       out->meta.number = out->number;
       out->meta.group = static_cast<uint32_t>(group);
       outputs_[index] = std::move(out);
@@ -121,11 +122,11 @@ StatusOr<CompactionResult> RunCompaction(const CompactionJobOptions& options, Fi
       .apply_gc = options.can_purge_tombstones,
       .gc_by_versions = options.gc_by_versions,
       .dropped_before = {}};
-  if (schema != nullptr && !schema->dropped_families.empty()) {
+  if (const DropMarks* marks = options.drop_marks; marks != nullptr && !marks->empty()) {
     // Entries of dropped families go in every flush and compaction: whatever they could hide
     // is older, so dead too.
-    visibility_options.dropped_before = [schema](std::string_view family) {
-      return schema->DroppedBefore(family);
+    visibility_options.dropped_before = [marks](std::string_view family) {
+      return DroppedBefore(*marks, family);
     };
   }
   model::CellVisibility visibility(std::move(visibility_options));
@@ -164,8 +165,8 @@ StatusOr<CompactionResult> RunCompaction(const CompactionJobOptions& options, Fi
     }
     std::string_view family = layout.family(parsed.user_key);
     const model::FamilySchema* f = schema->Find(family);
-    LocalityGroup group = (f != nullptr && f->in_memory) ? LocalityGroup::kInMemory
-                                                          : LocalityGroup::kDefault;
+    LocalityGroup group =
+        (f != nullptr && f->in_memory) ? LocalityGroup::kInMemory : LocalityGroup::kDefault;
     RETURN_IF_ERROR(writer.Add(group, ikey, input->value()));
   }
   RETURN_IF_ERROR(input->status());

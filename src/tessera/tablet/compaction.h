@@ -1,7 +1,7 @@
 // Writing cells to SSTables: the one path behind a flush (memtable -> files), a size-tiered
 // compaction (a run of similar-sized files -> one file) and a major compaction (every file of a
 // tablet -> one file). The inputs are merged newest-first, passed through model::CellVisibility
-// (shadowed versions, deleted cells, entries of dropped families (schema.dropped_families) and
+// (shadowed versions, deleted cells, entries of dropped families (the tablet's DropMarks) and
 // GC-collected cells are dropped; tombstones are kept unless
 // the inputs include the tablet's oldest file, when nothing older can be hidden by them), and
 // written out, split by locality group when the inputs hold several. GC rules are applied only
@@ -23,6 +23,7 @@
 #include "tessera/storage/iterator.h"
 #include "tessera/storage/table_options.h"
 #include "tessera/storage/version_edit.h"
+#include "tessera/tablet/engine.h"
 #include "tessera/tablet/table_file.h"
 #include "tessera/util/file_system.h"
 #include "tessera/util/rate_limiter.h"
@@ -39,9 +40,11 @@ struct CompactionJobOptions {
   // Whether GC may collect by version counts (see the top); max-age rules apply regardless.
   bool gc_by_versions = true;
   int64_t now_micros = 0;  // for max-age GC
-  // GC rules, dropped families and in-memory flags; must outlive the job.
+  // GC rules and in-memory flags; must outlive the job.
   const model::TableSchema* schema = nullptr;
-  RateLimiter* rate_limiter = nullptr;         // may be null (no limit)
+  // The tablet's dropped families; may be null (none). Must outlive the job.
+  const DropMarks* drop_marks = nullptr;
+  RateLimiter* rate_limiter = nullptr;  // may be null (no limit)
   // Gives a fresh file number for each output.
   std::function<uint64_t()> new_file_number;
 };

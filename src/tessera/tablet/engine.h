@@ -7,8 +7,13 @@
 // write and, in kBatch mode, one fdatasync, then inserts them into the tablets' memtables. A
 // mutation of one row is atomic: readers see all of it or none of it.
 //
+// Sequence numbers belong to the tablet (docs/sequence_numbers.md): each tablet numbers its own
+// entries densely from 1 — a mutation of k entries takes last + 1 .. last + k of its tablet —
+// and every mark (flushed, truncated, dropped family) and read snapshot is in that numbering.
+// The commit log, shared by the tablets, is ordered by its records, not by a sequence.
+//
 // Read path: memtables and SSTables merged newest-first, files skipped by row range and bloom
-// filter, tombstones, dropped families and the families' GC rules applied
+// filter, tombstones, dropped families (the tablet's DropMarks) and the families' GC rules applied
 // (model::CellVisibility), then the ReadSpec's selection. Every read sees a consistent snapshot.
 // Scans run forward or in reverse (decreasing row order), never buffering more than one row.
 //
@@ -22,15 +27,19 @@
 // memory_hard_limit_bytes. A background I/O error is sticky: every later write fails with it.
 //
 // Recovery: Open() reads the manifest (tablets and their files), then replays the commit log into
-// memtables, skipping what each tablet had already flushed. New writes are numbered above every
-// sequence the log and the manifest's marks (flushed, dropped family, file) name, so replay never
-// skips one. A torn log tail is cut off; corruption in the middle of the log, a manifest or an
+// memtables, skipping what each tablet had already flushed. Each tablet's new writes are numbered
+// above every sequence its log records and its marks (flushed, dropped family, file) name, so
+// replay never skips one. A data folder written with one node-wide counter is upgraded on open:
+// every tablet starts at least at that counter, and the drop marks its schemas held become the
+// tablets' marks. A torn log tail is cut off; corruption in the middle of the log, a manifest or an
 // SSTable is a DataLoss error naming file and offset.
 //
 // Thread-safety: every method is safe to call from many threads.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -48,6 +57,16 @@
 namespace tessera::tablet {
 
 using TabletId = uint64_t;
+
+// A tablet's dropped families: family -> the tablet sequence at the drop. The family's stored
+// entries with a sequence <= that number are dead, even once a family of that name is created
+// again. Kept by the engine per tablet (in the manifest), never part of the schema.
+using DropMarks = std::map<std::string, uint64_t, std::less<>>;
+// The sequence at or below which `family`'s entries are dead; 0 if it was never dropped.
+inline uint64_t DroppedBefore(const DropMarks& marks, std::string_view family) {
+  auto it = marks.find(family);
+  return it == marks.end() ? 0 : it->second;
+}
 
 enum class SyncMode {
   kBatch,     // acknowledge a write only after fdatasync (group commit)
@@ -102,7 +121,10 @@ struct TabletDescriptor {
     return row >= start_row && (end_row.empty() || row < end_row);
   }
   std::string Encode() const;
-  static StatusOr<TabletDescriptor> Decode(std::string_view encoded);
+  // A descriptor written when the schema held the tablet's drop marks returns them in
+  // *legacy_drop_marks (when given; cleared first).
+  static StatusOr<TabletDescriptor> Decode(std::string_view encoded,
+                                           DropMarks* legacy_drop_marks = nullptr);
 };
 
 struct ScanOptions {
@@ -141,6 +163,7 @@ struct EngineStats {
   uint64_t block_cache_misses = 0;
   uint64_t block_cache_usage = 0;
   uint64_t commit_log_segments = 0;
+  // The largest of the tablets' last sequences: a figure for operators, not an order.
   uint64_t last_sequence = 0;
 };
 
@@ -151,17 +174,20 @@ class Engine {
   virtual ~Engine() = default;
 
   // Tablets. CreateTablet fails with AlreadyExists for a known id; the others with NotFound
-  // for an unknown one. DropTablet deletes the tablet's data. CreateTablet ignores (clears)
-  // descriptor.schema.dropped_families: a new tablet holds no data a drop could concern.
+  // for an unknown one. DropTablet deletes the tablet's data. A new tablet has no drop marks and
+  // numbers its first write 1 (above the records of an earlier tablet of the same id that the
+  // commit log may still hold).
   virtual Status CreateTablet(TabletId id, const TabletDescriptor& descriptor) = 0;
   virtual Status DropTablet(TabletId id) = 0;
-  // Replaces the tablet's schema. The engine owns schema.dropped_families: the caller's value is
-  // ignored; the old schema's entries are kept, and each family of the old schema missing from
-  // `schema` is recorded with the engine's last sequence number at the change. Entries of a
+  // Replaces the tablet's schema. Each family of the old schema missing from `schema` gets a
+  // drop mark in the tablet's DropMarks: the tablet's last sequence at the change. Entries of a
   // dropped family up to that sequence are never visible again (and are removed by flushes and
   // compactions), even once a family of that name is created again: the new family starts
-  // empty. Writes queued behind the change are validated against the new schema.
+  // empty. Marks are kept across later changes. Writes queued behind the change are validated
+  // against the new schema.
   virtual Status UpdateSchema(TabletId id, const model::TableSchema& schema) = 0;
+  // The tablet's drop marks (see UpdateSchema). Errors: NotFound.
+  virtual StatusOr<DropMarks> GetDropMarks(TabletId id) const = 0;
   // Deletes all of the tablet's data (memtables and files), keeping the tablet and its
   // descriptor. Atomic and durable: after a crash either all the data from before the call is
   // gone or the call did not happen. Writes acknowledged before the call are deleted, writes

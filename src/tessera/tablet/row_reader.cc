@@ -46,16 +46,17 @@ std::unique_ptr<Iterator> NewSnapshotIterator(const TabletSnapshot& snapshot,
 
 model::CellVisibility::Options VisibilityOptions(const TabletSnapshot& snapshot,
                                                  const model::ReadSpec& spec) {
-  // The snapshot holds the descriptor, which outlives every reader of the snapshot.
+  // The snapshot holds the descriptor and drop marks, which outlive every reader of it.
   const model::TableSchema* schema = &snapshot.descriptor->schema;
+  const DropMarks* marks = snapshot.drop_marks.get();
   model::CellVisibility::Options options{
       .gc_rule_for = [schema](std::string_view family) { return schema->FindGcRule(family); },
       .now_micros = snapshot.now_micros,
       .apply_gc = spec.hide_collectable,
       .dropped_before = {}};
-  if (!schema->dropped_families.empty()) {
-    options.dropped_before = [schema](std::string_view family) {
-      return schema->DroppedBefore(family);
+  if (marks != nullptr && !marks->empty()) {
+    options.dropped_before = [marks](std::string_view family) {
+      return DroppedBefore(*marks, family);
     };
   }
   return options;
@@ -68,8 +69,7 @@ class SpecFilter {
 
   bool FamilyChosen(std::string_view family) const {
     if (spec_.families.empty()) return true;
-    return std::find(spec_.families.begin(), spec_.families.end(), family) !=
-           spec_.families.end();
+    return std::find(spec_.families.begin(), spec_.families.end(), family) != spec_.families.end();
   }
 
   bool ColumnChosen(std::string_view family, std::string_view qualifier) const {
@@ -124,7 +124,8 @@ class CellCollector {
       return absl::DataLossError("malformed internal key in tablet data");
     }
     if (parsed.sequence > sequence_) return Status();  // written after the snapshot
-    model::CellVisibility::Verdict verdict = visibility_.Add(parsed.user_key, parsed.sequence, value);
+    model::CellVisibility::Verdict verdict =
+        visibility_.Add(parsed.user_key, parsed.sequence, value);
     if (verdict == model::CellVisibility::Verdict::kMalformed) {
       return absl::DataLossError("malformed cell key or tombstone in tablet data");
     }
@@ -418,8 +419,7 @@ Status WarmRowInSnapshot(const TabletSnapshot& snapshot, std::string_view row) {
     RETURN_IF_ERROR(file->table()->WarmBlocksFor(
         storage::MakeInternalKey(row_prefix, storage::kMaxSequenceNumber,
                                  storage::kValueTypeForSeek),
-        storage::MakeInternalKey(limit, storage::kMaxSequenceNumber,
-                                 storage::kValueTypeForSeek)));
+        storage::MakeInternalKey(limit, storage::kMaxSequenceNumber, storage::kValueTypeForSeek)));
   }
   return Status();
 }

@@ -1,6 +1,6 @@
-// A consistent view of one tablet, taken under the engine's lock and then read without it:
+// A consistent view of one tablet, taken under the tablet's lock and then read without it:
 // the memtables and files it names stay alive while the snapshot does, and entries newer than
-// `sequence` (written after the snapshot was taken) are ignored.
+// `sequence` (the tablet's published sequence when the snapshot was taken) are ignored.
 #pragma once
 
 #include <memory>
@@ -15,6 +15,7 @@ namespace tessera::tablet {
 
 struct TabletSnapshot {
   std::shared_ptr<const TabletDescriptor> descriptor;
+  std::shared_ptr<const DropMarks> drop_marks;                // null: no family was dropped
   std::vector<std::shared_ptr<storage::MemTable>> memtables;  // newest first
   std::shared_ptr<const FileSet> files;                       // newest first
   storage::SequenceNumber sequence = 0;

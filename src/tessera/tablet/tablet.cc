@@ -38,20 +38,31 @@ std::string_view TabletDataStateName(TabletDataState state) {
   return "unknown";
 }
 
-Tablet::Tablet(TabletId id, TabletDescriptor descriptor, SequenceNumber flushed_sequence,
-               std::shared_ptr<const FileSet> files, TabletDataState state,
-               const TabletContext& context)
+Tablet::Tablet(TabletId id, TabletDescriptor descriptor, DropMarks drop_marks,
+               SequenceNumber flushed_sequence, std::shared_ptr<const FileSet> files,
+               TabletDataState state, const TabletContext& context)
     : id_(id), context_(context) {
   absl::MutexLock l(&mu_);
   state_ = state;
   descriptor_ = std::make_shared<const TabletDescriptor>(std::move(descriptor));
+  SequenceNumber last = flushed_sequence;
+  for (const auto& [family, dropped_at] : drop_marks) last = std::max(last, dropped_at);
+  drop_marks_ = std::make_shared<const DropMarks>(std::move(drop_marks));
   mem_ = NewMemTable();
   flushed_sequence_ = flushed_sequence;
   // The files' entries are not read to find deletes of some versions: assume any may be one.
   for (const auto& f : files->files) {
     some_versions_deleted_ = std::max(some_versions_deleted_, f->meta().max_sequence);
+    last = std::max(last, f->meta().max_sequence);
   }
   files_ = std::move(files);
+  last_sequence_.store(last, std::memory_order_release);
+}
+
+void Tablet::RaiseLastSequence(SequenceNumber sequence) {
+  if (sequence > last_sequence_.load(std::memory_order_relaxed)) {
+    last_sequence_.store(sequence, std::memory_order_release);
+  }
 }
 
 std::shared_ptr<storage::MemTable> Tablet::NewMemTable() const {
@@ -64,6 +75,11 @@ std::shared_ptr<storage::MemTable> Tablet::NewMemTable() const {
 std::shared_ptr<const TabletDescriptor> Tablet::descriptor() const {
   absl::MutexLock l(&mu_);
   return descriptor_;
+}
+
+std::shared_ptr<const DropMarks> Tablet::drop_marks() const {
+  absl::MutexLock l(&mu_);
+  return drop_marks_;
 }
 
 TabletDataState Tablet::state() const {
@@ -93,10 +109,11 @@ Status Tablet::CheckServingLocked() const {
 StatusOr<TabletSnapshot> Tablet::Snapshot() const {
   TabletSnapshot snap;
   // The sequence first: every write up to it is in the memtables (or files) read below.
-  snap.sequence = context_.visible_sequence->load(std::memory_order_acquire);
+  snap.sequence = last_sequence();
   absl::MutexLock l(&mu_);
   RETURN_IF_ERROR(CheckServingLocked());
   snap.descriptor = descriptor_;
+  snap.drop_marks = drop_marks_;
   snap.memtables.push_back(mem_);
   for (auto i = imm_.rbegin(); i != imm_.rend(); ++i) snap.memtables.push_back(i->mem);
   snap.files = files_;
@@ -132,6 +149,7 @@ StatusOr<TabletCheckpoint> Tablet::Checkpoint() const {
   TabletCheckpoint c;
   c.id = id_;
   c.descriptor = *descriptor_;
+  c.drop_marks = *drop_marks_;
   c.flushed_sequence = flushed_sequence_;
   for (const auto& f : files_->files) c.files.push_back({f->meta(), f->path()});
   c.pinned = files_;
@@ -208,7 +226,8 @@ Status Tablet::ValidateMutation(const TabletDescriptor& d, const model::RowMutat
 }
 
 StatusOr<std::shared_ptr<storage::MemTable>> Tablet::PrepareWrite(
-    const model::RowMutation& m, const TabletDescriptor* validated_with, uint64_t segment) {
+    const model::RowMutation& m, const TabletDescriptor* validated_with, uint64_t segment,
+    SequenceNumber last) {
   absl::MutexLock l(&mu_);
   // Dropped while the writer waited; it fails alone.
   if (removed_) return absl::NotFoundError(StrCat("tablet ", id_, " not found"));
@@ -216,6 +235,7 @@ StatusOr<std::shared_ptr<storage::MemTable>> Tablet::PrepareWrite(
   // The schema changed while the writer waited (a family may be gone).
   if (descriptor_.get() != validated_with) RETURN_IF_ERROR(ValidateMutation(*descriptor_, m));
   if (mem_->Empty() && mem_first_segment_ == 0) mem_first_segment_ = segment;
+  given_out_ = std::max(given_out_, last);
   return mem_;
 }
 
@@ -229,14 +249,13 @@ bool Tablet::FinishWrite(const storage::MemTable* mem, SequenceNumber some_versi
   return false;
 }
 
-StatusOr<SequenceNumber> Tablet::Replay(uint64_t segment, SequenceNumber first,
-                                        std::string_view mutation) {
+Status Tablet::Replay(uint64_t segment, SequenceNumber first, std::string_view mutation) {
   absl::MutexLock l(&mu_);
   if (mem_first_segment_ == 0) mem_first_segment_ = segment;
   RETURN_IF_ERROR(InsertMutation(mem_.get(), first, mutation, &some_versions_deleted_));
-  const SequenceNumber largest = mem_->LargestSequence();
+  RaiseLastSequence(mem_->LargestSequence());
   if (mem_->ApproximateMemoryUsage() >= context_.options->memtable_bytes) SwitchMemtableLocked();
-  return largest;
+  return Status();
 }
 
 bool Tablet::SwitchMemtable() {
@@ -252,9 +271,10 @@ bool Tablet::SwitchMemtableLocked() {
   return true;
 }
 
-void Tablet::MarkRemoved() {
+SequenceNumber Tablet::MarkRemoved() {
   absl::MutexLock l(&mu_);
   removed_ = true;
+  return std::max(given_out_, last_sequence());
 }
 
 // ------------------------------------------------------------------------------------------
@@ -345,6 +365,7 @@ std::optional<FlushInput> Tablet::PickFlush() const {
   FlushInput in;
   in.mem = imm_.front().mem;
   in.descriptor = descriptor_;
+  in.drop_marks = drop_marks_;
   in.now_micros = context_.clock->NowMicros();
   // Nothing older than the oldest memtable exists when the tablet has no files.
   in.can_purge_tombstones = files_->files.empty();
@@ -358,6 +379,7 @@ std::optional<CompactionInput> Tablet::PickCompaction(LocalityGroup group,
   absl::MutexLock l(&mu_);
   CompactionInput in;
   in.descriptor = descriptor_;  // with the time, as in PickFlush
+  in.drop_marks = drop_marks_;
   in.now_micros = context_.clock->NowMicros();
   in.can_purge_tombstones = purge;
   if (files.empty()) {
@@ -432,9 +454,10 @@ void Tablet::Truncate(SequenceNumber truncated_at) {
   flushed_sequence_ = std::max(flushed_sequence_, truncated_at);
 }
 
-void Tablet::SetDescriptor(TabletDescriptor descriptor) {
+void Tablet::SetDescriptor(TabletDescriptor descriptor, DropMarks drop_marks) {
   absl::MutexLock l(&mu_);
   descriptor_ = std::make_shared<const TabletDescriptor>(std::move(descriptor));
+  drop_marks_ = std::make_shared<const DropMarks>(std::move(drop_marks));
 }
 
 void Tablet::MarkFilesObsolete() {

@@ -1,11 +1,18 @@
 // Tablet: one row range of one table on this node — its memtables (one active, a queue of
-// immutable ones), its SSTables (a FileSet), its descriptor and flushed mark — and everything
-// that needs only that: reads from a consistent snapshot, row samples, warm-up, size, and the
-// picking of flushes and compactions. See docs/tablet.md.
+// immutable ones), its SSTables (a FileSet), its descriptor, drop marks, flushed mark and its
+// own sequence numbers — and everything that needs only that: reads from a consistent snapshot,
+// row samples, warm-up, size, and the picking of flushes and compactions. See docs/tablet.md.
+//
+// Sequences (docs/sequence_numbers.md): the tablet numbers its own entries, densely from 1.
+// last_sequence() is the newest sequence whose writes are all in the memtables; reads take their
+// snapshot at it. Invariant: it is at least every sequence the tablet's memtables, files, flushed
+// mark and drop marks hold.
 //
 // The TabletManager creates tablets and hands them out as std::shared_ptr<Tablet>. It runs the
 // background jobs and writes the manifest; the Tablet records what they changed. The
-// CommitQueue's leader is the only thread that inserts into a tablet's active memtable.
+// CommitQueue's leader is the only thread that inserts into a tablet's active memtable and that
+// advances its sequence (or an operation running alone in the queue, or recovery before the
+// queue starts).
 //
 // Thread-safety: every method is safe to call from many threads; each takes the tablet's own
 // mutex for a moment and never calls out while holding it. Lock order (docs/tablet.md):
@@ -53,6 +60,7 @@ struct TabletCheckpoint {
   };
   TabletId id = 0;
   TabletDescriptor descriptor;
+  DropMarks drop_marks;  // numbered like the files' entries
   storage::SequenceNumber flushed_sequence = 0;
   std::vector<File> files;
   std::shared_ptr<const FileSet> pinned;  // keeps the files alive
@@ -62,8 +70,6 @@ struct TabletCheckpoint {
 struct TabletContext {
   const EngineOptions* options = nullptr;
   Clock* clock = nullptr;
-  // The newest sequence whose writes are all in the memtables (published by the CommitQueue).
-  const std::atomic<storage::SequenceNumber>* visible_sequence = nullptr;
 };
 
 // Inserts the entries of the encoded row mutation `encoded` into `mem`, numbering them from
@@ -77,6 +83,7 @@ struct FlushInput {
   std::shared_ptr<storage::MemTable> mem;
   // The schema and the time are read together: GC applies the rules in force at that instant.
   std::shared_ptr<const TabletDescriptor> descriptor;
+  std::shared_ptr<const DropMarks> drop_marks;
   int64_t now_micros = 0;
   bool can_purge_tombstones = false;  // the tablet has no files: nothing older exists
   bool gc_by_versions = false;
@@ -86,6 +93,7 @@ struct FlushInput {
 struct CompactionInput {
   std::vector<std::shared_ptr<TableFile>> files;
   std::shared_ptr<const TabletDescriptor> descriptor;
+  std::shared_ptr<const DropMarks> drop_marks;
   int64_t now_micros = 0;
   bool can_purge_tombstones = false;
   bool gc_by_versions = false;
@@ -93,14 +101,27 @@ struct CompactionInput {
 
 class Tablet : public std::enable_shared_from_this<Tablet> {
  public:
-  // A tablet with an empty active memtable and `files`.
-  Tablet(TabletId id, TabletDescriptor descriptor, storage::SequenceNumber flushed_sequence,
-         std::shared_ptr<const FileSet> files, TabletDataState state, const TabletContext& context);
+  // A tablet with an empty active memtable and `files`. Its last sequence starts at the largest
+  // of `flushed_sequence`, the files' sequences and the drop marks.
+  Tablet(TabletId id, TabletDescriptor descriptor, DropMarks drop_marks,
+         storage::SequenceNumber flushed_sequence, std::shared_ptr<const FileSet> files,
+         TabletDataState state, const TabletContext& context);
   Tablet(const Tablet&) = delete;
   Tablet& operator=(const Tablet&) = delete;
 
   TabletId id() const { return id_; }
   std::shared_ptr<const TabletDescriptor> descriptor() const;
+  std::shared_ptr<const DropMarks> drop_marks() const;
+
+  // The newest sequence of this tablet whose writes are all in its memtables (or files): what
+  // reads see. Lock-free.
+  storage::SequenceNumber last_sequence() const {
+    return last_sequence_.load(std::memory_order_acquire);
+  }
+  // Publishes `sequence` as the last sequence (never lowering it). REQUIRES: the caller is the
+  // CommitQueue's leader after inserting every entry up to `sequence`, an operation running
+  // alone in the queue, or recovery before the queue starts.
+  void RaiseLastSequence(storage::SequenceNumber sequence);
 
   TabletDataState state() const;
   void SetState(TabletDataState state);
@@ -128,24 +149,25 @@ class Tablet : public std::enable_shared_from_this<Tablet> {
   // OK when `m` may be written to this tablet with descriptor `d`.
   static Status ValidateMutation(const TabletDescriptor& d, const model::RowMutation& m);
   // Before a group's records are appended: NotFound when the tablet was removed, Unavailable
-  // unless it is serving; validates `m`
-  // again when the descriptor changed since `validated_with`. Returns the memtable to insert
-  // into and notes `segment` as the memtable's first when it has none.
+  // unless it is serving; validates `m` again when the descriptor changed since
+  // `validated_with`. Returns the memtable to insert into, notes `segment` as the memtable's
+  // first when it has none, and notes `last` (the mutation's last sequence) as given out.
   StatusOr<std::shared_ptr<storage::MemTable>> PrepareWrite(const model::RowMutation& m,
                                                             const TabletDescriptor* validated_with,
-                                                            uint64_t segment);
+                                                            uint64_t segment,
+                                                            storage::SequenceNumber last);
   // After the leader inserted into `mem`: records `some_versions_deleted` and seals the active
   // memtable when it is still `mem` and full. True when it sealed one (a flush is due).
   bool FinishWrite(const storage::MemTable* mem, storage::SequenceNumber some_versions_deleted);
-  // Recovery: inserts one log record's mutation (sequences from `first`) and seals the memtable
-  // when full. Returns the largest sequence in the memtable after the insert.
+  // Recovery: inserts one log record's mutation (sequences from `first`), raises the last
+  // sequence to its last entry and seals the memtable when full.
   // REQUIRES: first > flushed_sequence().
-  StatusOr<storage::SequenceNumber> Replay(uint64_t segment, storage::SequenceNumber first,
-                                           std::string_view mutation);
+  Status Replay(uint64_t segment, storage::SequenceNumber first, std::string_view mutation);
   // Seals the active memtable unless it is empty. True when it sealed one.
   bool SwitchMemtable();
-  // Removes the tablet: later PrepareWrite calls fail with NotFound.
-  void MarkRemoved();
+  // Removes the tablet: later PrepareWrite calls fail with NotFound. Returns the largest sequence
+  // any of its log records may hold (given out by PrepareWrite, even to a group still in flight).
+  storage::SequenceNumber MarkRemoved();
 
   // --- background work (the TabletManager, holding its own mutex) ---
   bool TryStartFlush();  // false when there is nothing to flush or it may not start
@@ -187,7 +209,7 @@ class Tablet : public std::enable_shared_from_this<Tablet> {
   void PopFlushed(const storage::MemTable* mem);
   // Deletes every memtable and file (after the manifest recorded it) and raises the flushed mark.
   void Truncate(storage::SequenceNumber truncated_at);
-  void SetDescriptor(TabletDescriptor descriptor);
+  void SetDescriptor(TabletDescriptor descriptor, DropMarks drop_marks);
   // Marks every file obsolete (the tablet was dropped).
   void MarkFilesObsolete();
 
@@ -209,9 +231,12 @@ class Tablet : public std::enable_shared_from_this<Tablet> {
 
   const TabletId id_;
   const TabletContext context_;
+  // Written by the CommitQueue's leader (or an op running alone, or recovery); read by anyone.
+  std::atomic<storage::SequenceNumber> last_sequence_{0};
 
   mutable absl::Mutex mu_;
   std::shared_ptr<const TabletDescriptor> descriptor_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<const DropMarks> drop_marks_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<storage::MemTable> mem_ ABSL_GUARDED_BY(mu_);
   uint64_t mem_first_segment_ ABSL_GUARDED_BY(mu_) = 0;  // segment of mem_'s oldest record
   struct Immutable {
@@ -233,6 +258,8 @@ class Tablet : public std::enable_shared_from_this<Tablet> {
   // waits), so none installs files from before the truncation afterwards.
   bool paused_ ABSL_GUARDED_BY(mu_) = false;
   bool removed_ ABSL_GUARDED_BY(mu_) = false;
+  // The largest sequence PrepareWrite gave out (its record may be in the log, or in flight).
+  storage::SequenceNumber given_out_ ABSL_GUARDED_BY(mu_) = 0;
   TabletDataState state_ ABSL_GUARDED_BY(mu_) = TabletDataState::kServing;
 };
 

@@ -17,6 +17,7 @@ StatusOr<TabletCheckpoint> TabletManager::Checkpoint(TabletId id) {
 }
 
 Status TabletManager::Ingest(TabletId id, const TabletDescriptor& descriptor,
+                             const DropMarks& drop_marks,
                              const std::vector<TabletCheckpoint::File>& files) {
   RETURN_IF_ERROR(descriptor.schema.Validate());
   if (!descriptor.end_row.empty() && descriptor.end_row <= descriptor.start_row) {
@@ -55,22 +56,26 @@ Status TabletManager::Ingest(TabletId id, const TabletDescriptor& descriptor,
     return a->meta().max_sequence > b->meta().max_sequence;
   });
   if (s.ok()) {
-    s = queue_.RunAlone([&](SequenceNumber last) -> Status {
-      // No write group is in flight: every later write is numbered above `flushed`, so above
-      // every ingested entry, and replay skips any older record of a tablet with this id.
-      const SequenceNumber flushed = std::max(last, max_sequence);
+    s = queue_.RunAlone([&]() -> Status {
+      // The tablet's writes are numbered above `flushed` (Tablet's constructor), so above every
+      // ingested entry and mark, and replay skips any older record of a tablet with this id.
+      SequenceNumber flushed = max_sequence;
+      {
+        absl::MutexLock l(&mu_);
+        flushed = std::max(flushed, RetiredSequence(id));
+      }
       storage::VersionEdit edit;
       edit.AddTablet(id, descriptor.Encode());
       for (const auto& f : file_set->files) edit.AddFile(id, f->meta());
       edit.SetFlushed(id, flushed);
-      edit.last_sequence = flushed;
+      if (!drop_marks.empty()) edit.SetDropMarks(id, drop_marks);
       edit.comparator = table_options_.comparator->Name();
       edit.next_file_number = next_file_number_.load();
       RETURN_IF_ERROR(manifest_->LogAndApply(edit));
-      queue_.RaiseLastSequence(flushed);
       absl::MutexLock l(&mu_);
+      retired_sequences_.erase(id);  // the flushed mark holds it now
       std::shared_ptr<Tablet> t =
-          NewTablet(id, descriptor, flushed, file_set, TabletDataState::kServing);
+          NewTablet(id, descriptor, drop_marks, flushed, file_set, TabletDataState::kServing);
       tablets_[id] = t;
       MaybeScheduleCompaction(t.get());
       return Status();
@@ -88,7 +93,7 @@ Status TabletManager::SetTabletState(TabletId id, TabletDataState state) {
   ASSIGN_OR_RETURN(std::shared_ptr<Tablet> t, OpenTablet(id));
   // In the queue: writes before it were checked against the old state, writes after it against
   // the new one.
-  return queue_.RunAlone([&](SequenceNumber) -> Status {
+  return queue_.RunAlone([&]() -> Status {
     storage::VersionEdit edit;
     edit.SetDataState(id, static_cast<uint32_t>(state));
     RETURN_IF_ERROR(manifest_->LogAndApply(edit));

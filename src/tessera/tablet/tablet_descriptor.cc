@@ -1,7 +1,8 @@
 // TabletDescriptor encoding (stored opaque in the manifest):
 //   descriptor := format(1 byte = 0x01) lp(table) lp(start_row) lp(end_row) lp(schema)
 // where lp(x) is a varint32 length followed by the bytes and `schema` is
-// model::TableSchema::Encode().
+// model::TableSchema::Encode() (a descriptor written before drop marks moved to the tablet holds
+// a schema of format 0x02, with the marks).
 #include "tessera/tablet/engine.h"
 #include "tessera/util/coding.h"
 
@@ -21,7 +22,8 @@ std::string TabletDescriptor::Encode() const {
   return out;
 }
 
-StatusOr<TabletDescriptor> TabletDescriptor::Decode(std::string_view encoded) {
+StatusOr<TabletDescriptor> TabletDescriptor::Decode(std::string_view encoded,
+                                                    DropMarks* legacy_drop_marks) {
   std::string_view in = encoded;
   if (in.empty() || in[0] != kDescriptorFormat) {
     return absl::DataLossError("tablet descriptor: unknown format");
@@ -36,7 +38,7 @@ StatusOr<TabletDescriptor> TabletDescriptor::Decode(std::string_view encoded) {
   d.table = std::string(table);
   d.start_row = std::string(start);
   d.end_row = std::string(end);
-  ASSIGN_OR_RETURN(d.schema, model::TableSchema::Decode(schema));
+  ASSIGN_OR_RETURN(d.schema, model::TableSchema::Decode(schema, legacy_drop_marks));
   return d;
 }
 

@@ -73,7 +73,7 @@ TabletManager::TabletManager(const EngineOptions& options, const EngineEnv& env)
                        MaybeScheduleFlush(t);
                      },
              }),
-      tablet_context_{&options_, env.clock, queue_.visible_sequence()} {
+      tablet_context_{&options_, env.clock} {
   table_options_.comparator = storage::InternalKeyComparator();
   table_options_.filter_key_extractor = RowFilterKey();
   table_options_.block_size = options.block_size;
@@ -107,11 +107,17 @@ StatusOr<std::shared_ptr<Tablet>> TabletManager::OpenTablet(TabletId id) const {
 }
 
 std::shared_ptr<Tablet> TabletManager::NewTablet(TabletId id, TabletDescriptor descriptor,
+                                                 DropMarks drop_marks,
                                                  SequenceNumber flushed_sequence,
                                                  std::shared_ptr<const FileSet> files,
                                                  TabletDataState state) const {
-  return std::make_shared<Tablet>(id, std::move(descriptor), flushed_sequence, std::move(files),
-                                  state, tablet_context_);
+  return std::make_shared<Tablet>(id, std::move(descriptor), std::move(drop_marks),
+                                  flushed_sequence, std::move(files), state, tablet_context_);
+}
+
+SequenceNumber TabletManager::RetiredSequence(TabletId id) const {
+  auto it = retired_sequences_.find(id);
+  return it == retired_sequences_.end() ? 0 : it->second;
 }
 
 Status TabletManager::CreateTablet(TabletId id, const TabletDescriptor& descriptor) {
@@ -119,9 +125,6 @@ Status TabletManager::CreateTablet(TabletId id, const TabletDescriptor& descript
   if (!descriptor.end_row.empty() && descriptor.end_row <= descriptor.start_row) {
     return absl::InvalidArgumentError("tablet end row must sort after its start row");
   }
-  TabletDescriptor d = descriptor;
-  // The engine owns the drop marks: nothing in a new tablet is older than it.
-  d.schema.dropped_families.clear();
   absl::MutexLock admin(&admin_mu_);
   SequenceNumber created_at;
   {
@@ -130,20 +133,20 @@ Status TabletManager::CreateTablet(TabletId id, const TabletDescriptor& descript
     if (tablets_.contains(id)) {
       return absl::AlreadyExistsError(StrCat("tablet ", id, " already exists"));
     }
-    created_at = queue_.last_sequence();
+    created_at = RetiredSequence(id);
   }
   storage::VersionEdit edit;
-  edit.AddTablet(id, d.Encode());
-  // Log records of an earlier tablet with this id must not replay into this one. The last
-  // sequence is recorded too: should the log segments holding it be deleted, sequences after a
-  // restart must still start above the mark, or replay would skip new writes.
+  edit.AddTablet(id, descriptor.Encode());
+  // Log records of an earlier tablet with this id must not replay into this one: they are at
+  // or below the flushed mark. The mark also keeps the tablet's numbers above them after a
+  // restart, should those records be gone by then.
   edit.SetFlushed(id, created_at);
-  edit.last_sequence = created_at;
   edit.comparator = table_options_.comparator->Name();
   edit.next_file_number = next_file_number_.load();
   RETURN_IF_ERROR(manifest_->LogAndApply(edit));
   absl::MutexLock l(&mu_);
-  tablets_[id] = NewTablet(id, std::move(d), created_at, std::make_shared<FileSet>(),
+  retired_sequences_.erase(id);  // the flushed mark holds it now
+  tablets_[id] = NewTablet(id, descriptor, {}, created_at, std::make_shared<FileSet>(),
                            TabletDataState::kServing);
   return Status();
 }
@@ -164,7 +167,8 @@ Status TabletManager::DropTablet(TabletId id) {
   edit.RemoveTablet(id);
   RETURN_IF_ERROR(manifest_->LogAndApply(edit));
   absl::MutexLock l(&mu_);
-  t->MarkRemoved();
+  SequenceNumber& retired = retired_sequences_[id];
+  retired = std::max(retired, t->MarkRemoved());
   t->MarkFilesObsolete();
   tablets_.erase(id);
   DeleteObsoleteLogSegments();
@@ -175,31 +179,36 @@ Status TabletManager::UpdateSchema(TabletId id, const model::TableSchema& schema
   RETURN_IF_ERROR(schema.Validate());
   absl::MutexLock admin(&admin_mu_);
   ASSIGN_OR_RETURN(std::shared_ptr<Tablet> t, OpenTablet(id));
-  return queue_.RunAlone(
-      [&](SequenceNumber now) { return ChangeSchemaAlone(t.get(), schema, now); });
+  return queue_.RunAlone([&] { return ChangeSchemaAlone(t.get(), schema); });
 }
 
-Status TabletManager::ChangeSchemaAlone(Tablet* t, const model::TableSchema& schema,
-                                        SequenceNumber now) {
-  // No write group is in flight: every write so far has a sequence <= now, and every later one
-  // gets a larger sequence and is validated against the new schema. So a family dropped now is
-  // dead up to exactly this sequence.
+Status TabletManager::ChangeSchemaAlone(Tablet* t, const model::TableSchema& schema) {
+  // No write group is in flight: every write of the tablet so far has a sequence <= now, and
+  // every later one gets a larger sequence and is validated against the new schema. So a
+  // family dropped now is dead up to exactly this sequence.
+  const SequenceNumber now = t->last_sequence();
   TabletDescriptor d = *t->descriptor();
-  model::TableSchema next = schema;
-  next.dropped_families = d.schema.dropped_families;
+  DropMarks marks = *t->drop_marks();
+  const bool marks_were_empty = marks.empty();
   for (const auto& [name, family] : d.schema.families) {
-    if (next.families.contains(name)) continue;
-    uint64_t& dropped = next.dropped_families[name];
+    if (schema.families.contains(name)) continue;
+    uint64_t& dropped = marks[name];
     dropped = std::max<uint64_t>(dropped, now);
   }
-  d.schema = std::move(next);
+  d.schema = schema;
   storage::VersionEdit edit;
   edit.AddTablet(t->id(), d.Encode());
-  // A drop mark must stay below every sequence given out after a restart.
-  edit.last_sequence = now;
+  // The marks are in the tablet's numbering; recovery numbers the tablet's writes above them.
+  if (!marks_were_empty || !marks.empty()) edit.SetDropMarks(t->id(), marks);
   RETURN_IF_ERROR(manifest_->LogAndApply(edit));
-  t->SetDescriptor(std::move(d));  // still there: admin_mu_ keeps DropTablet out
+  // Still there: admin_mu_ keeps DropTablet out.
+  t->SetDescriptor(std::move(d), std::move(marks));
   return Status();
+}
+
+StatusOr<DropMarks> TabletManager::GetDropMarks(TabletId id) const {
+  ASSIGN_OR_RETURN(std::shared_ptr<Tablet> t, tablet(id));
+  return *t->drop_marks();
 }
 
 Status TabletManager::TruncateTablet(TabletId id) { return DeleteTabletData(id, std::nullopt); }
@@ -214,8 +223,7 @@ Status TabletManager::DeleteTabletData(TabletId id, std::optional<TabletDataStat
     t->SetPaused(true);
     mu_.Await(absl::Condition(t.get(), &Tablet::Idle));
   }
-  Status s =
-      queue_.RunAlone([&](SequenceNumber now) { return TruncateAlone(t.get(), now, state); });
+  Status s = queue_.RunAlone([&] { return TruncateAlone(t.get(), state); });
   absl::MutexLock l(&mu_);
   t->SetPaused(false);
   MaybeScheduleFlush(t.get());
@@ -224,17 +232,16 @@ Status TabletManager::DeleteTabletData(TabletId id, std::optional<TabletDataStat
   return s;
 }
 
-Status TabletManager::TruncateAlone(Tablet* t, SequenceNumber truncated_at,
-                                    std::optional<TabletDataState> state) {
-  // As for a schema change, the sequence splits the writes exactly. The tablet is paused, so
-  // its files do not change while the edit is written.
+Status TabletManager::TruncateAlone(Tablet* t, std::optional<TabletDataState> state) {
+  // As for a schema change, the tablet's sequence splits its writes exactly. The tablet is
+  // paused, so its files do not change while the edit is written.
+  const SequenceNumber truncated_at = t->last_sequence();
   const std::shared_ptr<const FileSet> old_files = t->files();
   storage::VersionEdit edit;
   for (const auto& f : old_files->files) edit.DeleteFile(t->id(), f->meta().number);
   // Replay skips the tablet's records up to here: they are deleted, as if flushed. One edit:
   // after a crash either the files and the records are all gone or nothing happened.
   edit.SetFlushed(t->id(), truncated_at);
-  edit.last_sequence = truncated_at;
   edit.next_file_number = next_file_number_.load();
   if (state.has_value()) edit.SetDataState(t->id(), static_cast<uint32_t>(*state));
   RETURN_IF_ERROR(manifest_->LogAndApply(edit));
@@ -360,7 +367,7 @@ Status TabletManager::Flush(std::optional<TabletId> id) {
   }
   for (const std::shared_ptr<Tablet>& t : tablets) {
     // Sealed at its turn in the queue, while nobody inserts.
-    Status s = queue_.RunAlone([&](SequenceNumber) -> Status {
+    Status s = queue_.RunAlone([&]() -> Status {
       absl::MutexLock l(&mu_);
       if (FindLocked(t->id()) != t) return TabletNotFound(t->id());
       if (t->SwitchMemtable()) MaybeScheduleFlush(t.get());
@@ -389,6 +396,7 @@ EngineStats TabletManager::GetStats() const {
   EngineStats s = stats_;
   s.memtable_bytes = MemtableBytes();
   for (const auto& [id, t] : tablets_) {
+    s.last_sequence = std::max<uint64_t>(s.last_sequence, t->last_sequence());
     for (const auto& f : t->files()->files) {
       ++s.sstable_files;
       s.sstable_bytes += f->meta().size;
@@ -399,7 +407,6 @@ EngineStats TabletManager::GetStats() const {
   s.block_cache_misses = cache.misses;
   s.block_cache_usage = cache.usage;
   s.commit_log_segments = log_ ? log_->LiveSegments().size() : 0;
-  s.last_sequence = queue_.last_sequence();
   return s;
 }
 

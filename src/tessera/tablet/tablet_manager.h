@@ -49,12 +49,12 @@ class TabletManager final : public Engine {
   // copy's path (on this engine's file system, outside its own numbered files) and the meta the
   // checkpoint gave. Each file is renamed to a new file number of this engine and checked
   // against its meta; one manifest edit then adds the tablet with its files. Ordered in the
-  // commit queue: later writes are numbered above every sequence in the files, so they win over
-  // the ingested data. The descriptor is kept whole, drop marks included (they number the same
-  // entries as the files). On error no tablet exists and files already renamed are removed.
+  // commit queue: the tablet's later writes are numbered above every sequence in the files, so
+  // they win over the ingested data. `drop_marks` (the checkpoint's) are kept: they number the
+  // same entries as the files. On error no tablet exists and files already renamed are removed.
   // Errors: AlreadyExists, InvalidArgument (descriptor), NotFound (a file), DataLoss (a size or
   // a table that does not match), Unavailable (I/O).
-  Status Ingest(TabletId id, const TabletDescriptor& descriptor,
+  Status Ingest(TabletId id, const TabletDescriptor& descriptor, const DropMarks& drop_marks,
                 const std::vector<TabletCheckpoint::File>& files);
   // Moves the tablet to `state` (docs/tablet.md), durably, ordered against writes in the commit
   // queue. Tombstoning deletes the data as TruncateTablet does, in the same manifest edit.
@@ -64,6 +64,7 @@ class TabletManager final : public Engine {
   Status CreateTablet(TabletId id, const TabletDescriptor& descriptor) override;
   Status DropTablet(TabletId id) override;
   Status UpdateSchema(TabletId id, const model::TableSchema& schema) override;
+  StatusOr<DropMarks> GetDropMarks(TabletId id) const override;
   Status TruncateTablet(TabletId id) override;
   StatusOr<TabletDescriptor> GetTablet(TabletId id) const override;
   std::vector<TabletId> ListTablets() const override;
@@ -89,6 +90,9 @@ class TabletManager final : public Engine {
 
   // --- recovery (tablet_recovery.cc) ---
   Status Recover();
+  // Opens the manifest's tablets. For a data folder numbered by one node-wide counter, raises
+  // every tablet to that counter and moves the drop marks out of the schemas (one manifest edit).
+  Status OpenTablets(const storage::ManifestState& state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Status ReplayCommitLog() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Status RemoveOrphanFiles(const storage::ManifestState& state);
   StatusOr<std::shared_ptr<TableFile>> OpenTableFile(const storage::FileMeta& meta);
@@ -97,17 +101,18 @@ class TabletManager final : public Engine {
   // The tablet, for a caller that also needs the engine open.
   StatusOr<std::shared_ptr<Tablet>> OpenTablet(TabletId id) const;
   std::shared_ptr<Tablet> FindLocked(TabletId id) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  std::shared_ptr<Tablet> NewTablet(TabletId id, TabletDescriptor descriptor,
+  std::shared_ptr<Tablet> NewTablet(TabletId id, TabletDescriptor descriptor, DropMarks drop_marks,
                                     storage::SequenceNumber flushed_sequence,
                                     std::shared_ptr<const FileSet> files,
                                     TabletDataState state) const;
   // Deletes the tablet's data (TruncateTablet), then moves it to `state` when given.
   Status DeleteTabletData(TabletId id, std::optional<TabletDataState> state);
-  // Run alone in the commit queue (admin_mu_ held by the caller).
-  Status ChangeSchemaAlone(Tablet* t, const model::TableSchema& schema,
-                           storage::SequenceNumber now);
-  Status TruncateAlone(Tablet* t, storage::SequenceNumber truncated_at,
-                       std::optional<TabletDataState> state);
+  // Run alone in the commit queue (admin_mu_ held by the caller), at the tablet's last sequence.
+  Status ChangeSchemaAlone(Tablet* t, const model::TableSchema& schema);
+  Status TruncateAlone(Tablet* t, std::optional<TabletDataState> state);
+  // The sequence a new tablet `id` starts from: above every record of an earlier tablet of
+  // that id that the commit log may still hold (0 when there is none).
+  storage::SequenceNumber RetiredSequence(TabletId id) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   // --- write path ---
   // The CommitQueue's hooks.
@@ -166,6 +171,11 @@ class TabletManager final : public Engine {
   mutable absl::Mutex mu_;
   absl::CondVar bg_cv_;  // signalled when background work finishes
   std::map<TabletId, std::shared_ptr<Tablet>> tablets_ ABSL_GUARDED_BY(mu_);
+  // For ids of dropped tablets: the largest sequence of the dropped tablet, which the commit log
+  // may still hold records of (recovery finds them again as records of unknown tablets). A
+  // tablet created again under that id starts above it, so replay never mistakes the old
+  // records for its own.
+  std::map<TabletId, storage::SequenceNumber> retired_sequences_ ABSL_GUARDED_BY(mu_);
   Status bg_error_ ABSL_GUARDED_BY(mu_);
   int background_jobs_ ABSL_GUARDED_BY(mu_) = 0;  // scheduled or running
   // Jobs scheduled but not started, by job number: Close cancels them.

@@ -42,43 +42,7 @@ Status TabletManager::Recover() {
   next_file_number_ = state.next_file_number;
 
   absl::MutexLock l(&mu_);
-  // Every sequence given out from now on must lie above every mark the manifest holds: replay
-  // skips a tablet's records up to its flushed mark, and a dropped family hides its entries up
-  // to its drop mark. The engine records last_sequence with each mark, but the log records that
-  // raised it may be gone (a dropped or truncated tablet's log is recycled), and a manifest
-  // written before those records existed (older engines) holds marks above it. Numbering new
-  // writes from state.last_sequence alone would then number them below a mark, and the next
-  // replay would skip acknowledged writes. So the marks themselves raise the floor.
-  SequenceNumber marks = 0;
-  for (const auto& [id, ts] : state.tablets) {
-    ASSIGN_OR_RETURN(TabletDescriptor d, TabletDescriptor::Decode(ts.descriptor));
-    auto files = std::make_shared<FileSet>();
-    for (const auto& [number, meta] : ts.files) {
-      ASSIGN_OR_RETURN(auto file, OpenTableFile(meta));
-      marks = std::max(marks, meta.max_sequence);
-      files->files.push_back(std::move(file));
-    }
-    std::sort(files->files.begin(), files->files.end(), [](const auto& a, const auto& b) {
-      return a->meta().max_sequence > b->meta().max_sequence;
-    });
-    marks = std::max(marks, ts.flushed_sequence);
-    for (const auto& [family, dropped_at] : d.schema.dropped_families) {
-      marks = std::max<SequenceNumber>(marks, dropped_at);
-    }
-    if (ts.data_state > kMaxTabletDataState) {
-      return absl::DataLossError(
-          StrCat(options_.dir, ": tablet ", id, " has unknown data state ", ts.data_state));
-    }
-    tablets_[id] = NewTablet(id, std::move(d), ts.flushed_sequence, std::move(files),
-                             static_cast<TabletDataState>(ts.data_state));
-  }
-  if (marks > state.last_sequence) {
-    TLOG_WARN(
-        "engine {}: manifest last sequence {} is below a tablet's mark {}; numbering new "
-        "writes above the mark",
-        options_.dir, state.last_sequence, marks);
-  }
-  queue_.RaiseLastSequence(std::max(state.last_sequence, marks));
+  RETURN_IF_ERROR(OpenTablets(state));
   RETURN_IF_ERROR(RemoveOrphanFiles(state));
   RETURN_IF_ERROR(ReplayCommitLog());
 
@@ -95,8 +59,56 @@ Status TabletManager::Recover() {
     MaybeScheduleFlush(t.get());
     MaybeScheduleCompaction(t.get());
   }
-  queue_.Start(log_.get(), queue_.last_sequence(), sync_executor);
+  queue_.Start(log_.get(), sync_executor);
   return Status();
+}
+
+Status TabletManager::OpenTablets(const storage::ManifestState& state) {
+  // Each tablet's sequence starts at the largest of its flushed mark, its files and its drop
+  // marks (Tablet's constructor), then replay raises it to its log records: every sequence it
+  // gives out lies above every mark, so replay never skips an acknowledged write. A folder
+  // numbered by one node-wide counter (docs/sequence_numbers.md, "Reading data folders...")
+  // also raises every tablet to that counter, L, and its schemas carry the drop marks.
+  const bool legacy = !state.tablet_sequences;
+  storage::VersionEdit upgrade;
+  for (const auto& [id, ts] : state.tablets) {
+    DropMarks legacy_marks;
+    ASSIGN_OR_RETURN(TabletDescriptor d, TabletDescriptor::Decode(ts.descriptor, &legacy_marks));
+    DropMarks marks(ts.drop_marks.begin(), ts.drop_marks.end());
+    for (const auto& [family, dropped_at] : legacy_marks) {
+      uint64_t& mark = marks[family];
+      mark = std::max(mark, dropped_at);
+    }
+    if (!legacy_marks.empty()) {
+      // The schema no longer carries them: rewritten in the new encoding, the marks beside it.
+      upgrade.AddTablet(id, d.Encode());
+      upgrade.SetDropMarks(id, marks);
+    }
+    auto files = std::make_shared<FileSet>();
+    for (const auto& [number, meta] : ts.files) {
+      ASSIGN_OR_RETURN(auto file, OpenTableFile(meta));
+      files->files.push_back(std::move(file));
+    }
+    std::sort(files->files.begin(), files->files.end(), [](const auto& a, const auto& b) {
+      return a->meta().max_sequence > b->meta().max_sequence;
+    });
+    if (ts.data_state > kMaxTabletDataState) {
+      return absl::DataLossError(
+          StrCat(options_.dir, ": tablet ", id, " has unknown data state ", ts.data_state));
+    }
+    std::shared_ptr<Tablet> t =
+        NewTablet(id, std::move(d), std::move(marks), ts.flushed_sequence, std::move(files),
+                  static_cast<TabletDataState>(ts.data_state));
+    if (legacy) t->RaiseLastSequence(state.last_sequence);
+    tablets_[id] = std::move(t);
+  }
+  if (!legacy) return Status();
+  // One edit moves the marks and records that sequences are per tablet from now on; until it
+  // is durable, the next open upgrades again, the same way.
+  TLOG_INFO("engine {}: numbering each tablet on its own from now on, above the node-wide {}",
+            options_.dir, state.last_sequence);
+  upgrade.tablet_sequences = true;
+  return manifest_->LogAndApply(upgrade);
 }
 
 Status TabletManager::ReplayCommitLog() {
@@ -104,7 +116,6 @@ Status TabletManager::ReplayCommitLog() {
   log_options.dir = JoinPath(options_.dir, kCommitLogSubdir);
   log_options.segment_bytes = options_.commit_log_segment_bytes;
   ASSIGN_OR_RETURN(log_, storage::CommitLog::Open(log_options, env_.fs));
-  SequenceNumber last_sequence = queue_.last_sequence();
   uint64_t replayed = 0, skipped = 0;
   Status s = log_->Replay([&](uint64_t segment,
                               std::string_view record) ABSL_NO_THREAD_SAFETY_ANALYSIS -> Status {
@@ -115,24 +126,30 @@ Status TabletManager::ReplayCommitLog() {
       return absl::DataLossError(StrCat(log_->SegmentPath(segment), ": malformed record header"));
     }
     std::shared_ptr<Tablet> t = FindLocked(id);
-    if (t == nullptr || first <= t->flushed_sequence()) {
-      // A dropped tablet's, or already in the tablet's files. Its sequence numbers still count:
-      // a tablet created later under the same id must start above them.
+    if (t == nullptr) {
+      // A dropped tablet's. Its numbers still count: a tablet created later under the same id
+      // must start above them (RetiredSequence).
       ASSIGN_OR_RETURN(model::RowMutation m, model::RowMutation::FromEncoded(mutation));
-      last_sequence = std::max(last_sequence, first + m.size() - 1);
+      SequenceNumber& retired = retired_sequences_[id];
+      retired = std::max(retired, first + m.size() - 1);
       ++skipped;
       return Status();
     }
-    StatusOr<SequenceNumber> largest = t->Replay(segment, first, mutation);
-    RETURN_IF_ERROR_CTX(largest.status(), StrCat(log_->SegmentPath(segment), ": bad mutation"));
-    last_sequence = std::max(last_sequence, *largest);
+    if (first <= t->flushed_sequence()) {
+      ++skipped;  // in the tablet's files (or truncated); its numbers are <= the flushed mark
+      return Status();
+    }
+    RETURN_IF_ERROR_CTX(t->Replay(segment, first, mutation),
+                        StrCat(log_->SegmentPath(segment), ": bad mutation"));
     ++replayed;
     return Status();
   });
   RETURN_IF_ERROR(s);
-  queue_.RaiseLastSequence(last_sequence);
-  TLOG_INFO("engine {}: {} tablets, {} log records replayed, {} skipped, last sequence {}",
-            options_.dir, tablets_.size(), replayed, skipped, last_sequence);
+  SequenceNumber largest = 0;
+  for (const auto& [id, t] : tablets_) largest = std::max(largest, t->last_sequence());
+  TLOG_INFO(
+      "engine {}: {} tablets, {} log records replayed, {} skipped, largest tablet sequence {}",
+      options_.dir, tablets_.size(), replayed, skipped, largest);
   return Status();
 }
 
