@@ -33,7 +33,6 @@ using model::RowMutation;
 using model::RowRange;
 using model::TableSchema;
 using tablet::Engine;
-using tablet::EngineEnv;
 using tablet::EngineOptions;
 using tablet::ScanOptions;
 using tablet::TabletDescriptor;

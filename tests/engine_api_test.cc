@@ -33,7 +33,6 @@ using model::RowMutation;
 using model::RowRange;
 using model::TableSchema;
 using tablet::Engine;
-using tablet::EngineEnv;
 using tablet::EngineOptions;
 using tablet::TabletDescriptor;
 using tablet::TabletId;
@@ -631,10 +630,8 @@ TEST(EngineLockTest, PosixLockNamesTheFolderAndTheHoldingProcess) {
   StatusOr<std::unique_ptr<Engine>> second = Engine::Open(options);
   ASSERT_TRUE(absl::IsFailedPrecondition(second.status())) << second.status();
   const std::string message(second.status().message());
-  EXPECT_NE(message.find("data folder " + dir.path() + " is in use"), std::string::npos)
-      << message;
-  EXPECT_NE(message.find("by process " + std::to_string(::getpid())), std::string::npos)
-      << message;
+  EXPECT_NE(message.find("data folder " + dir.path() + " is in use"), std::string::npos) << message;
+  EXPECT_NE(message.find("by process " + std::to_string(::getpid())), std::string::npos) << message;
   ASSERT_TRUE((*first)->Close().ok());
   second = Engine::Open(options);
   EXPECT_TRUE(second.ok()) << second.status();

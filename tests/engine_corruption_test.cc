@@ -25,7 +25,6 @@ using model::Row;
 using model::RowMutation;
 using model::RowRange;
 using tablet::Engine;
-using tablet::EngineEnv;
 using tablet::EngineOptions;
 using tablet::TabletDescriptor;
 using tablet::TabletId;
@@ -153,7 +152,7 @@ class CorruptionTest : public ::testing::Test {
   MemFileSystem fs_;
   ManualClock clock_;
   EngineOptions options_;
-  EngineEnv env_;
+  Env env_;
 };
 
 TEST_F(CorruptionTest, Baseline) {

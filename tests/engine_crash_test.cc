@@ -38,7 +38,6 @@ using model::Row;
 using model::RowMutation;
 using model::RowRange;
 using tablet::Engine;
-using tablet::EngineEnv;
 using tablet::EngineOptions;
 using tablet::SyncMode;
 using tablet::TabletDescriptor;
@@ -187,7 +186,7 @@ class CrashTest : public ::testing::Test {
   RunResult RunWorkload(MemFileSystem* fs, const EngineOptions& options,
                         const std::vector<Op>& ops) {
     RunResult result;
-    EngineEnv env;
+    Env env;
     env.fs = fs;
     env.clock = &clock_;
     StatusOr<std::unique_ptr<Engine>> opened = Engine::Open(options, env);
@@ -309,7 +308,7 @@ class CrashTest : public ::testing::Test {
     SCOPED_TRACE(fmt::format("crash point {}: {} writes acknowledged, in flight: {}", crash_point,
                              result.acked.size(),
                              result.in_flight ? fmt::format("{}", *result.in_flight) : "none"));
-    EngineEnv env;
+    Env env;
     env.fs = fs;
     env.clock = &clock_;
     StatusOr<std::unique_ptr<Engine>> opened = Engine::Open(options, env);

@@ -24,7 +24,6 @@ using model::Row;
 using model::RowMutation;
 using model::RowRange;
 using tablet::Engine;
-using tablet::EngineEnv;
 using tablet::EngineOptions;
 using tablet::TabletDescriptor;
 using tablet::TabletId;
@@ -122,7 +121,7 @@ class DiskFullTest : public ::testing::Test {
   MemFileSystem fs_;
   ManualClock clock_;
   EngineOptions options_;
-  EngineEnv env_;
+  Env env_;
   std::unique_ptr<Engine> engine_;
   ReferenceModel model_;
   Random rnd_;

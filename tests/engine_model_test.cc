@@ -36,7 +36,6 @@ using model::RowRange;
 using model::TimeRange;
 using tablet::Compression;
 using tablet::Engine;
-using tablet::EngineEnv;
 using tablet::EngineOptions;
 using tablet::TabletDescriptor;
 using tablet::TabletId;
@@ -171,7 +170,7 @@ class ModelRun {
   };
 
   void OpenEngine() {
-    EngineEnv env;
+    Env env;
     env.fs = fs_;
     env.clock = &clock_;
     StatusOr<std::unique_ptr<Engine>> engine = Engine::Open(options_, env);

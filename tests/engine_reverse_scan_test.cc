@@ -28,7 +28,6 @@ using model::Row;
 using model::RowMutation;
 using model::RowRange;
 using tablet::Engine;
-using tablet::EngineEnv;
 using tablet::EngineOptions;
 using tablet::ScanOptions;
 using tablet::TabletDescriptor;

@@ -368,7 +368,7 @@ TEST(EngineTabletStateCompatibility, FolderWithoutStatesOpensServing) {
   tablet::EngineOptions options;
   options.dir = "/old";
   StatusOr<std::unique_ptr<TabletManager>> e =
-      TabletManager::Open(options, tablet::EngineEnv{.fs = &fs, .clock = &clock});
+      TabletManager::Open(options, Env{.fs = &fs, .clock = &clock});
   ASSERT_TRUE(e.ok()) << e.status();
   EXPECT_EQ((*(*e)->tablet(3))->state(), TabletDataState::kServing);
   ASSERT_TRUE((*e)->Apply(3, RowMutation("a").SetCell("cf", "q", 1, "x")).ok());

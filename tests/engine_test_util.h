@@ -77,7 +77,7 @@ class EngineTestBase : public ::testing::Test {
   MemFileSystem fs_;
   ManualClock clock_;
   tablet::EngineOptions options_;
-  tablet::EngineEnv env_;
+  Env env_;
   std::unique_ptr<tablet::Engine> engine_;
 };
 

@@ -23,7 +23,7 @@ class LocalTableAccessTest : public ::testing::Test {
     tablet::EngineOptions options;
     options.dir = "/db";
     options.background_threads = 1;
-    auto engine = tablet::Engine::Open(options, tablet::EngineEnv{&fs_, &clock_});
+    auto engine = tablet::Engine::Open(options, Env{&fs_, &clock_});
     ASSERT_TRUE(engine.ok()) << engine.status();
     engine_ = *std::move(engine);
     auto catalog = server::TableCatalog::Open(engine_.get());

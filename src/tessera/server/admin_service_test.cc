@@ -21,7 +21,7 @@ class AdminServiceTest : public ::testing::Test {
     tablet::EngineOptions options;
     options.dir = "/db";
     options.background_threads = 1;
-    auto engine = tablet::Engine::Open(options, tablet::EngineEnv{&fs_, &clock_});
+    auto engine = tablet::Engine::Open(options, Env{&fs_, &clock_});
     ASSERT_TRUE(engine.ok()) << engine.status();
     engine_ = *std::move(engine);
     auto catalog = TableCatalog::Open(engine_.get());
@@ -253,8 +253,10 @@ TEST_F(AdminServiceTest, ModifyColumnFamiliesIsAtomic) {
   admin::ModifyColumnFamiliesRequest kind_change;
   kind_change.set_name(kTable);
   kind_change.add_modifications()->set_id("cf");
-  kind_change.mutable_modifications(0)->mutable_update()->mutable_tessera_options()->set_time_sorted(
-      true);
+  kind_change.mutable_modifications(0)
+      ->mutable_update()
+      ->mutable_tessera_options()
+      ->set_time_sorted(true);
   kind_change.mutable_modifications(0)->mutable_update_mask()->add_paths("tessera_options");
   EXPECT_EQ(service_->DoModifyColumnFamilies(kind_change).status().code(),
             absl::StatusCode::kFailedPrecondition);
@@ -382,8 +384,7 @@ TEST_F(AdminServiceTest, DropAndCreateInOneRequestPurgesTheFamily) {
   admin::ModifyColumnFamiliesRequest failing = r;
   failing.add_modifications()->set_id("nope");
   failing.mutable_modifications(2)->set_drop(true);
-  EXPECT_EQ(service_->DoModifyColumnFamilies(failing).status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(service_->DoModifyColumnFamilies(failing).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(Rows(), (std::vector<std::string>{"b", "c"}));
 }
 
@@ -406,8 +407,7 @@ TEST_F(AdminServiceTest, ConsistencyTokens) {
         << bad;
   }
   gen.set_name("projects/p/instances/i/tables/none");
-  EXPECT_EQ(service_->DoGenerateConsistencyToken(gen).status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(service_->DoGenerateConsistencyToken(gen).status().code(), absl::StatusCode::kNotFound);
 }
 
 // Changes go to the TableDefinitions given (the cluster schema in cluster mode); reads stay on

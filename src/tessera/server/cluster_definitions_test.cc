@@ -12,7 +12,6 @@
 
 #include "gtest/gtest.h"
 #include "tessera/catalog/schema_record.h"
-#include "tessera/catalog/schema_record.h"
 #include "tessera/coord/embedded_lock_service.h"
 #include "tessera/coord/etcd_lock_service.h"
 #include "tessera/testing/etcd_test_server.h"
@@ -49,7 +48,7 @@ class Node {
     tablet::EngineOptions options;
     options.dir = "/db";
     options.background_threads = 1;
-    ASSIGN_OR_RETURN(engine_, tablet::Engine::Open(options, tablet::EngineEnv{&fs_, &clock_}));
+    ASSIGN_OR_RETURN(engine_, tablet::Engine::Open(options, Env{&fs_, &clock_}));
     ASSIGN_OR_RETURN(catalog_, TableCatalog::Open(engine_.get()));
     catalog::SchemaStoreOptions schema_options;
     schema_options.fs = &fs_;

@@ -72,7 +72,8 @@ struct ReadResult {
   std::vector<Flat> Cells() const {
     std::vector<Flat> out;
     for (const auto& r : rows) {
-      for (const auto& c : r.cells) out.push_back({r.key, c.family, c.qualifier, c.timestamp_micros, c.value});
+      for (const auto& c : r.cells)
+        out.push_back({r.key, c.family, c.qualifier, c.timestamp_micros, c.value});
     }
     return out;
   }
@@ -90,7 +91,7 @@ class DataServiceTest : public ::testing::TestWithParam<bool> {
     options.sync_mode = tablet::SyncMode::kPeriodic;
     options.background_threads = 1;
     options.memtable_bytes = 4 << 20;
-    auto engine = tablet::Engine::Open(options, tablet::EngineEnv{PosixFileSystem(), &clock_});
+    auto engine = tablet::Engine::Open(options, Env{PosixFileSystem(), &clock_});
     ASSERT_TRUE(engine.ok()) << engine.status();
     engine_ = *std::move(engine);
     auto catalog = TableCatalog::Open(engine_.get());
@@ -442,8 +443,8 @@ TEST_P(ReadRowsTest, KeysAndRangesDedupedAndOrdered) {
   Fill();
   v2::ReadRowsRequest req;
   for (const char* k : {"h", "a", "h", "zz", "d"}) req.mutable_rows()->add_row_keys(k);
-  *req.mutable_rows()->add_row_ranges() = Range("b", true, "d", true);   // b c d
-  *req.mutable_rows()->add_row_ranges() = Range("c", false, "f", false);  // d e
+  *req.mutable_rows()->add_row_ranges() = Range("b", true, "d", true);        // b c d
+  *req.mutable_rows()->add_row_ranges() = Range("c", false, "f", false);      // d e
   *req.mutable_rows()->add_row_ranges() = Range("i", false, nullptr, false);  // j
   ReadResult r = Read(req);
   ASSERT_TRUE(r.status.ok()) << r.status.error_message();
@@ -526,8 +527,8 @@ TEST_P(ReadRowsTest, Filters) {
   auto* chain = req.mutable_filter()->mutable_chain();
   chain->add_filters()->set_family_name_regex_filter("cf1");
   chain->add_filters()->set_cells_per_column_limit_filter(1);
-  EXPECT_EQ(Read(req).Cells(), (std::vector<Flat>{{"r1", "cf1", "a", 3000, "a3"},
-                                                  {"x2", "cf1", "a", 3000, "x3"}}));
+  EXPECT_EQ(Read(req).Cells(),
+            (std::vector<Flat>{{"r1", "cf1", "a", 3000, "a3"}, {"x2", "cf1", "a", 3000, "x3"}}));
   // Value regex + strip value; rows without cells are not sent.
   v2::ReadRowsRequest req2;
   auto* chain2 = req2.mutable_filter()->mutable_chain();
@@ -602,7 +603,9 @@ TEST_P(ReadRowsTest, RequestStats) {
   EXPECT_EQ(it.rows_returned_count(), 3);
   EXPECT_EQ(it.cells_seen_count(), 10);
   EXPECT_EQ(it.cells_returned_count(), 3);
-  EXPECT_TRUE(last.request_stats().full_read_stats_view().request_latency_stats()
+  EXPECT_TRUE(last.request_stats()
+                  .full_read_stats_view()
+                  .request_latency_stats()
                   .has_frontend_server_latency());
   for (size_t i = 0; i + 1 < r.responses.size(); ++i) {
     EXPECT_FALSE(r.responses[i].has_request_stats());
@@ -719,14 +722,13 @@ TEST_P(DataServiceTest, TimeSortedAndSuperColumnFamilies) {
   ReadResult all = ReadAll();
   ASSERT_TRUE(all.status.ok());
   // Newest first in the time-sorted family; super columns by name, then columns.
-  EXPECT_EQ(all.Cells(),
-            (std::vector<Flat>{{"u", "events", t3, 1000, "e3"},
-                               {"u", "events", t2, 1000, "e2"},
-                               {"u", "events", t1, 1000, "e1"},
-                               {"u", "inbox", "term-a:m1", 1000, "a1"},
-                               {"u", "inbox", "term-a:m2", 1000, "a2"},
-                               {"u", "inbox", "term-a-x:m9", 1000, "ax"},
-                               {"u", "inbox", "term-b:m1", 1000, "b1"}}));
+  EXPECT_EQ(all.Cells(), (std::vector<Flat>{{"u", "events", t3, 1000, "e3"},
+                                            {"u", "events", t2, 1000, "e2"},
+                                            {"u", "events", t1, 1000, "e1"},
+                                            {"u", "inbox", "term-a:m1", 1000, "a1"},
+                                            {"u", "inbox", "term-a:m2", 1000, "a2"},
+                                            {"u", "inbox", "term-a-x:m9", 1000, "ax"},
+                                            {"u", "inbox", "term-b:m1", 1000, "b1"}}));
   // One whole super column, by a qualifier regex on the presented form.
   v2::ReadRowsRequest req;
   auto* chain = req.mutable_filter()->mutable_chain();
@@ -739,8 +741,8 @@ TEST_P(DataServiceTest, TimeSortedAndSuperColumnFamilies) {
   auto* chain2 = latest.mutable_filter()->mutable_chain();
   chain2->add_filters()->set_family_name_regex_filter("events");
   chain2->add_filters()->set_cells_per_row_limit_filter(2);
-  EXPECT_EQ(Read(latest).Cells(), (std::vector<Flat>{{"u", "events", t3, 1000, "e3"},
-                                                     {"u", "events", t2, 1000, "e2"}}));
+  EXPECT_EQ(Read(latest).Cells(),
+            (std::vector<Flat>{{"u", "events", t3, 1000, "e3"}, {"u", "events", t2, 1000, "e2"}}));
   // An interleave keeps the returned order.
   v2::ReadRowsRequest inter;
   auto* il = inter.mutable_filter()->mutable_interleave();

@@ -32,11 +32,11 @@ StatusOr<std::unique_ptr<NodeCore>> NodeCore::Open(const NodeCoreOptions& option
 
 Status NodeCore::OpenParts() {
   const Env& env = env_.env;
-  ASSIGN_OR_RETURN(
-      engine_,
-      tablet::Engine::Open(
-          options_.engine,
-          tablet::EngineEnv{.fs = env.fs, .clock = env.clock, .executor = env_.engine_executor}));
+  ASSIGN_OR_RETURN(engine_,
+                   tablet::Engine::Open(options_.engine, Env{.fs = env.fs,
+                                                             .clock = env.clock,
+                                                             .executor = env_.engine_executor,
+                                                             .seed = env.seed}));
   ASSIGN_OR_RETURN(catalog_,
                    TableCatalog::Open(engine_.get(), env_.env.NewRandom("catalog").Next64()));
 

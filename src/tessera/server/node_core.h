@@ -80,7 +80,7 @@ struct NodeCoreEnv {
   // The data folder's file system, the clock, the executor of the node's rounds, the seed.
   Env env;
   // Runs the engine's flushes, compactions and periodic sync. Null: the engine's own threads.
-  // With a SimExecutor, see EngineEnv::executor for the engine calls that must then not run on
+  // With a SimExecutor, see Engine::Open for the engine calls that must then not run on
   // the simulation's thread.
   Executor* engine_executor = nullptr;
   // The lock service shared by every node of the cluster (see the top of this file), or null.

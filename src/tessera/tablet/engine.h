@@ -49,9 +49,7 @@
 #include "tessera/model/row.h"
 #include "tessera/model/row_mutation.h"
 #include "tessera/model/schema.h"
-#include "tessera/util/clock.h"
-#include "tessera/util/executor.h"
-#include "tessera/util/file_system.h"
+#include "tessera/util/env.h"
 #include "tessera/util/status.h"
 
 namespace tessera::tablet {
@@ -83,8 +81,8 @@ struct EngineOptions {
   uint64_t commit_log_segment_bytes = 128ull << 20;
 
   // --- performance ---
-  size_t memtable_bytes = 64ull << 20;              // per tablet, before it is flushed
-  size_t memory_hard_limit_bytes = 512ull << 20;    // all memtables; writers stall above it
+  size_t memtable_bytes = 64ull << 20;            // per tablet, before it is flushed
+  size_t memory_hard_limit_bytes = 512ull << 20;  // all memtables; writers stall above it
   size_t block_cache_bytes = 256ull << 20;
   size_t block_size = 64 * 1024;
   Compression compression = Compression::kLz4;
@@ -96,19 +94,6 @@ struct EngineOptions {
   int size_tier_min_files = 4;
   int size_tier_max_files = 32;
   double size_tier_ratio = 2.0;
-};
-
-// Everything nondeterministic the engine touches. Every pointer must outlive the engine.
-struct EngineEnv {
-  FileSystem* fs = PosixFileSystem();
-  Clock* clock = SystemClock();
-  // Runs flushes, compactions and the periodic-sync timer. Null: the engine runs its own pool
-  // of options.background_threads threads and one more thread for the periodic sync. Work the
-  // engine queued and that has not started when it closes is cancelled. With a SimExecutor
-  // (docs/simulation.md) the calls that wait for background work — Flush, CompactTablet,
-  // WaitForBackgroundWork, and a write stalled by memory_hard_limit_bytes — block until the
-  // executor runs it, so they must not be made by the thread that drives the simulation.
-  Executor* executor = nullptr;
 };
 
 struct TabletDescriptor {
@@ -169,8 +154,20 @@ struct EngineStats {
 
 class Engine {
  public:
+  // Opens (or creates) the engine in options.dir on `env` (util/env.h), whose pointers must
+  // outlive the engine:
+  //   * env.fs (null: PosixFileSystem()) holds the data folder; env.clock (null: SystemClock())
+  //     paces compaction I/O and stamps the stats;
+  //   * env.executor runs flushes, compactions and the periodic-sync timer. Null: the engine
+  //     runs its own pool of options.background_threads threads and one more thread for the
+  //     periodic sync. Work the engine queued and that has not started when it closes is
+  //     cancelled. With a SimExecutor (docs/simulation.md) the calls that wait for background
+  //     work — Flush, CompactTablet, WaitForBackgroundWork, DropTablet and TruncateTablet while
+  //     a job on the tablet runs, and a write stalled by memory_hard_limit_bytes — block until
+  //     the executor runs it, so they must not be made by the thread that drives it.
+  //   * env.seed is unused: the engine draws no random numbers that change what it stores.
   static StatusOr<std::unique_ptr<Engine>> Open(const EngineOptions& options,
-                                                const EngineEnv& env = EngineEnv());
+                                                const Env& env = Env());
   virtual ~Engine() = default;
 
   // Tablets. CreateTablet fails with AlreadyExists for a known id; the others with NotFound

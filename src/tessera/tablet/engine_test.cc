@@ -27,7 +27,7 @@ class EngineTest : public ::testing::Test {
     o.memtable_bytes = memtable_bytes;
     o.block_size = 1024;
     o.size_tier_min_files = size_tier_min_files;
-    auto e = Engine::Open(o, EngineEnv{&fs_, &clock_});
+    auto e = Engine::Open(o, Env{&fs_, &clock_});
     ASSERT_TRUE(e.ok()) << e.status();
     engine_ = std::move(e).value();
   }
@@ -203,7 +203,8 @@ TEST_F(EngineTest, Issue9CompactionKeepsAVersionThatANewerRangedDeleteMadeNewest
 TEST_F(EngineTest, ErrorsNameTheProblem) {
   Open();
   ASSERT_TRUE(engine_->CreateTablet(1, TabletDescriptor{"t", "a", "m", Schema()}).ok());
-  EXPECT_TRUE(absl::IsAlreadyExists(engine_->CreateTablet(1, TabletDescriptor{"t", "", "", Schema()})));
+  EXPECT_TRUE(
+      absl::IsAlreadyExists(engine_->CreateTablet(1, TabletDescriptor{"t", "", "", Schema()})));
   model::RowMutation outside("z");
   outside.SetCell("cf", "q", 0, "v");
   EXPECT_TRUE(absl::IsInvalidArgument(engine_->Apply(1, outside)));

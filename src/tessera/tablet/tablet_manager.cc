@@ -44,26 +44,33 @@ Status TabletNotFound(TabletId id) {
   return absl::NotFoundError(StrCat("tablet ", id, " not found"));
 }
 
+// The engine's defaults for what `env` leaves null: the machine's file system and clock.
+Env WithDefaults(Env env) {
+  if (env.fs == nullptr) env.fs = PosixFileSystem();
+  if (env.clock == nullptr) env.clock = SystemClock();
+  return env;
+}
+
 }  // namespace
 
-StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options, const EngineEnv& env) {
+StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options, const Env& env) {
   ASSIGN_OR_RETURN(std::unique_ptr<TabletManager> manager, TabletManager::Open(options, env));
   return std::unique_ptr<Engine>(std::move(manager));
 }
 
 StatusOr<std::unique_ptr<TabletManager>> TabletManager::Open(const EngineOptions& options,
-                                                             const EngineEnv& env) {
+                                                             const Env& env) {
   if (options.dir.empty()) return absl::InvalidArgumentError("engine needs a data folder (dir)");
   std::unique_ptr<TabletManager> manager(new TabletManager(options, env));
   RETURN_IF_ERROR(manager->Recover());
   return manager;
 }
 
-TabletManager::TabletManager(const EngineOptions& options, const EngineEnv& env)
+TabletManager::TabletManager(const EngineOptions& options, const Env& env)
     : options_(options),
-      env_(env),
+      env_(WithDefaults(env)),
       block_cache_(options.block_cache_bytes),
-      rate_limiter_(options.compaction_bytes_per_second, env.clock),
+      rate_limiter_(options.compaction_bytes_per_second, env_.clock),
       queue_(options.sync_mode, options.periodic_sync_interval_ms,
              CommitQueue::Hooks{
                  .before_turn = [this](bool write_group) { return BeforeTurn(write_group); },
@@ -73,7 +80,7 @@ TabletManager::TabletManager(const EngineOptions& options, const EngineEnv& env)
                        MaybeScheduleFlush(t);
                      },
              }),
-      tablet_context_{&options_, env.clock} {
+      tablet_context_{&options_, env_.clock} {
   table_options_.comparator = storage::InternalKeyComparator();
   table_options_.filter_key_extractor = RowFilterKey();
   table_options_.block_size = options.block_size;

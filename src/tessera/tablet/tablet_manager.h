@@ -36,7 +36,7 @@ class TabletManager final : public Engine {
  public:
   // Opens (or creates) the data folder options.dir and recovers its tablets.
   static StatusOr<std::unique_ptr<TabletManager>> Open(const EngineOptions& options,
-                                                       const EngineEnv& env = EngineEnv());
+                                                       const Env& env = Env());
   ~TabletManager() override;
 
   // A handle on the tablet; NotFound for an unknown id. See tablet.h for what a handle may do.
@@ -86,7 +86,7 @@ class TabletManager final : public Engine {
   Status Close() override;
 
  private:
-  TabletManager(const EngineOptions& options, const EngineEnv& env);
+  TabletManager(const EngineOptions& options, const Env& env);
 
   // --- recovery (tablet_recovery.cc) ---
   Status Recover();
@@ -147,7 +147,7 @@ class TabletManager final : public Engine {
   uint64_t NewFileNumber() { return next_file_number_.fetch_add(1); }
 
   const EngineOptions options_;
-  const EngineEnv env_;
+  const Env env_;  // fs and clock never null (defaults filled in)
   storage::TableOptions table_options_;
   storage::BlockCache block_cache_;
   RateLimiter rate_limiter_;
