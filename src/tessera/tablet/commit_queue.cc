@@ -5,8 +5,6 @@
 #include <optional>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
-
 #include "tessera/util/coding.h"
 #include "tessera/util/logging.h"
 
@@ -134,25 +132,21 @@ Status CommitQueue::WriteGroup(std::vector<Writer*>* group,
   };
   std::vector<Pending> pending;
   std::vector<std::string> records;
-  // Each tablet of the group and the last sequence given out in it so far. Published only once
-  // the group is in the log and the memtables.
-  absl::flat_hash_map<Tablet*, SequenceNumber> last;
   const uint64_t segment = log_->current_segment();
   for (Writer* x : writers_) {
     if (x->op != nullptr || (bytes > 0 && bytes + x->mutation->encoded().size() > kMaxGroupBytes)) {
       break;
     }
     group->push_back(x);
-    auto [it, first_of_tablet] = last.try_emplace(x->tablet.get(), 0);
-    if (first_of_tablet) it->second = x->tablet->last_sequence();
-    const SequenceNumber first = it->second + 1;
-    StatusOr<std::shared_ptr<storage::MemTable>> mem = x->tablet->PrepareWrite(
-        *x->mutation, x->validated_with, segment, it->second + x->mutation->size());
+    // The tablet numbers the mutation, after its earlier writers in this group; published only
+    // once the group is in the log and the memtables.
+    SequenceNumber first = 0;
+    StatusOr<std::shared_ptr<storage::MemTable>> mem =
+        x->tablet->PrepareWrite(*x->mutation, x->validated_with, segment, &first);
     if (!mem.ok()) {
       x->status = mem.status();  // this writer fails alone, taking no numbers
       continue;
     }
-    it->second += x->mutation->size();
     pending.push_back({x, *std::move(mem), first, 0});
     records.emplace_back();
     EncodeLogRecord(&records.back(), x->tablet->id(), first, x->mutation->encoded());
@@ -182,8 +176,13 @@ Status CommitQueue::WriteGroup(std::vector<Writer*>* group,
     }
   }
   mu_.Lock();
-  if (!s.ok()) return s;
-  for (const auto& [tablet, sequence] : last) tablet->RaiseLastSequence(sequence);
+  if (!s.ok()) {
+    for (const Pending& p : pending) p.writer->tablet->AbandonNumbers();
+    return s;
+  }
+  for (const Pending& p : pending) {
+    p.writer->tablet->RaiseLastSequence(p.first + p.writer->mutation->size() - 1);
+  }
   for (const Pending& p : pending) {
     if (p.writer->tablet->FinishWrite(p.mem.get(), p.some_versions_deleted)) {
       sealed->push_back(p.writer->tablet);

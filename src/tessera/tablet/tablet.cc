@@ -227,7 +227,7 @@ Status Tablet::ValidateMutation(const TabletDescriptor& d, const model::RowMutat
 
 StatusOr<std::shared_ptr<storage::MemTable>> Tablet::PrepareWrite(
     const model::RowMutation& m, const TabletDescriptor* validated_with, uint64_t segment,
-    SequenceNumber last) {
+    SequenceNumber* first) {
   absl::MutexLock l(&mu_);
   // Dropped while the writer waited; it fails alone.
   if (removed_) return absl::NotFoundError(StrCat("tablet ", id_, " not found"));
@@ -235,8 +235,16 @@ StatusOr<std::shared_ptr<storage::MemTable>> Tablet::PrepareWrite(
   // The schema changed while the writer waited (a family may be gone).
   if (descriptor_.get() != validated_with) RETURN_IF_ERROR(ValidateMutation(*descriptor_, m));
   if (mem_->Empty() && mem_first_segment_ == 0) mem_first_segment_ = segment;
-  given_out_ = std::max(given_out_, last);
+  const SequenceNumber base = std::max(assigned_, last_sequence());
+  *first = base + 1;
+  assigned_ = base + m.size();
+  given_out_ = std::max(given_out_, assigned_);
   return mem_;
+}
+
+void Tablet::AbandonNumbers() {
+  absl::MutexLock l(&mu_);
+  assigned_ = last_sequence();
 }
 
 bool Tablet::FinishWrite(const storage::MemTable* mem, SequenceNumber some_versions_deleted) {

@@ -151,11 +151,17 @@ class Tablet : public std::enable_shared_from_this<Tablet> {
   // Before a group's records are appended: NotFound when the tablet was removed, Unavailable
   // unless it is serving; validates `m` again when the descriptor changed since
   // `validated_with`. Returns the memtable to insert into, notes `segment` as the memtable's
-  // first when it has none, and notes `last` (the mutation's last sequence) as given out.
+  // first when it has none, and gives `m` its numbers: *first .. *first + m.size() - 1, running
+  // on from the numbers given to the group's earlier writers of this tablet (or from
+  // last_sequence()). The leader publishes them with RaiseLastSequence once the group is in
+  // the log and the memtables, or takes them back with AbandonNumbers.
   StatusOr<std::shared_ptr<storage::MemTable>> PrepareWrite(const model::RowMutation& m,
                                                             const TabletDescriptor* validated_with,
                                                             uint64_t segment,
-                                                            storage::SequenceNumber last);
+                                                            storage::SequenceNumber* first);
+  // The group that PrepareWrite numbered did not reach the log: its numbers are given again to
+  // the next group, so the tablet's numbers stay dense.
+  void AbandonNumbers();
   // After the leader inserted into `mem`: records `some_versions_deleted` and seals the active
   // memtable when it is still `mem` and full. True when it sealed one (a flush is due).
   bool FinishWrite(const storage::MemTable* mem, storage::SequenceNumber some_versions_deleted);
@@ -258,6 +264,9 @@ class Tablet : public std::enable_shared_from_this<Tablet> {
   // waits), so none installs files from before the truncation afterwards.
   bool paused_ ABSL_GUARDED_BY(mu_) = false;
   bool removed_ ABSL_GUARDED_BY(mu_) = false;
+  // The last number PrepareWrite gave to the group being written; at most last_sequence() once
+  // the group is published or abandoned.
+  storage::SequenceNumber assigned_ ABSL_GUARDED_BY(mu_) = 0;
   // The largest sequence PrepareWrite gave out (its record may be in the log, or in flight).
   storage::SequenceNumber given_out_ ABSL_GUARDED_BY(mu_) = 0;
   TabletDataState state_ ABSL_GUARDED_BY(mu_) = TabletDataState::kServing;
