@@ -111,7 +111,7 @@ class SchemaStore final : private coord::MirrorListener {
 
   SchemaStoreStats GetStats() const;
 
-  // --- Changes (the contract of server::TableDefinitions, which wraps these) ---
+  // --- Changes (the contract of catalog::TableDefinitions, which wraps these) ---
   // Creates the record of table `schema.name` in `instance` (schema version 1) and applies it
   // locally; returns the table's full name. InvalidArgument (names, GC rules, split keys),
   // AlreadyExists 'table "…" already exists', Unavailable.

@@ -9,7 +9,7 @@
 
 namespace tessera::replication {
 
-Status EngineError(const server::TableInfo& table, const Status& s) {
+Status EngineError(const catalog::TableInfo& table, const Status& s) {
   switch (s.code()) {
     case absl::StatusCode::kNotFound:
       // The tablet was dropped under us: the table was deleted concurrently.
@@ -93,7 +93,7 @@ class LocalRowStream final : public RowStream {
       if (reversed_) std::reverse(tablets_.begin(), tablets_.end());
       tablet_pos_ = 0;
     }
-    const server::TabletRef& t = table_->tablets[tablets_[tablet_pos_++]];
+    const catalog::TabletRef& t = table_->tablets[tablets_[tablet_pos_++]];
     const model::RowRange& r = ranges[current_range_];
     if (r.IsSingleKey()) {
       StatusOr<std::optional<model::Row>> row = engine_->ReadRow(t.id, r.start, spec_);

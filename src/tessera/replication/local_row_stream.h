@@ -18,6 +18,6 @@ std::unique_ptr<RowStream> NewLocalRowStream(const tablet::Engine* engine, Table
 
 // What a client should see for an engine error on `table`: a dropped tablet is a deleted
 // table (NotFound), a closed engine a server shutting down (Unavailable); others unchanged.
-Status EngineError(const server::TableInfo& table, const Status& s);
+Status EngineError(const catalog::TableInfo& table, const Status& s);
 
 }  // namespace tessera::replication

@@ -16,15 +16,15 @@ namespace tessera::replication {
 LocalTableAccess::LocalTableAccess(tablet::Engine* engine, LocalTableAccessOptions options)
     : engine_(engine), locks_(options.row_lock_stripes) {}
 
-Status LocalTableAccess::Mutate(const server::TableInfo& table,
+Status LocalTableAccess::Mutate(const catalog::TableInfo& table,
                                 const model::RowMutation& mutation) {
-  const server::TabletRef& t = table.TabletFor(mutation.row());
+  const catalog::TabletRef& t = table.TabletFor(mutation.row());
   tablet::RowLocks::Guard guard = locks_.LockForWrite(table.full_name, mutation.row());
   Status s = engine_->Apply(t.id, mutation);
   return s.ok() ? s : EngineError(table, s);
 }
 
-StatusOr<bool> LocalTableAccess::CheckAndMutate(const server::TableInfo& table,
+StatusOr<bool> LocalTableAccess::CheckAndMutate(const catalog::TableInfo& table,
                                                 std::string_view row_key,
                                                 model::RowFilter* predicate,
                                                 const model::RowMutation& on_true,
@@ -35,7 +35,7 @@ StatusOr<bool> LocalTableAccess::CheckAndMutate(const server::TableInfo& table,
   } else {
     spec.max_versions = 1;  // "does the row have any cell" needs one per column at most
   }
-  const server::TabletRef& t = table.TabletFor(row_key);
+  const catalog::TabletRef& t = table.TabletFor(row_key);
   const model::FamilyKinds kinds(table.schema);
 
   tablet::RowLocks::Guard guard = locks_.LockForReadModifyWrite(table.full_name, row_key);
@@ -62,7 +62,7 @@ StatusOr<bool> LocalTableAccess::CheckAndMutate(const server::TableInfo& table,
 }
 
 StatusOr<model::Row> LocalTableAccess::ReadModifyWrite(
-    const server::TableInfo& table, std::string_view row_key,
+    const catalog::TableInfo& table, std::string_view row_key,
     const std::vector<ReadModifyWriteRule>& rules, int64_t now_micros, size_t max_value_bytes) {
   // The columns the rules touch, each once, in stored order.
   struct Column {
@@ -85,7 +85,7 @@ StatusOr<model::Row> LocalTableAccess::ReadModifyWrite(
   spec.max_versions = 1;
   for (const auto& [key, col] : columns) spec.columns.push_back({key.first, key.second});
 
-  const server::TabletRef& t = table.TabletFor(row_key);
+  const catalog::TabletRef& t = table.TabletFor(row_key);
   tablet::RowLocks::Guard guard = locks_.LockForReadModifyWrite(table.full_name, row_key);
   StatusOr<std::optional<model::Row>> row = engine_->ReadRow(t.id, row_key, spec);
   if (!row.ok()) return EngineError(table, row.status());
@@ -147,11 +147,11 @@ StatusOr<std::unique_ptr<RowStream>> LocalTableAccess::Read(TableSnapshot table,
   return NewLocalRowStream(engine_, std::move(table), std::move(request));
 }
 
-StatusOr<std::vector<RowKeySample>> LocalTableAccess::SampleRowKeys(const server::TableInfo& table,
+StatusOr<std::vector<RowKeySample>> LocalTableAccess::SampleRowKeys(const catalog::TableInfo& table,
                                                                     uint64_t every_bytes) {
   std::vector<RowKeySample> samples;
   uint64_t total = 0;
-  for (const server::TabletRef& t : table.tablets) {
+  for (const catalog::TabletRef& t : table.tablets) {
     StatusOr<uint64_t> bytes = engine_->ApproximateTabletBytes(t.id);
     if (!bytes.ok()) return EngineError(table, bytes.status());
     StatusOr<std::vector<std::string>> keys = engine_->SampleRowKeys(t.id, every_bytes);
@@ -184,7 +184,7 @@ StatusOr<std::vector<RowKeySample>> LocalTableAccess::SampleRowKeys(const server
   return samples;
 }
 
-StatusOr<uint64_t> LocalTableAccess::DropRowRange(const server::TableInfo& table,
+StatusOr<uint64_t> LocalTableAccess::DropRowRange(const catalog::TableInfo& table,
                                                   std::string_view prefix) {
   const model::RowRange range = model::RowRange::WithPrefix(prefix);
   model::ReadSpec spec;
@@ -195,7 +195,7 @@ StatusOr<uint64_t> LocalTableAccess::DropRowRange(const server::TableInfo& table
   uint64_t deleted = 0;
   // Engine errors come back unchanged: the admin API reports them as they are.
   for (size_t i : table.TabletsOverlapping(range.start, range.end)) {
-    const server::TabletRef& t = table.tablets[i];
+    const catalog::TabletRef& t = table.tablets[i];
     ASSIGN_OR_RETURN(std::unique_ptr<tablet::RowIterator> it, engine_->Scan(t.id, range, spec, 0));
     for (; it->Valid(); it->Next()) {
       model::RowMutation m(it->row().key);

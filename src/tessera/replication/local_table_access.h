@@ -36,17 +36,18 @@ class LocalTableAccess final : public TableAccess {
   LocalTableAccess(const LocalTableAccess&) = delete;
   LocalTableAccess& operator=(const LocalTableAccess&) = delete;
 
-  Status Mutate(const server::TableInfo& table, const model::RowMutation& mutation) override;
-  StatusOr<bool> CheckAndMutate(const server::TableInfo& table, std::string_view row_key,
+  Status Mutate(const catalog::TableInfo& table, const model::RowMutation& mutation) override;
+  StatusOr<bool> CheckAndMutate(const catalog::TableInfo& table, std::string_view row_key,
                                 model::RowFilter* predicate, const model::RowMutation& on_true,
                                 const model::RowMutation& on_false) override;
-  StatusOr<model::Row> ReadModifyWrite(const server::TableInfo& table, std::string_view row_key,
+  StatusOr<model::Row> ReadModifyWrite(const catalog::TableInfo& table, std::string_view row_key,
                                        const std::vector<ReadModifyWriteRule>& rules,
                                        int64_t now_micros, size_t max_value_bytes) override;
   StatusOr<std::unique_ptr<RowStream>> Read(TableSnapshot table, ReadRequest request) override;
-  StatusOr<std::vector<RowKeySample>> SampleRowKeys(const server::TableInfo& table,
+  StatusOr<std::vector<RowKeySample>> SampleRowKeys(const catalog::TableInfo& table,
                                                     uint64_t every_bytes) override;
-  StatusOr<uint64_t> DropRowRange(const server::TableInfo& table, std::string_view prefix) override;
+  StatusOr<uint64_t> DropRowRange(const catalog::TableInfo& table,
+                                  std::string_view prefix) override;
 
  private:
   tablet::Engine* const engine_;

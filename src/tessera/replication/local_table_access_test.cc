@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "tessera/server/table_catalog.h"
+#include "tessera/catalog/table_catalog.h"
 #include "tessera/util/clock.h"
 #include "tessera/util/coding.h"
 #include "tessera/util/mem_file_system.h"
@@ -26,7 +26,7 @@ class LocalTableAccessTest : public ::testing::Test {
     auto engine = tablet::Engine::Open(options, Env{&fs_, &clock_});
     ASSERT_TRUE(engine.ok()) << engine.status();
     engine_ = *std::move(engine);
-    auto catalog = server::TableCatalog::Open(engine_.get());
+    auto catalog = catalog::TableCatalog::Open(engine_.get());
     ASSERT_TRUE(catalog.ok()) << catalog.status();
     catalog_ = *std::move(catalog);
     access_ = std::make_unique<LocalTableAccess>(engine_.get());
@@ -73,9 +73,9 @@ class LocalTableAccessTest : public ::testing::Test {
   MemFileSystem fs_;
   ManualClock clock_;
   std::unique_ptr<tablet::Engine> engine_;
-  std::unique_ptr<server::TableCatalog> catalog_;
+  std::unique_ptr<catalog::TableCatalog> catalog_;
   std::unique_ptr<LocalTableAccess> access_;
-  std::shared_ptr<const server::TableInfo> table_;
+  std::shared_ptr<const catalog::TableInfo> table_;
 };
 
 TEST_F(LocalTableAccessTest, ReadsRowSetsAcrossTabletsForwardReversedAndLimited) {

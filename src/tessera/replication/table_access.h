@@ -22,17 +22,17 @@
 #include <string_view>
 #include <vector>
 
+#include "tessera/catalog/table_catalog.h"
 #include "tessera/model/row.h"
 #include "tessera/model/row_filter.h"
 #include "tessera/model/row_mutation.h"
-#include "tessera/server/table_catalog.h"
 #include "tessera/util/status.h"
 
 namespace tessera::replication {
 
 // A snapshot of the table an operation works on (server/table_catalog.h). Operations on a
 // table deleted since the snapshot fail with NotFound.
-using TableSnapshot = std::shared_ptr<const server::TableInfo>;
+using TableSnapshot = std::shared_ptr<const catalog::TableInfo>;
 
 struct ReadRequest {
   model::RowSet rows;
@@ -95,12 +95,12 @@ class TableAccess {
   virtual ~TableAccess() = default;
 
   // Applies one row's mutations atomically.
-  virtual Status Mutate(const server::TableInfo& table, const model::RowMutation& mutation) = 0;
+  virtual Status Mutate(const catalog::TableInfo& table, const model::RowMutation& mutation) = 0;
 
   // Atomically on `row_key`: reads the row; it matches when `predicate` (null: any cell) leaves
   // a cell of it; then applies `on_true` if it matched, else `on_false` (an empty mutation
   // applies nothing). Returns whether it matched. REQUIRES: both mutations are of `row_key`.
-  virtual StatusOr<bool> CheckAndMutate(const server::TableInfo& table, std::string_view row_key,
+  virtual StatusOr<bool> CheckAndMutate(const catalog::TableInfo& table, std::string_view row_key,
                                         model::RowFilter* predicate,
                                         const model::RowMutation& on_true,
                                         const model::RowMutation& on_false) = 0;
@@ -112,7 +112,7 @@ class TableAccess {
   // qualifiers, one cell per column, in returned order). InvalidArgument if an append would
   // make a value larger than `max_value_bytes`, FailedPrecondition for an increment of a value
   // that is not 8 bytes; nothing is written then. REQUIRES: `rules` non-empty.
-  virtual StatusOr<model::Row> ReadModifyWrite(const server::TableInfo& table,
+  virtual StatusOr<model::Row> ReadModifyWrite(const catalog::TableInfo& table,
                                                std::string_view row_key,
                                                const std::vector<ReadModifyWriteRule>& rules,
                                                int64_t now_micros, size_t max_value_bytes) = 0;
@@ -125,13 +125,13 @@ class TableAccess {
   // cumulative offsets; every tablet boundary is one; the last sample is ("", table size). An
   // empty table has only the last.
   // REQUIRES: every_bytes > 0.
-  virtual StatusOr<std::vector<RowKeySample>> SampleRowKeys(const server::TableInfo& table,
+  virtual StatusOr<std::vector<RowKeySample>> SampleRowKeys(const catalog::TableInfo& table,
                                                             uint64_t every_bytes) = 0;
 
   // Deletes every row whose key starts with `prefix`, each row atomically (a write racing
   // with the drop lands before or after it, whole). Returns the number of rows deleted.
   // REQUIRES: prefix non-empty.
-  virtual StatusOr<uint64_t> DropRowRange(const server::TableInfo& table,
+  virtual StatusOr<uint64_t> DropRowRange(const catalog::TableInfo& table,
                                           std::string_view prefix) = 0;
 };
 

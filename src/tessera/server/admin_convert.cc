@@ -29,7 +29,7 @@ admin::ColumnFamily FamilyToProto(const model::FamilySchema& family) {
   return out;
 }
 
-admin::Table TableToProto(const TableInfo& info, admin::Table::View view) {
+admin::Table TableToProto(const catalog::TableInfo& info, admin::Table::View view) {
   admin::Table out;
   out.set_name(info.full_name);
   if (view == admin::Table::NAME_ONLY) return out;

@@ -8,10 +8,10 @@
 #include <string_view>
 
 #include "google/bigtable/admin/v2/table.pb.h"
+#include "tessera/catalog/table_catalog.h"
 #include "tessera/model/gc_rule.h"
 #include "tessera/model/gc_rule_proto.h"
 #include "tessera/model/schema.h"
-#include "tessera/server/table_catalog.h"
 #include "tessera/util/status.h"
 
 namespace tessera::server {
@@ -30,6 +30,6 @@ StatusOr<model::FamilySchema> FamilyFromProto(const admin::ColumnFamily& proto,
 admin::ColumnFamily FamilyToProto(const model::FamilySchema& family);
 
 // The Table message of `info` as `view` shows it (VIEW_UNSPECIFIED = SCHEMA_VIEW).
-admin::Table TableToProto(const TableInfo& info, admin::Table::View view);
+admin::Table TableToProto(const catalog::TableInfo& info, admin::Table::View view);
 
 }  // namespace tessera::server

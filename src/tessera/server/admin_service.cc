@@ -32,9 +32,8 @@ Status ApplyModification(const admin::ModifyColumnFamiliesRequest::Modification&
   switch (m.mod_case()) {
     case admin::ModifyColumnFamiliesRequest::Modification::kCreate: {
       if (schema->Find(id) != nullptr) {
-        return absl::AlreadyExistsError(tessera::StrCat("modification #", index,
-                                                        ": column family \"", id,
-                                                        "\" already exists"));
+        return absl::AlreadyExistsError(tessera::StrCat(
+            "modification #", index, ": column family \"", id, "\" already exists"));
       }
       StatusOr<model::FamilySchema> family = FamilyFromProto(m.create(), id);
       if (!family.ok()) return numbered(family.status());
@@ -44,8 +43,8 @@ Status ApplyModification(const admin::ModifyColumnFamiliesRequest::Modification&
     case admin::ModifyColumnFamiliesRequest::Modification::kUpdate: {
       auto it = schema->families.find(id);
       if (it == schema->families.end()) {
-        return absl::NotFoundError(tessera::StrCat("modification #", index,
-                                                   ": column family \"", id, "\" not found"));
+        return absl::NotFoundError(
+            tessera::StrCat("modification #", index, ": column family \"", id, "\" not found"));
       }
       std::vector<std::string> paths(m.update_mask().paths().begin(),
                                      m.update_mask().paths().end());
@@ -78,23 +77,21 @@ Status ApplyModification(const admin::ModifyColumnFamiliesRequest::Modification&
         return context(absl::InvalidArgumentError("drop must be true"));
       }
       if (schema->families.erase(id) == 0) {
-        return absl::NotFoundError(tessera::StrCat("modification #", index,
-                                                   ": column family \"", id, "\" not found"));
+        return absl::NotFoundError(
+            tessera::StrCat("modification #", index, ": column family \"", id, "\" not found"));
       }
       if (schema->deletion_protection) {
-        return absl::FailedPreconditionError(
-            tessera::StrCat("table \"", schema->name,
-                            "\" is protected from deletion: cannot drop column family \"", id,
-                            "\""));
+        return absl::FailedPreconditionError(tessera::StrCat(
+            "table \"", schema->name, "\" is protected from deletion: cannot drop column family \"",
+            id, "\""));
       }
       return Status();
     }
     case admin::ModifyColumnFamiliesRequest::Modification::MOD_NOT_SET:
       break;
   }
-  return absl::InvalidArgumentError(
-      tessera::StrCat("modification #", index, " (family \"", id,
-                      "\") sets none of create, update, drop"));
+  return absl::InvalidArgumentError(tessera::StrCat("modification #", index, " (family \"", id,
+                                                    "\") sets none of create, update, drop"));
 }
 
 }  // namespace
@@ -102,7 +99,7 @@ Status ApplyModification(const admin::ModifyColumnFamiliesRequest::Modification&
 // --- the logic -----------------------------------------------------------------------------
 
 StatusOr<admin::Table> AdminService::DoCreateTable(const admin::CreateTableRequest& request) {
-  RETURN_IF_ERROR(ValidateInstanceName(request.parent()));
+  RETURN_IF_ERROR(catalog::ValidateInstanceName(request.parent()));
   RETURN_IF_ERROR(model::ValidateTableName(request.table_id()));
   model::TableSchema schema;
   schema.name = request.table_id();
@@ -125,7 +122,7 @@ StatusOr<admin::Table> AdminService::DoCreateTable(const admin::CreateTableReque
   std::vector<std::string> splits;
   for (const auto& split : request.initial_splits()) splits.push_back(split.key());
   ASSIGN_OR_RETURN(
-      std::shared_ptr<const TableInfo> info,
+      std::shared_ptr<const catalog::TableInfo> info,
       definitions_->CreateTable(request.parent(), std::move(schema), std::move(splits)));
   TLOG_INFO("admin: created table {} ({} tablets)", info->full_name, info->tablets.size());
   return TableToProto(*info, admin::Table::SCHEMA_VIEW);
@@ -133,20 +130,21 @@ StatusOr<admin::Table> AdminService::DoCreateTable(const admin::CreateTableReque
 
 StatusOr<admin::ListTablesResponse> AdminService::DoListTables(
     const admin::ListTablesRequest& request) {
-  RETURN_IF_ERROR(ValidateInstanceName(request.parent()));
+  RETURN_IF_ERROR(catalog::ValidateInstanceName(request.parent()));
   ASSIGN_OR_RETURN(const int page_size, ListPageSize(request.page_size()));
   // The page token is the id of the last table of the previous page.
   const std::string& after = request.page_token();
   RETURN_IF_ERROR(CheckListPageToken(after, model::ValidateTableName(after).ok()));
-  const admin::Table::View view = request.view() == admin::Table::VIEW_UNSPECIFIED
-                                      ? admin::Table::NAME_ONLY
-                                      : request.view();
+  const admin::Table::View view =
+      request.view() == admin::Table::VIEW_UNSPECIFIED ? admin::Table::NAME_ONLY : request.view();
   admin::ListTablesResponse response;
   for (const auto& info : catalog_->ListTables(request.parent())) {
     if (!after.empty() && info->name.table_id <= after) continue;
     if (response.tables_size() == page_size) {
-      response.set_next_page_token(response.tables(page_size - 1).name().substr(
-          request.parent().size() + std::string_view("/tables/").size()));
+      response.set_next_page_token(
+          response.tables(page_size - 1)
+              .name()
+              .substr(request.parent().size() + std::string_view("/tables/").size()));
       break;
     }
     *response.add_tables() = TableToProto(*info, view);
@@ -155,18 +153,18 @@ StatusOr<admin::ListTablesResponse> AdminService::DoListTables(
 }
 
 StatusOr<admin::Table> AdminService::DoGetTable(const admin::GetTableRequest& request) {
-  RETURN_IF_ERROR(TableName::Parse(request.name()).status());
-  ASSIGN_OR_RETURN(std::shared_ptr<const TableInfo> info, catalog_->GetTable(request.name()));
-  const admin::Table::View view = request.view() == admin::Table::VIEW_UNSPECIFIED
-                                      ? admin::Table::SCHEMA_VIEW
-                                      : request.view();
+  RETURN_IF_ERROR(catalog::TableName::Parse(request.name()).status());
+  ASSIGN_OR_RETURN(std::shared_ptr<const catalog::TableInfo> info,
+                   catalog_->GetTable(request.name()));
+  const admin::Table::View view =
+      request.view() == admin::Table::VIEW_UNSPECIFIED ? admin::Table::SCHEMA_VIEW : request.view();
   return TableToProto(*info, view);
 }
 
 StatusOr<::google::longrunning::Operation> AdminService::DoUpdateTable(
     const admin::UpdateTableRequest& request) {
   const std::string& name = request.table().name();
-  RETURN_IF_ERROR(TableName::Parse(name).status());
+  RETURN_IF_ERROR(catalog::TableName::Parse(name).status());
   if (request.update_mask().paths().empty()) {
     return absl::InvalidArgumentError("update_mask must name the fields to change");
   }
@@ -177,7 +175,7 @@ StatusOr<::google::longrunning::Operation> AdminService::DoUpdateTable(
     }
   }
   const bool protect = request.table().deletion_protection();
-  ASSIGN_OR_RETURN(std::shared_ptr<const TableInfo> info,
+  ASSIGN_OR_RETURN(std::shared_ptr<const catalog::TableInfo> info,
                    definitions_->UpdateSchema(name, [protect](model::TableSchema* schema) {
                      schema->deletion_protection = protect;
                      return Status();
@@ -190,7 +188,7 @@ StatusOr<::google::longrunning::Operation> AdminService::DoUpdateTable(
 }
 
 Status AdminService::DoDeleteTable(const admin::DeleteTableRequest& request) {
-  RETURN_IF_ERROR(TableName::Parse(request.name()).status());
+  RETURN_IF_ERROR(catalog::TableName::Parse(request.name()).status());
   RETURN_IF_ERROR(definitions_->DeleteTable(request.name()));
   TLOG_INFO("admin: deleted table {}", request.name());
   return Status();
@@ -198,7 +196,7 @@ Status AdminService::DoDeleteTable(const admin::DeleteTableRequest& request) {
 
 StatusOr<admin::Table> AdminService::DoModifyColumnFamilies(
     const admin::ModifyColumnFamiliesRequest& request) {
-  RETURN_IF_ERROR(TableName::Parse(request.name()).status());
+  RETURN_IF_ERROR(catalog::TableName::Parse(request.name()).status());
   if (request.modifications().empty()) {
     return absl::InvalidArgumentError("no modifications given");
   }
@@ -209,7 +207,8 @@ StatusOr<admin::Table> AdminService::DoModifyColumnFamilies(
   // first keeps a failing request without effect, as a single change would.
   std::vector<int> cuts;  // indexes of the modifications that start a new part
   {
-    ASSIGN_OR_RETURN(std::shared_ptr<const TableInfo> current, catalog_->GetTable(request.name()));
+    ASSIGN_OR_RETURN(std::shared_ptr<const catalog::TableInfo> current,
+                     catalog_->GetTable(request.name()));
     model::TableSchema trial = current->schema;
     std::set<std::string> dropped;
     for (int i = 0; i < request.modifications_size(); ++i) {
@@ -225,24 +224,26 @@ StatusOr<admin::Table> AdminService::DoModifyColumnFamilies(
     }
   }
   cuts.push_back(request.modifications_size());
-  std::shared_ptr<const TableInfo> info;
+  std::shared_ptr<const catalog::TableInfo> info;
   int begin = 0;
   for (int end : cuts) {
-    ASSIGN_OR_RETURN(info, definitions_->UpdateSchema(request.name(), [&request, begin, end](
-                                                                          model::TableSchema* schema) {
-      for (int i = begin; i < end; ++i) {
-        RETURN_IF_ERROR(ApplyModification(request.modifications(i), i, schema));
-      }
-      return Status();
-    }));
+    ASSIGN_OR_RETURN(
+        info, definitions_->UpdateSchema(
+                  request.name(), [&request, begin, end](model::TableSchema* schema) {
+                    for (int i = begin; i < end; ++i) {
+                      RETURN_IF_ERROR(ApplyModification(request.modifications(i), i, schema));
+                    }
+                    return Status();
+                  }));
     begin = end;
   }
   return TableToProto(*info, admin::Table::SCHEMA_VIEW);
 }
 
 Status AdminService::DoDropRowRange(const admin::DropRowRangeRequest& request) {
-  RETURN_IF_ERROR(TableName::Parse(request.name()).status());
-  ASSIGN_OR_RETURN(std::shared_ptr<const TableInfo> info, catalog_->GetTable(request.name()));
+  RETURN_IF_ERROR(catalog::TableName::Parse(request.name()).status());
+  ASSIGN_OR_RETURN(std::shared_ptr<const catalog::TableInfo> info,
+                   catalog_->GetTable(request.name()));
   switch (request.target_case()) {
     case admin::DropRowRangeRequest::kRowKeyPrefix: {
       if (request.row_key_prefix().empty()) {
@@ -268,7 +269,7 @@ Status AdminService::DoDropRowRange(const admin::DropRowRangeRequest& request) {
 
 StatusOr<admin::GenerateConsistencyTokenResponse> AdminService::DoGenerateConsistencyToken(
     const admin::GenerateConsistencyTokenRequest& request) {
-  RETURN_IF_ERROR(TableName::Parse(request.name()).status());
+  RETURN_IF_ERROR(catalog::TableName::Parse(request.name()).status());
   RETURN_IF_ERROR(catalog_->GetTable(request.name()).status());
   // One node: every acknowledged write is already visible to every reader, so a token only
   // has to name the point in the write history it was issued at.
@@ -280,14 +281,13 @@ StatusOr<admin::GenerateConsistencyTokenResponse> AdminService::DoGenerateConsis
 
 StatusOr<admin::CheckConsistencyResponse> AdminService::DoCheckConsistency(
     const admin::CheckConsistencyRequest& request) {
-  RETURN_IF_ERROR(TableName::Parse(request.name()).status());
+  RETURN_IF_ERROR(catalog::TableName::Parse(request.name()).status());
   RETURN_IF_ERROR(catalog_->GetTable(request.name()).status());
   const std::string& token = request.consistency_token();
-  const std::string_view digits = std::string_view(token).substr(
-      std::min(token.size(), kTokenPrefix.size()));
+  const std::string_view digits =
+      std::string_view(token).substr(std::min(token.size(), kTokenPrefix.size()));
   const bool well_formed = token.size() > kTokenPrefix.size() &&
-                           std::string_view(token).substr(0, kTokenPrefix.size()) ==
-                               kTokenPrefix &&
+                           std::string_view(token).substr(0, kTokenPrefix.size()) == kTokenPrefix &&
                            digits.find_first_not_of("0123456789") == std::string_view::npos;
   if (!well_formed) {
     return absl::InvalidArgumentError(
@@ -303,9 +303,7 @@ StatusOr<admin::CheckConsistencyResponse> AdminService::DoCheckConsistency(
 // every admin call, reads too, as it refuses data calls (issue 9: ListTables answered while
 // reads were refused).
 
-Status AdminService::CheckServing() const {
-  return serving_check_ ? serving_check_() : Status();
-}
+Status AdminService::CheckServing() const { return serving_check_ ? serving_check_() : Status(); }
 
 grpc::ServerUnaryReactor* AdminService::CreateTable(grpc::CallbackServerContext* context,
                                                     const admin::CreateTableRequest* request,

@@ -1,6 +1,6 @@
 // The Bigtable table-admin service (google.bigtable.admin.v2.BigtableTableAdmin) over the
-// TableCatalog: CreateTable (families, GC rules, initial splits), ListTables (views, paging),
-// GetTable, UpdateTable (deletion_protection), DeleteTable, ModifyColumnFamilies (create,
+// catalog::TableCatalog: CreateTable (families, GC rules, initial splits), ListTables (views,
+// paging), GetTable, UpdateTable (deletion_protection), DeleteTable, ModifyColumnFamilies (create,
 // update GC rule, drop — a dropped family's data is gone for good), DropRowRange (a prefix or
 // every row), GenerateConsistencyToken / CheckConsistency. Methods not declared here answer
 // UNIMPLEMENTED naming the RPC (the server's fallback, unimplemented_service.h).
@@ -10,9 +10,9 @@
 // rules and requests — each message names what is wrong.
 //
 // Changes of table definitions (CreateTable, DeleteTable, UpdateTable, ModifyColumnFamilies) go
-// to a TableDefinitions: the catalog itself in single-node mode, the ClusterSchema (decided in
-// the lock service, mirrored into the catalog) in cluster mode. Reads and row operations
-// (GetTable, ListTables, DropRowRange, consistency tokens) use the local catalog.
+// to a catalog::TableDefinitions: the catalog itself in single-node mode, the ClusterSchema
+// (decided in the lock service, mirrored into the catalog) in cluster mode. Reads and row
+// operations (GetTable, ListTables, DropRowRange, consistency tokens) use the local catalog.
 //
 // Thread-safety: gRPC calls the handlers concurrently; all state is in the catalog (and the
 // definitions). Handlers run on gRPC's callback threads and block on engine I/O (schema changes
@@ -22,9 +22,9 @@
 #include <functional>
 
 #include "google/bigtable/admin/v2/bigtable_table_admin.grpc.pb.h"
+#include "tessera/catalog/table_catalog.h"
+#include "tessera/catalog/table_definitions.h"
 #include "tessera/replication/table_access.h"
-#include "tessera/server/table_catalog.h"
-#include "tessera/server/table_definitions.h"
 
 namespace tessera::server {
 
@@ -40,8 +40,8 @@ class AdminService final
   // `serving_check` is asked before every gRPC call (not before the Do* methods); a non-OK
   // status is the call's answer (a cluster node answers Unavailable while it has no
   // lock-service session). Unset: always serving.
-  AdminService(TableCatalog* catalog, replication::TableAccess* access,
-               TableDefinitions* definitions = nullptr,
+  AdminService(catalog::TableCatalog* catalog, replication::TableAccess* access,
+               catalog::TableDefinitions* definitions = nullptr,
                std::function<Status()> serving_check = nullptr)
       : catalog_(catalog),
         access_(access),
@@ -106,9 +106,9 @@ class AdminService final
  private:
   Status CheckServing() const;
 
-  TableCatalog* const catalog_;
+  catalog::TableCatalog* const catalog_;
   replication::TableAccess* const access_;
-  TableDefinitions* const definitions_;
+  catalog::TableDefinitions* const definitions_;
   const std::function<Status()> serving_check_;
 };
 

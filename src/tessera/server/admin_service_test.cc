@@ -24,7 +24,7 @@ class AdminServiceTest : public ::testing::Test {
     auto engine = tablet::Engine::Open(options, Env{&fs_, &clock_});
     ASSERT_TRUE(engine.ok()) << engine.status();
     engine_ = *std::move(engine);
-    auto catalog = TableCatalog::Open(engine_.get());
+    auto catalog = catalog::TableCatalog::Open(engine_.get());
     ASSERT_TRUE(catalog.ok()) << catalog.status();
     catalog_ = *std::move(catalog);
     access_ = std::make_unique<replication::LocalTableAccess>(engine_.get());
@@ -66,7 +66,7 @@ class AdminServiceTest : public ::testing::Test {
     std::vector<std::string> out;
     auto info = catalog_->GetTable(kTable);
     EXPECT_TRUE(info.ok());
-    for (const TabletRef& t : (*info)->tablets) {
+    for (const catalog::TabletRef& t : (*info)->tablets) {
       auto it = engine_->Scan(t.id, model::RowRange{}, model::ReadSpec{}, 0);
       EXPECT_TRUE(it.ok());
       for (; (*it)->Valid(); (*it)->Next()) out.push_back((*it)->row().key);
@@ -77,7 +77,7 @@ class AdminServiceTest : public ::testing::Test {
   MemFileSystem fs_;
   ManualClock clock_;
   std::unique_ptr<tablet::Engine> engine_;
-  std::unique_ptr<TableCatalog> catalog_;
+  std::unique_ptr<catalog::TableCatalog> catalog_;
   std::unique_ptr<replication::LocalTableAccess> access_;
   std::unique_ptr<AdminService> service_;
 };
@@ -410,12 +410,12 @@ TEST_F(AdminServiceTest, ConsistencyTokens) {
   EXPECT_EQ(service_->DoGenerateConsistencyToken(gen).status().code(), absl::StatusCode::kNotFound);
 }
 
-// Changes go to the TableDefinitions given (the cluster schema in cluster mode); reads stay on
-// the catalog.
-class CountingDefinitions final : public TableDefinitions {
+// Changes go to the catalog::TableDefinitions given (the cluster schema in cluster mode); reads
+// stay on the catalog.
+class CountingDefinitions final : public catalog::TableDefinitions {
  public:
-  explicit CountingDefinitions(TableCatalog* catalog) : catalog_(catalog) {}
-  StatusOr<std::shared_ptr<const TableInfo>> CreateTable(
+  explicit CountingDefinitions(catalog::TableCatalog* catalog) : catalog_(catalog) {}
+  StatusOr<std::shared_ptr<const catalog::TableInfo>> CreateTable(
       std::string_view instance, model::TableSchema schema,
       std::vector<std::string> split_keys) override {
     ++creates;
@@ -426,7 +426,7 @@ class CountingDefinitions final : public TableDefinitions {
     if (refuse_deletes) return absl::UnavailableError("no session");
     return catalog_->DeleteTable(full_name);
   }
-  StatusOr<std::shared_ptr<const TableInfo>> UpdateSchema(
+  StatusOr<std::shared_ptr<const catalog::TableInfo>> UpdateSchema(
       std::string_view full_name,
       const std::function<Status(model::TableSchema*)>& change) override {
     ++updates;
@@ -436,7 +436,7 @@ class CountingDefinitions final : public TableDefinitions {
   bool refuse_deletes = false;
 
  private:
-  TableCatalog* const catalog_;
+  catalog::TableCatalog* const catalog_;
 };
 
 TEST_F(AdminServiceTest, ChangesGoThroughTheTableDefinitions) {

@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "absl/cleanup/cleanup.h"
-#include "tessera/server/table_catalog.h"
+#include "tessera/catalog/table_catalog.h"
 #include "tessera/util/coding.h"
 
 namespace tessera::server {
@@ -94,7 +94,7 @@ StatusOr<AppProfileName> AppProfileName::Parse(std::string_view full_name) {
   }
   AppProfileName name{std::string(full_name.substr(0, pos)),
                       std::string(full_name.substr(pos + kAppProfiles.size()))};
-  RETURN_IF_ERROR_CTX(ValidateInstanceName(name.instance),
+  RETURN_IF_ERROR_CTX(catalog::ValidateInstanceName(name.instance),
                       tessera::StrCat("app profile name \"", full_name, "\""));
   RETURN_IF_ERROR(ValidateAppProfileId(name.id));
   return name;
@@ -206,7 +206,7 @@ StatusOr<std::vector<admin::AppProfile>> AppProfileStore::ListUnder(const std::s
 }
 
 StatusOr<std::vector<admin::AppProfile>> AppProfileStore::List(std::string_view instance) {
-  RETURN_IF_ERROR(ValidateInstanceName(instance));
+  RETURN_IF_ERROR(catalog::ValidateInstanceName(instance));
   std::string key_prefix = options_.prefix + std::string(instance) + "/";
   if (instance.ends_with("/instances/-")) {
     key_prefix = options_.prefix + std::string(instance.substr(0, instance.size() - 1));

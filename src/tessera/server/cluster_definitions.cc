@@ -7,7 +7,7 @@ namespace tessera::server {
 // The catalog as the schema store sees it.
 class ClusterDefinitions::CatalogTables final : public catalog::LocalTables {
  public:
-  explicit CatalogTables(TableCatalog* catalog) : catalog_(catalog) {}
+  explicit CatalogTables(catalog::TableCatalog* catalog) : catalog_(catalog) {}
 
   bool Contains(std::string_view full_name) const override {
     return catalog_->GetTable(full_name).ok();
@@ -29,16 +29,16 @@ class ClusterDefinitions::CatalogTables final : public catalog::LocalTables {
   Status Drop(std::string_view full_name) override { return catalog_->DropTable(full_name); }
 
  private:
-  TableCatalog* const catalog_;
+  catalog::TableCatalog* const catalog_;
 };
 
-ClusterDefinitions::ClusterDefinitions(TableCatalog* catalog)
+ClusterDefinitions::ClusterDefinitions(catalog::TableCatalog* catalog)
     : catalog_(catalog), local_(std::make_unique<CatalogTables>(catalog)) {}
 
 ClusterDefinitions::~ClusterDefinitions() = default;
 
 StatusOr<std::unique_ptr<ClusterDefinitions>> ClusterDefinitions::Open(
-    TableCatalog* catalog, const catalog::SchemaStoreOptions& options) {
+    catalog::TableCatalog* catalog, const catalog::SchemaStoreOptions& options) {
   if (catalog == nullptr) return absl::InvalidArgumentError("ClusterDefinitions needs a catalog");
   std::unique_ptr<ClusterDefinitions> definitions(new ClusterDefinitions(catalog));
   ASSIGN_OR_RETURN(definitions->store_,
@@ -46,7 +46,7 @@ StatusOr<std::unique_ptr<ClusterDefinitions>> ClusterDefinitions::Open(
   return definitions;
 }
 
-StatusOr<std::shared_ptr<const TableInfo>> ClusterDefinitions::CreateTable(
+StatusOr<std::shared_ptr<const catalog::TableInfo>> ClusterDefinitions::CreateTable(
     std::string_view instance, model::TableSchema schema, std::vector<std::string> split_keys) {
   ASSIGN_OR_RETURN(std::string full_name,
                    store_->CreateTable(instance, std::move(schema), std::move(split_keys)));
@@ -57,7 +57,7 @@ Status ClusterDefinitions::DeleteTable(std::string_view full_name) {
   return store_->DeleteTable(full_name);
 }
 
-StatusOr<std::shared_ptr<const TableInfo>> ClusterDefinitions::UpdateSchema(
+StatusOr<std::shared_ptr<const catalog::TableInfo>> ClusterDefinitions::UpdateSchema(
     std::string_view full_name, const std::function<Status(model::TableSchema*)>& change) {
   RETURN_IF_ERROR(store_->UpdateSchema(full_name, change));
   return catalog_->GetTable(full_name);

@@ -1,8 +1,8 @@
-// ClusterDefinitions: the TableDefinitions of cluster mode. The definitions are decided by the
-// cluster's schema store (catalog/schema_store.h) in the lock service and mirrored into this
-// node's TableCatalog; this is the thin glue between the two: it gives the store the catalog
-// as catalog::LocalTables (apply a definition, drop a table, list), and gives the admin service
-// TableInfo snapshots after each change (a node reads its own writes).
+// ClusterDefinitions: the catalog::TableDefinitions of cluster mode. The definitions are decided by
+// the cluster's schema store (catalog/schema_store.h) in the lock service and mirrored into this
+// node's catalog::TableCatalog; this is the thin glue between the two: it gives the store the
+// catalog as catalog::LocalTables (apply a definition, drop a table, list), and gives the admin
+// service catalog::TableInfo snapshots after each change (a node reads its own writes).
 //
 // The node (server.cc) attaches store() to its lock-service session after registering and
 // detaches it when the session is lost.
@@ -18,18 +18,18 @@
 #include <vector>
 
 #include "tessera/catalog/schema_store.h"
-#include "tessera/server/table_catalog.h"
-#include "tessera/server/table_definitions.h"
+#include "tessera/catalog/table_catalog.h"
+#include "tessera/catalog/table_definitions.h"
 #include "tessera/util/status.h"
 
 namespace tessera::server {
 
-class ClusterDefinitions final : public TableDefinitions {
+class ClusterDefinitions final : public catalog::TableDefinitions {
  public:
   // Opens the store (SchemaStore::Open's errors) over `catalog`, which must outlive the
   // object. InvalidArgument without a catalog.
   static StatusOr<std::unique_ptr<ClusterDefinitions>> Open(
-      TableCatalog* catalog, const catalog::SchemaStoreOptions& options);
+      catalog::TableCatalog* catalog, const catalog::SchemaStoreOptions& options);
   ~ClusterDefinitions() override;
 
   ClusterDefinitions(const ClusterDefinitions&) = delete;
@@ -37,20 +37,20 @@ class ClusterDefinitions final : public TableDefinitions {
 
   catalog::SchemaStore* store() const { return store_.get(); }
 
-  // --- TableDefinitions (errors: catalog::SchemaStore's) ---
-  StatusOr<std::shared_ptr<const TableInfo>> CreateTable(
+  // --- catalog::TableDefinitions (errors: catalog::SchemaStore's) ---
+  StatusOr<std::shared_ptr<const catalog::TableInfo>> CreateTable(
       std::string_view instance, model::TableSchema schema,
       std::vector<std::string> split_keys) override;
   Status DeleteTable(std::string_view full_name) override;
-  StatusOr<std::shared_ptr<const TableInfo>> UpdateSchema(
+  StatusOr<std::shared_ptr<const catalog::TableInfo>> UpdateSchema(
       std::string_view full_name,
       const std::function<Status(model::TableSchema*)>& change) override;
 
  private:
   class CatalogTables;
-  explicit ClusterDefinitions(TableCatalog* catalog);
+  explicit ClusterDefinitions(catalog::TableCatalog* catalog);
 
-  TableCatalog* const catalog_;
+  catalog::TableCatalog* const catalog_;
   const std::unique_ptr<CatalogTables> local_;
   std::unique_ptr<catalog::SchemaStore> store_;  // uses local_: declared after it
 };

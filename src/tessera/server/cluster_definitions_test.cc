@@ -1,5 +1,5 @@
 // Cluster mode's table definitions node by node: the schema store (catalog/schema_store.h)
-// over each node's real TableCatalog and engine, through ClusterDefinitions.
+// over each node's real catalog::TableCatalog and engine, through ClusterDefinitions.
 #include "tessera/server/cluster_definitions.h"
 
 #include <chrono>
@@ -49,7 +49,7 @@ class Node {
     options.dir = "/db";
     options.background_threads = 1;
     ASSIGN_OR_RETURN(engine_, tablet::Engine::Open(options, Env{&fs_, &clock_}));
-    ASSIGN_OR_RETURN(catalog_, TableCatalog::Open(engine_.get()));
+    ASSIGN_OR_RETURN(catalog_, catalog::TableCatalog::Open(engine_.get()));
     catalog::SchemaStoreOptions schema_options;
     schema_options.fs = &fs_;
     schema_options.state_path = "/db/CLUSTER_SCHEMA";
@@ -76,7 +76,7 @@ class Node {
 
   ClusterDefinitions* schema() { return schema_.get(); }
   catalog::SchemaStore* store() { return schema_->store(); }
-  TableCatalog* catalog() { return catalog_.get(); }
+  catalog::TableCatalog* catalog() { return catalog_.get(); }
 
   // The local table's schema version, or 0 when the table is absent.
   uint64_t Version(std::string_view table = kTable) {
@@ -110,7 +110,7 @@ class Node {
   MemFileSystem fs_;
   ManualClock clock_;
   std::unique_ptr<tablet::Engine> engine_;
-  std::unique_ptr<TableCatalog> catalog_;
+  std::unique_ptr<catalog::TableCatalog> catalog_;
   std::unique_ptr<ClusterDefinitions> schema_;
   std::unique_ptr<coord::Session> session_;
 };

@@ -26,7 +26,7 @@ namespace {
 constexpr size_t kMaxReadModifyWriteRules = 100'000;
 
 // The (table, tablets, schema) snapshot a request works on.
-using TablePtr = std::shared_ptr<const TableInfo>;
+using TablePtr = std::shared_ptr<const catalog::TableInfo>;
 
 // A request's RowSet in model form (model/row.h normalises it). Production's checks and
 // messages; an empty RowSet message means every row.
@@ -86,11 +86,11 @@ FilterOptions FilterOptionsFor(const model::TableSchema& schema, uint64_t seed) 
 
 class DataService::Impl {
  public:
-  Impl(TableCatalog* catalog, replication::TableAccess* access, Clock* clock, Executor* executor,
-       DataServiceOptions options)
+  Impl(catalog::TableCatalog* catalog, replication::TableAccess* access, Clock* clock,
+       Executor* executor, DataServiceOptions options)
       : catalog_(catalog), access_(access), clock_(clock), executor_(executor), options_(options) {}
 
-  TableCatalog* catalog() const { return catalog_; }
+  catalog::TableCatalog* catalog() const { return catalog_; }
   replication::TableAccess* access() const { return access_; }
   Clock* clock() const { return clock_; }
   const DataServiceOptions& options() const { return options_; }
@@ -116,21 +116,22 @@ class DataService::Impl {
                                   std::string_view authorized_view_name,
                                   std::string_view materialized_view_name) const {
     if (!authorized_view_name.empty()) {
-      return absl::UnimplementedError(StrCat("authorized views are not supported by Tessera (",
-                                             authorized_view_name, ")"));
+      return absl::UnimplementedError(
+          StrCat("authorized views are not supported by Tessera (", authorized_view_name, ")"));
     }
     if (!materialized_view_name.empty()) {
-      return absl::UnimplementedError(StrCat("materialized views are not supported by Tessera (",
-                                             materialized_view_name, ")"));
+      return absl::UnimplementedError(
+          StrCat("materialized views are not supported by Tessera (", materialized_view_name, ")"));
     }
     if (options_.serving_check) RETURN_IF_ERROR(options_.serving_check());
     if (table_name.empty()) return absl::InvalidArgumentError("table_name must be set");
-    ASSIGN_OR_RETURN(TableName name, TableName::Parse(table_name));
+    ASSIGN_OR_RETURN(catalog::TableName name, catalog::TableName::Parse(table_name));
     return catalog_->GetTable(name.Full());
   }
 
   Status MutateRow(const v2::MutateRowRequest& req) {
-    ASSIGN_OR_RETURN(TablePtr table, ResolveTable(req.table_name(), req.authorized_view_name(), ""));
+    ASSIGN_OR_RETURN(TablePtr table,
+                     ResolveTable(req.table_name(), req.authorized_view_name(), ""));
     MutationBuilder builder(table->schema);
     ASSIGN_OR_RETURN(model::RowMutation m,
                      builder.Build(req.row_key(), req.mutations(), clock_->NowMicros()));
@@ -138,7 +139,7 @@ class DataService::Impl {
   }
 
   // One MutateRows entry.
-  Status MutateEntry(const TableInfo& table, const v2::MutateRowsRequest::Entry& entry,
+  Status MutateEntry(const catalog::TableInfo& table, const v2::MutateRowsRequest::Entry& entry,
                      int64_t now_micros) {
     MutationBuilder builder(table.schema);
     ASSIGN_OR_RETURN(model::RowMutation m,
@@ -153,7 +154,7 @@ class DataService::Impl {
                        std::vector<v2::SampleRowKeysResponse>* out);
 
  private:
-  TableCatalog* const catalog_;
+  catalog::TableCatalog* const catalog_;
   replication::TableAccess* const access_;
   Clock* const clock_;
   Executor* const executor_;
@@ -169,8 +170,8 @@ StatusOr<bool> DataService::Impl::CheckAndMutateRow(const v2::CheckAndMutateRowR
   }
   for (const auto* list : {&req.true_mutations(), &req.false_mutations()}) {
     if (static_cast<size_t>(list->size()) > kMaxMutations) {
-      return absl::InvalidArgumentError(StrCat("Too many mutations: ", list->size(),
-                                               "; the maximum is ", kMaxMutations));
+      return absl::InvalidArgumentError(
+          StrCat("Too many mutations: ", list->size(), "; the maximum is ", kMaxMutations));
     }
   }
   const int64_t now = clock_->NowMicros();
@@ -215,8 +216,8 @@ Status DataService::Impl::ReadModifyWriteRow(const v2::ReadModifyWriteRowRequest
       s = absl::InvalidArgumentError("append_value is larger than the maximum value size");
     }
     if (!s.ok()) {
-      return Status(s.code(), StrCat("Error in field 'rules' : Error in element #", i, " : ",
-                                     s.message()));
+      return Status(s.code(),
+                    StrCat("Error in field 'rules' : Error in element #", i, " : ", s.message()));
     }
     out.family = rule.family_name();
     out.qualifier = rule.column_qualifier();
@@ -329,8 +330,8 @@ class MutateRowsReactor final : public grpc::ServerWriteReactor<v2::MutateRowsRe
 
  private:
   void Start() {
-    StatusOr<TablePtr> table = impl_->ResolveTable(req_->table_name(),
-                                                   req_->authorized_view_name(), "");
+    StatusOr<TablePtr> table =
+        impl_->ResolveTable(req_->table_name(), req_->authorized_view_name(), "");
     if (!table.ok()) return Finish(ToGrpcStatus(table.status()));
     table_ = *std::move(table);
     const int n = req_->entries_size();
@@ -340,10 +341,9 @@ class MutateRowsReactor final : public grpc::ServerWriteReactor<v2::MutateRowsRe
     size_t total = 0;
     for (const auto& e : req_->entries()) total += e.mutations_size();
     if (total > kMaxMutations) {
-      return Finish(grpc::Status(
-          grpc::StatusCode::INVALID_ARGUMENT,
-          StrCat("Too many mutations: ", total, " in all entries; the maximum is ",
-                 kMaxMutations)));
+      return Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                 StrCat("Too many mutations: ", total,
+                                        " in all entries; the maximum is ", kMaxMutations)));
     }
     now_micros_ = impl_->clock()->NowMicros();
     statuses_.resize(n);
@@ -560,8 +560,8 @@ class ReadRowsReactor final : public grpc::ServerWriteReactor<v2::ReadRowsRespon
 // ---------------------------------------------------------------------------------------------
 // DataService
 
-DataService::DataService(TableCatalog* catalog, replication::TableAccess* access, Clock* clock,
-                         Executor* executor, DataServiceOptions options)
+DataService::DataService(catalog::TableCatalog* catalog, replication::TableAccess* access,
+                         Clock* clock, Executor* executor, DataServiceOptions options)
     : impl_(std::make_unique<Impl>(catalog, access, clock, executor, options)) {}
 
 DataService::~DataService() = default;
@@ -620,7 +620,8 @@ grpc::ServerUnaryReactor* DataService::PingAndWarm(grpc::CallbackServerContext* 
   // that does not serve says so here too, so a client's channel priming sees it.
   const DataServiceOptions& options = impl_->options();
   Status serving = options.serving_check ? options.serving_check() : Status();
-  reactor->Finish(ToGrpcStatus(serving.ok() ? ValidateInstanceName(request->name()) : serving));
+  reactor->Finish(
+      ToGrpcStatus(serving.ok() ? catalog::ValidateInstanceName(request->name()) : serving));
   return reactor;
 }
 

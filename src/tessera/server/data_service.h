@@ -37,8 +37,8 @@
 #include <memory>
 
 #include "google/bigtable/v2/bigtable.grpc.pb.h"
+#include "tessera/catalog/table_catalog.h"
 #include "tessera/replication/table_access.h"
-#include "tessera/server/table_catalog.h"
 #include "tessera/util/clock.h"
 #include "tessera/util/executor.h"
 
@@ -86,7 +86,7 @@ class DataService final : public google::bigtable::v2::Bigtable::CallbackService
   // `catalog`, `access` and `clock` must outlive the service. `executor` (may be null: work
   // inline) must outlive every RPC the service runs, i.e. stay alive until the gRPC server has
   // shut down.
-  DataService(TableCatalog* catalog, replication::TableAccess* access, Clock* clock,
+  DataService(catalog::TableCatalog* catalog, replication::TableAccess* access, Clock* clock,
               Executor* executor, DataServiceOptions options = DataServiceOptions());
   ~DataService() override;
 
@@ -110,8 +110,7 @@ class DataService final : public google::bigtable::v2::Bigtable::CallbackService
       const google::bigtable::v2::CheckAndMutateRowRequest* request,
       google::bigtable::v2::CheckAndMutateRowResponse* response) override;
   grpc::ServerUnaryReactor* PingAndWarm(
-      grpc::CallbackServerContext* context,
-      const google::bigtable::v2::PingAndWarmRequest* request,
+      grpc::CallbackServerContext* context, const google::bigtable::v2::PingAndWarmRequest* request,
       google::bigtable::v2::PingAndWarmResponse* response) override;
   grpc::ServerUnaryReactor* ReadModifyWriteRow(
       grpc::CallbackServerContext* context,

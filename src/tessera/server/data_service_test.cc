@@ -94,7 +94,7 @@ class DataServiceTest : public ::testing::TestWithParam<bool> {
     auto engine = tablet::Engine::Open(options, Env{PosixFileSystem(), &clock_});
     ASSERT_TRUE(engine.ok()) << engine.status();
     engine_ = *std::move(engine);
-    auto catalog = TableCatalog::Open(engine_.get());
+    auto catalog = catalog::TableCatalog::Open(engine_.get());
     ASSERT_TRUE(catalog.ok()) << catalog.status();
     catalog_ = *std::move(catalog);
     access_ = std::make_unique<replication::LocalTableAccess>(engine_.get());
@@ -217,7 +217,7 @@ class DataServiceTest : public ::testing::TestWithParam<bool> {
   std::string dir_;
   ManualClock clock_{kStartMicros + 123};
   std::unique_ptr<tablet::Engine> engine_;
-  std::unique_ptr<TableCatalog> catalog_;
+  std::unique_ptr<catalog::TableCatalog> catalog_;
   std::unique_ptr<replication::LocalTableAccess> access_;
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<DataService> service_;

@@ -36,7 +36,8 @@ Status ValidateProjectName(std::string_view name) {
   return Status();
 }
 
-// "projects/p" of "projects/p/instances/i". REQUIRES: ValidateInstanceName(instance) is OK.
+// "projects/p" of "projects/p/instances/i". REQUIRES: catalog::ValidateInstanceName(instance) is
+// OK.
 std::string ProjectOf(std::string_view instance) {
   return std::string(instance.substr(0, instance.find(kInstances)));
 }
@@ -158,7 +159,7 @@ StatusOr<admin::ListInstancesResponse> InstanceAdminService::DoListInstances(
 
 StatusOr<admin::Instance> InstanceAdminService::DoGetInstance(
     const admin::GetInstanceRequest& request) {
-  RETURN_IF_ERROR(ValidateInstanceName(request.name()));
+  RETURN_IF_ERROR(catalog::ValidateInstanceName(request.name()));
   if (IsWildcardInstance(request.name())) {
     return absl::InvalidArgumentError(
         tessera::StrCat("GetInstance needs one instance, not \"", request.name(), "\""));
@@ -170,7 +171,7 @@ StatusOr<admin::Instance> InstanceAdminService::DoGetInstance(
 StatusOr<admin::ListClustersResponse> InstanceAdminService::DoListClusters(
     const admin::ListClustersRequest& request) {
   const std::string& parent = request.parent();
-  RETURN_IF_ERROR(ValidateInstanceName(parent));
+  RETURN_IF_ERROR(catalog::ValidateInstanceName(parent));
   std::vector<std::string> instances;
   if (IsWildcardInstance(parent)) {
     ASSIGN_OR_RETURN(instances, InstancesOf(ProjectOf(parent)));
@@ -191,7 +192,7 @@ StatusOr<admin::Cluster> InstanceAdminService::DoGetCluster(
   const std::string& name = request.name();
   const size_t pos = name.rfind(kClusters);
   const std::string instance = name.substr(0, pos == std::string::npos ? 0 : pos);
-  if (pos == std::string::npos || !ValidateInstanceName(instance).ok() ||
+  if (pos == std::string::npos || !catalog::ValidateInstanceName(instance).ok() ||
       IsWildcardInstance(instance)) {
     return absl::InvalidArgumentError(tessera::StrCat(
         "cluster name \"", name, "\" must look like projects/P/instances/I/clusters/C"));
@@ -257,7 +258,7 @@ Status InstanceAdminService::NormalizeProfile(const AppProfileName& name,
 
 StatusOr<admin::AppProfile> InstanceAdminService::DoCreateAppProfile(
     const admin::CreateAppProfileRequest& request) {
-  RETURN_IF_ERROR(ValidateInstanceName(request.parent()));
+  RETURN_IF_ERROR(catalog::ValidateInstanceName(request.parent()));
   if (IsWildcardInstance(request.parent())) {
     return absl::InvalidArgumentError(
         tessera::StrCat("CreateAppProfile needs one instance, not \"", request.parent(), "\""));
@@ -279,7 +280,7 @@ StatusOr<admin::AppProfile> InstanceAdminService::DoGetAppProfile(
 
 StatusOr<admin::ListAppProfilesResponse> InstanceAdminService::DoListAppProfiles(
     const admin::ListAppProfilesRequest& request) {
-  RETURN_IF_ERROR(ValidateInstanceName(request.parent()));
+  RETURN_IF_ERROR(catalog::ValidateInstanceName(request.parent()));
   ASSIGN_OR_RETURN(const int page_size, ListPageSize(request.page_size()));
   // The page token is the full name of the last profile of the previous page.
   const std::string& after = request.page_token();

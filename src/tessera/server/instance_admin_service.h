@@ -35,8 +35,8 @@
 #include <string>
 
 #include "google/bigtable/admin/v2/bigtable_instance_admin.grpc.pb.h"
+#include "tessera/catalog/table_catalog.h"
 #include "tessera/server/app_profile_store.h"
-#include "tessera/server/table_catalog.h"
 
 namespace tessera::server {
 
@@ -55,7 +55,7 @@ class InstanceAdminService final
   // call, on gRPC's threads, so it must be thread-safe.
   // `serving_check` is asked before every served gRPC call (not before the Do* methods); a
   // non-OK status is the call's answer, as for the table-admin service.
-  InstanceAdminService(TableCatalog* catalog, AppProfileStore* profiles,
+  InstanceAdminService(catalog::TableCatalog* catalog, AppProfileStore* profiles,
                        std::function<ClusterView()> cluster,
                        std::function<Status()> serving_check = nullptr)
       : catalog_(catalog),
@@ -162,7 +162,7 @@ class InstanceAdminService final
   Status NormalizeProfile(const AppProfileName& name,
                           ::google::bigtable::admin::v2::AppProfile* profile) const;
 
-  TableCatalog* const catalog_;
+  catalog::TableCatalog* const catalog_;
   AppProfileStore* const profiles_;
   const std::function<ClusterView()> cluster_;
   const std::function<Status()> serving_check_;

@@ -37,7 +37,7 @@ class Node {
     auto engine = tablet::Engine::Open(options, Env{&fs_, &clock_});
     ASSERT_TRUE(engine.ok()) << engine.status();
     engine_ = *std::move(engine);
-    auto catalog = TableCatalog::Open(engine_.get());
+    auto catalog = catalog::TableCatalog::Open(engine_.get());
     ASSERT_TRUE(catalog.ok()) << catalog.status();
     catalog_ = *std::move(catalog);
     auto store = AppProfileStore::Open(AppProfileStoreOptions{});
@@ -94,7 +94,7 @@ class Node {
   ManualClock clock_;
   UnimplementedService unimplemented_;
   std::unique_ptr<tablet::Engine> engine_;
-  std::unique_ptr<TableCatalog> catalog_;
+  std::unique_ptr<catalog::TableCatalog> catalog_;
   std::unique_ptr<coord::Session> session_;
   std::unique_ptr<AppProfileStore> store_;
   std::unique_ptr<grpc::Server> server_;

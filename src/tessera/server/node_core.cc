@@ -37,8 +37,8 @@ Status NodeCore::OpenParts() {
                                                              .clock = env.clock,
                                                              .executor = env_.engine_executor,
                                                              .seed = env.seed}));
-  ASSIGN_OR_RETURN(catalog_,
-                   TableCatalog::Open(engine_.get(), env_.env.NewRandom("catalog").Next64()));
+  ASSIGN_OR_RETURN(
+      catalog_, catalog::TableCatalog::Open(engine_.get(), env_.env.NewRandom("catalog").Next64()));
 
   if (env_.shared_lock_service != nullptr) {
     lock_service_ = env_.shared_lock_service;
@@ -66,7 +66,7 @@ Status NodeCore::OpenParts() {
   return Status();
 }
 
-TableDefinitions* NodeCore::definitions() const {
+catalog::TableDefinitions* NodeCore::definitions() const {
   if (schema_ != nullptr) return schema_.get();
   return catalog_.get();
 }

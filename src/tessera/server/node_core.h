@@ -40,6 +40,8 @@
 #include <memory>
 #include <string>
 
+#include "tessera/catalog/table_catalog.h"
+#include "tessera/catalog/table_definitions.h"
 #include "tessera/cluster/node.h"
 #include "tessera/cluster/transport.h"
 #include "tessera/coord/lock_service.h"
@@ -47,8 +49,6 @@
 #include "tessera/server/admin_service.h"
 #include "tessera/server/app_profile_store.h"
 #include "tessera/server/cluster_definitions.h"
-#include "tessera/server/table_catalog.h"
-#include "tessera/server/table_definitions.h"
 #include "tessera/tablet/engine.h"
 #include "tessera/util/env.h"
 #include "tessera/util/status.h"
@@ -120,9 +120,9 @@ class NodeCore {
   Status CheckServing() const;
 
   tablet::Engine* engine() const { return engine_.get(); }
-  TableCatalog* catalog() const { return catalog_.get(); }
+  catalog::TableCatalog* catalog() const { return catalog_.get(); }
   // Who decides table changes: the cluster schema when there is one, else the catalog.
-  TableDefinitions* definitions() const;
+  catalog::TableDefinitions* definitions() const;
   // Null unless the schema is the cluster's.
   ClusterDefinitions* cluster_definitions() const { return schema_.get(); }
   replication::TableAccess* access() const { return access_.get(); }
@@ -149,7 +149,7 @@ class NodeCore {
   const NodeCoreOptions options_;
   const NodeCoreEnv env_;
   std::unique_ptr<tablet::Engine> engine_;
-  std::unique_ptr<TableCatalog> catalog_;
+  std::unique_ptr<catalog::TableCatalog> catalog_;
   std::unique_ptr<coord::LockService> own_lock_service_;  // null when shared
   coord::LockService* lock_service_ = nullptr;            // own or shared
   // Cluster schema only: the schema decided in the lock service.

@@ -1,4 +1,4 @@
-#include "tessera/server/table_catalog.h"
+#include "tessera/catalog/table_catalog.h"
 
 #include <memory>
 
@@ -7,7 +7,7 @@
 #include "tessera/util/clock.h"
 #include "tessera/util/mem_file_system.h"
 
-namespace tessera::server {
+namespace tessera::catalog {
 namespace {
 
 constexpr std::string_view kInstance = "projects/p/instances/i";
@@ -432,4 +432,4 @@ TEST_F(TableCatalogMirrorTest, DropTableIgnoresProtectionAndListAllTables) {
 }
 
 }  // namespace
-}  // namespace tessera::server
+}  // namespace tessera::catalog

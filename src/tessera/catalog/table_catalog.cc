@@ -1,4 +1,4 @@
-#include "tessera/server/table_catalog.h"
+#include "tessera/catalog/table_catalog.h"
 
 #include <algorithm>
 #include <mutex>
@@ -7,7 +7,7 @@
 #include "tessera/catalog/tablet_id.h"
 #include "tessera/util/logging.h"
 
-namespace tessera::server {
+namespace tessera::catalog {
 
 namespace {
 
@@ -340,4 +340,4 @@ Status TableCatalog::TruncateTable(std::string_view full_name) {
   return Status();
 }
 
-}  // namespace tessera::server
+}  // namespace tessera::catalog

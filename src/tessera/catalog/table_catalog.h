@@ -38,19 +38,13 @@
 
 #include "absl/synchronization/mutex.h"
 #include "tessera/catalog/table_definition.h"
+#include "tessera/catalog/table_definitions.h"
 #include "tessera/model/schema.h"
-#include "tessera/server/table_definitions.h"
 #include "tessera/tablet/engine.h"
 #include "tessera/util/random.h"
 #include "tessera/util/status.h"
 
-namespace tessera::server {
-
-// The names and definitions live in catalog/ (shared with the cluster's schema store).
-using catalog::ChangedSchema;
-using catalog::TableDefinition;
-using catalog::TableName;
-using catalog::ValidateInstanceName;
+namespace tessera::catalog {
 
 struct TabletRef {
   tablet::TabletId id = 0;
@@ -159,4 +153,4 @@ class TableCatalog final : public TableDefinitions {
   std::map<std::string, std::shared_ptr<const TableInfo>, std::less<>> tables_;
 };
 
-}  // namespace tessera::server
+}  // namespace tessera::catalog

@@ -20,7 +20,7 @@
 #include "tessera/model/schema.h"
 #include "tessera/util/status.h"
 
-namespace tessera::server {
+namespace tessera::catalog {
 
 struct TableInfo;  // table_catalog.h
 
@@ -53,4 +53,4 @@ class TableDefinitions {
       std::string_view full_name, const std::function<Status(model::TableSchema*)>& change) = 0;
 };
 
-}  // namespace tessera::server
+}  // namespace tessera::catalog
