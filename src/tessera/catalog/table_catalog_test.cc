@@ -4,6 +4,7 @@
 
 #include "gtest/gtest.h"
 #include "tessera/catalog/tablet_id.h"
+#include "tessera/testing/mem_tables.h"
 #include "tessera/util/clock.h"
 #include "tessera/util/mem_file_system.h"
 
@@ -29,15 +30,8 @@ class TableCatalogTest : public ::testing::Test {
       ASSERT_TRUE(engine_->Close().ok());
     }
     engine_.reset();
-    tablet::EngineOptions options;
-    options.dir = "/db";
-    options.background_threads = 1;
-    auto engine = tablet::Engine::Open(options, Env{&fs_, &clock_});
-    ASSERT_TRUE(engine.ok()) << engine.status();
-    engine_ = *std::move(engine);
-    auto catalog = TableCatalog::Open(engine_.get());
-    ASSERT_TRUE(catalog.ok()) << catalog.status();
-    catalog_ = *std::move(catalog);
+    Status opened = ::tessera::testing::OpenMemTables(&fs_, &clock_, &engine_, &catalog_);
+    ASSERT_TRUE(opened.ok()) << opened;
   }
 
   void TearDown() override {

@@ -8,6 +8,7 @@
 
 #include "gtest/gtest.h"
 #include "tessera/catalog/table_catalog.h"
+#include "tessera/testing/mem_tables.h"
 #include "tessera/util/clock.h"
 #include "tessera/util/coding.h"
 #include "tessera/util/mem_file_system.h"
@@ -20,15 +21,8 @@ constexpr char kInstance[] = "projects/p/instances/i";
 class LocalTableAccessTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    tablet::EngineOptions options;
-    options.dir = "/db";
-    options.background_threads = 1;
-    auto engine = tablet::Engine::Open(options, Env{&fs_, &clock_});
-    ASSERT_TRUE(engine.ok()) << engine.status();
-    engine_ = *std::move(engine);
-    auto catalog = catalog::TableCatalog::Open(engine_.get());
-    ASSERT_TRUE(catalog.ok()) << catalog.status();
-    catalog_ = *std::move(catalog);
+    Status opened = testing::OpenMemTables(&fs_, &clock_, &engine_, &catalog_);
+    ASSERT_TRUE(opened.ok()) << opened;
     access_ = std::make_unique<LocalTableAccess>(engine_.get());
     model::TableSchema schema;
     schema.name = "t";

@@ -15,6 +15,7 @@
 #include "tessera/coord/embedded_lock_service.h"
 #include "tessera/coord/etcd_lock_service.h"
 #include "tessera/testing/etcd_test_server.h"
+#include "tessera/testing/mem_tables.h"
 #include "tessera/testing/test_support.h"
 #include "tessera/util/clock.h"
 #include "tessera/util/mem_file_system.h"
@@ -45,11 +46,7 @@ class Node {
   ~Node() { Stop(); }
 
   Status Start() {
-    tablet::EngineOptions options;
-    options.dir = "/db";
-    options.background_threads = 1;
-    ASSIGN_OR_RETURN(engine_, tablet::Engine::Open(options, Env{&fs_, &clock_}));
-    ASSIGN_OR_RETURN(catalog_, catalog::TableCatalog::Open(engine_.get()));
+    RETURN_IF_ERROR(testing::OpenMemTables(&fs_, &clock_, &engine_, &catalog_));
     catalog::SchemaStoreOptions schema_options;
     schema_options.fs = &fs_;
     schema_options.state_path = "/db/CLUSTER_SCHEMA";

@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "tessera/coord/embedded_lock_service.h"
 #include "tessera/server/unimplemented_service.h"
+#include "tessera/testing/mem_tables.h"
 #include "tessera/util/clock.h"
 #include "tessera/util/mem_file_system.h"
 
@@ -31,15 +32,8 @@ class Node {
   ~Node() { Stop(); }
 
   void Start() {
-    tablet::EngineOptions options;
-    options.dir = "/db";
-    options.background_threads = 1;
-    auto engine = tablet::Engine::Open(options, Env{&fs_, &clock_});
-    ASSERT_TRUE(engine.ok()) << engine.status();
-    engine_ = *std::move(engine);
-    auto catalog = catalog::TableCatalog::Open(engine_.get());
-    ASSERT_TRUE(catalog.ok()) << catalog.status();
-    catalog_ = *std::move(catalog);
+    Status opened = testing::OpenMemTables(&fs_, &clock_, &engine_, &catalog_);
+    ASSERT_TRUE(opened.ok()) << opened;
     auto store = AppProfileStore::Open(AppProfileStoreOptions{});
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = *std::move(store);
