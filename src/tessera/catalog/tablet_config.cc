@@ -53,7 +53,51 @@ Status TabletConfig::Validate() const {
     if (i > 0 && r <= needs_rebuild[i - 1]) return bad("rebuild indexes out of order");
     if (r == primary) return bad("the primary ", replicas[r], " cannot need a rebuild");
   }
+  if (history.empty() || history.size() > kMaxHistory) {
+    return bad("a history of ", history.size(), " epochs (1 to ", kMaxHistory, ")");
+  }
+  for (size_t i = 1; i < history.size(); ++i) {
+    if (history[i].epoch <= history[i - 1].epoch) return bad("history epochs out of order");
+  }
+  if (history.back() != EpochStart{epoch, epoch_start_sequence}) {
+    return bad("the history does not end with epoch ", epoch);
+  }
   return Status();
+}
+
+bool TabletConfig::NeedsRebuild(size_t replica) const {
+  for (size_t r : needs_rebuild) {
+    if (r == replica) return true;
+  }
+  return false;
+}
+
+int TabletConfig::IndexOf(std::string_view endpoint) const {
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    if (replicas[i] == endpoint) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+TabletConfig TabletConfig::NextEpoch(size_t new_primary, uint64_t start) const {
+  TabletConfig next = *this;
+  next.epoch = epoch + 1;
+  next.epoch_start_sequence = start;
+  next.primary = new_primary;
+  next.history.push_back({next.epoch, start});
+  if (next.history.size() > kMaxHistory) next.history.erase(next.history.begin());
+  return next;
+}
+
+bool TabletConfig::LineageAllows(uint64_t joined, uint64_t last) const {
+  if (last == 0) return true;  // holds nothing
+  if (joined >= epoch) return joined == epoch;
+  // Every epoch in (joined, epoch] must be in the history.
+  if (history.front().epoch > joined + 1) return false;
+  for (const EpochStart& e : history) {
+    if (e.epoch > joined && last > e.start_sequence) return false;
+  }
+  return true;
 }
 
 std::string TabletConfig::Encode() const {
@@ -68,6 +112,11 @@ std::string TabletConfig::Encode() const {
   PutVarint32(&out, static_cast<uint32_t>(primary));
   PutVarint32(&out, static_cast<uint32_t>(needs_rebuild.size()));
   for (size_t r : needs_rebuild) PutVarint32(&out, static_cast<uint32_t>(r));
+  PutVarint32(&out, static_cast<uint32_t>(history.size()));
+  for (const EpochStart& e : history) {
+    PutVarint64(&out, e.epoch);
+    PutVarint64(&out, e.start_sequence);
+  }
   return out;
 }
 
@@ -102,6 +151,15 @@ StatusOr<TabletConfig> TabletConfig::Decode(std::string_view in) {
     uint32_t r = 0;
     if (!GetVarint32(&in, &r)) return Malformed("truncated rebuild index");
     c.needs_rebuild.push_back(r);
+  }
+  if (!GetVarint32(&in, &count)) return Malformed("truncated history count");
+  if (count > in.size()) return Malformed("history count exceeds the record");
+  for (uint32_t i = 0; i < count; ++i) {
+    EpochStart e;
+    if (!GetVarint64(&in, &e.epoch) || !GetVarint64(&in, &e.start_sequence)) {
+      return Malformed("truncated history");
+    }
+    c.history.push_back(e);
   }
   if (!in.empty()) return Malformed(tessera::StrCat(in.size(), " trailing bytes"));
   if (Status s = c.Validate(); !s.ok()) return Malformed(std::string(s.message()));

@@ -7,10 +7,13 @@
 //             varint64(epoch start sequence) state(1 byte)
 //             varint32(replicas) lp(endpoint)*replicas varint32(primary index)
 //             varint32(rebuild) varint32(replica index)*rebuild
+//             varint32(history) (varint64(epoch) varint64(start sequence))*history
 //   state: 1 creating, 2 serving, 3 moving, 4 tombstoned
 //   primary index: into the replicas, in [0, replicas)
 //   rebuild: indexes of the replicas marked "needs rebuild", strictly increasing, none the
 //            primary
+//   history: the start sequence of the last epochs, oldest first, epochs strictly increasing,
+//            the last being (epoch, epoch start sequence); at most kMaxHistory entries
 // A reader refuses an unknown format byte and anything that does not validate.
 //
 // Thread-safety: a value type; the functions are pure.
@@ -33,8 +36,16 @@ enum class TabletConfigState : uint8_t {
 };
 std::string_view TabletConfigStateName(TabletConfigState state);
 
+// Where one epoch began: the primary's last sequence when the epoch was written.
+struct EpochStart {
+  uint64_t epoch = 0;
+  uint64_t start_sequence = 0;
+  friend bool operator==(const EpochStart&, const EpochStart&) = default;
+};
+
 struct TabletConfig {
   static constexpr uint8_t kFormat = 0x01;
+  static constexpr size_t kMaxHistory = 16;
 
   uint64_t tablet_id = 0;
   // Bumped by every change of the replica set or the primary; >= 1. Every replication message
@@ -49,14 +60,28 @@ struct TabletConfig {
   size_t primary = 0;  // index into replicas
   // Indexes of replicas that were away too long for hints and must be rebuilt.
   std::vector<size_t> needs_rebuild;
+  // The lineage: the start of the last epochs, ending with this one's (docs/replication.md,
+  // "The lineage check"). A replica that joined epoch J with last sequence L may join this
+  // epoch only if L <= start_sequence of every epoch after J.
+  std::vector<EpochStart> history;
 
   const std::string& primary_endpoint() const { return replicas[primary]; }
   // The replicas the consistency levels count: every one but those needing a rebuild.
   size_t live_members() const { return replicas.size() - needs_rebuild.size(); }
+  bool NeedsRebuild(size_t replica) const;
+  // The index of `endpoint` among the replicas, or -1.
+  int IndexOf(std::string_view endpoint) const;
+  // The configuration of the next epoch with `primary` (an index) starting at `start`: epoch
+  // + 1, the history extended (and trimmed to kMaxHistory).
+  TabletConfig NextEpoch(size_t primary, uint64_t start) const;
+  // True when a replica that joined epoch `joined` and holds `last` may join this epoch
+  // without a rebuild (the lineage check). False too when the history does not reach back.
+  bool LineageAllows(uint64_t joined, uint64_t last) const;
 
   // InvalidArgument naming the problem: tablet id 0, epoch 0, an unknown state, no replicas,
   // an empty or repeated endpoint, a primary index out of range, rebuild indexes out of order,
-  // out of range or naming the primary.
+  // out of range or naming the primary, a history out of order, too long or not ending with
+  // (epoch, epoch_start_sequence).
   Status Validate() const;
   std::string Encode() const;  // REQUIRES: Validate().ok()
   // DataLoss "malformed tablet configuration: <what>" for bytes that do not decode or do not

@@ -19,6 +19,7 @@ TabletConfig Sample() {
   c.replicas = {"10.0.0.1:8086", "10.0.0.2:8086", "10.0.0.3:8086"};
   c.primary = 1;
   c.needs_rebuild = {2};
+  c.history = {{5, 1000}, {6, 1200}, {7, 1234}};
   return c;
 }
 
@@ -36,6 +37,7 @@ TEST(TabletConfigTest, RoundTrip) {
   one.tablet_id = 1;
   one.epoch = 1;
   one.replicas = {"127.0.0.1:8086"};
+  one.history = {{1, 0}};
   auto single = TabletConfig::Decode(one.Encode());
   ASSERT_TRUE(single.ok()) << single.status();
   EXPECT_EQ(single->state, TabletConfigState::kCreating);
@@ -79,6 +81,46 @@ TEST(TabletConfigTest, ValidateNamesTheProblem) {
   c = Sample();
   c.needs_rebuild = {1};
   expect_bad(c, "the primary 10.0.0.2:8086 cannot need a rebuild");
+  c = Sample();
+  c.history.clear();
+  expect_bad(c, "a history of 0 epochs");
+  c = Sample();
+  c.history = {{6, 1200}, {5, 1000}, {7, 1234}};
+  expect_bad(c, "history epochs out of order");
+  c = Sample();
+  c.history.back().start_sequence = 1;
+  expect_bad(c, "does not end with epoch 7");
+}
+
+TEST(TabletConfigTest, NextEpochExtendsTheHistory) {
+  TabletConfig c = Sample();
+  c.needs_rebuild.clear();
+  TabletConfig next = c.NextEpoch(2, 1300);
+  EXPECT_EQ(next.epoch, 8u);
+  EXPECT_EQ(next.primary, 2u);
+  EXPECT_EQ(next.epoch_start_sequence, 1300u);
+  EXPECT_EQ(next.history.back(), (EpochStart{8, 1300}));
+  EXPECT_TRUE(next.Validate().ok()) << next.Validate();
+  for (int i = 0; i < 20; ++i) next = next.NextEpoch(0, 1300 + i);
+  EXPECT_EQ(next.history.size(), TabletConfig::kMaxHistory);
+  EXPECT_TRUE(next.Validate().ok()) << next.Validate();
+}
+
+// docs/replication.md, "The lineage check".
+TEST(TabletConfigTest, LineageAllowsOnlyMutationsEveryLaterEpochKept) {
+  const TabletConfig c = Sample();  // epochs 5 (from 1000), 6 (from 1200), 7 (from 1234)
+  EXPECT_TRUE(c.LineageAllows(0, 0));      // holds nothing
+  EXPECT_TRUE(c.LineageAllows(7, 99999));  // already in this epoch
+  EXPECT_FALSE(c.LineageAllows(8, 5));     // joined a newer epoch: not this configuration's
+  // Joined 6 and took up to 1234 from its primary: epoch 7 started there, fine.
+  EXPECT_TRUE(c.LineageAllows(6, 1234));
+  EXPECT_FALSE(c.LineageAllows(6, 1235));  // one mutation of epoch 6 that epoch 7 dropped
+  // Joined 5: must hold no more than epoch 6 kept (1200) and epoch 7 kept.
+  EXPECT_TRUE(c.LineageAllows(5, 1200));
+  EXPECT_FALSE(c.LineageAllows(5, 1201));
+  EXPECT_TRUE(c.LineageAllows(4, 1000));
+  // Joined 3: epoch 4 is not in the history, nothing can be said: rebuild.
+  EXPECT_FALSE(c.LineageAllows(3, 10));
 }
 
 TEST(TabletConfigTest, MalformedBytesAreDataLoss) {
