@@ -296,7 +296,7 @@ TEST(RingPlacementTest, DatacenterAwareCountsPerDcOnDistinctRacks) {
   EXPECT_EQ(MustPlace("ring:rack:dc2=3", nodes, "", "b"), (Endpoints{"n1", "n5", "n9"}));
 }
 
-TEST(TabletsPlacementTest, LeastLoadedWithTiesByEndpoint) {
+TEST(TabletsPlacementTest, LeastLoadedThenLighterRackThenEndpoint) {
   EXPECT_EQ(MustPlace("tablets:1", {Node("solo", "dc1", "r1", "", 40)}), Endpoints{"solo"});
   const std::vector<PlacementNode> three = {Node("n3", "dc1", "r1", "", 5),
                                             Node("n1", "dc1", "r1", "", 5),
@@ -314,6 +314,12 @@ TEST(TabletsPlacementTest, LeastLoadedWithTiesByEndpoint) {
   // The token plays no part.
   for (PlacementNode& n : six) n.token.clear();
   EXPECT_EQ(MustPlace("tablets:3", six), (Endpoints{"d", "f", "b"}));
+  // Between equal loads the lighter rack goes first (r2 holds 1, r1 holds 6), then the
+  // endpoint; the replicas come back by (load, endpoint).
+  const std::vector<PlacementNode> racks = {
+      Node("a", "dc1", "r1", "", 1), Node("x", "dc1", "r1", "", 5), Node("b", "dc1", "r2", "", 1)};
+  EXPECT_EQ(MustPlace("tablets:1", racks), Endpoints{"b"});
+  EXPECT_EQ(MustPlace("tablets:2", racks), (Endpoints{"a", "b"}));
 }
 
 TEST(TabletsPlacementTest, SpreadsOverRacksBeforeLoad) {
