@@ -72,6 +72,14 @@ struct VersionEdit {
     bool operator==(const DropMarks&) const = default;
   };
 
+  struct ReplicaEpoch {
+    uint64_t tablet_id = 0;
+    // The replica epoch the tablet has promised (opaque to storage: the replication layer's
+    // configuration epoch, tablet::Engine::RaiseReplicaEpoch). A tablet no edit gave one has 0.
+    uint64_t epoch = 0;
+    bool operator==(const ReplicaEpoch&) const = default;
+  };
+
   std::optional<uint64_t> next_file_number;
   // The node-wide sequence counter of the engine before sequences were per tablet; written by
   // data folders of that time only (docs/sequence_numbers.md).
@@ -88,6 +96,7 @@ struct VersionEdit {
   std::vector<Flushed> flushed;
   std::vector<DataState> data_states;
   std::vector<DropMarks> drop_marks;
+  std::vector<ReplicaEpoch> replica_epochs;
 
   void AddTablet(uint64_t tablet_id, std::string descriptor) {
     tablets.push_back({tablet_id, std::move(descriptor)});
@@ -107,6 +116,10 @@ struct VersionEdit {
   }
   void SetDropMarks(uint64_t tablet_id, Marks marks) {
     drop_marks.push_back({tablet_id, std::move(marks)});
+  }
+
+  void SetReplicaEpoch(uint64_t tablet_id, uint64_t epoch) {
+    replica_epochs.push_back({tablet_id, epoch});
   }
 
   // Appends the encoding to `*dst`.

@@ -2,6 +2,10 @@
 #include "tessera/tablet/tablet.h"
 
 #include <algorithm>
+#include <string>
+
+#include "absl/strings/cord.h"
+#include "absl/strings/numbers.h"
 
 #include "tessera/model/cell_key.h"
 #include "tessera/model/cell_visibility.h"
@@ -225,21 +229,75 @@ Status Tablet::ValidateMutation(const TabletDescriptor& d, const model::RowMutat
   return bad;
 }
 
-StatusOr<std::shared_ptr<storage::MemTable>> Tablet::PrepareWrite(
-    const model::RowMutation& m, const TabletDescriptor* validated_with, uint64_t segment,
-    SequenceNumber* first) {
+Status Tablet::ValidateBatch(const TabletDescriptor& d, std::span<const model::RowMutation> batch) {
+  if (batch.empty()) return absl::InvalidArgumentError("a batch needs at least one row mutation");
+  for (size_t i = 0; i < batch.size(); ++i) {
+    Status s = ValidateMutation(d, batch[i]);
+    if (s.ok()) continue;
+    if (batch.size() == 1) return s;
+    return Status(s.code(), StrCat("mutation ", i, " of ", batch.size(), ": ", s.message()));
+  }
+  return Status();
+}
+
+namespace {
+// The payload that carries the expected sequence of a gap (ReplicationGapExpected).
+constexpr char kGapPayload[] = "type.tessera/tablet.ReplicationGap";
+}  // namespace
+
+Status ReplicationGapError(TabletId id, SequenceNumber expected, SequenceNumber got) {
+  Status s = absl::FailedPreconditionError(StrCat("replication gap in tablet ", id,
+                                                  ": expected sequence ", expected,
+                                                  ", the batch's first new mutation is at ", got));
+  s.SetPayload(kGapPayload, absl::Cord(std::to_string(expected)));
+  return s;
+}
+
+std::optional<uint64_t> ReplicationGapExpected(const Status& status) {
+  if (!absl::IsFailedPrecondition(status)) return std::nullopt;
+  absl::optional<absl::Cord> payload = status.GetPayload(kGapPayload);
+  uint64_t expected;
+  if (!payload.has_value() || !absl::SimpleAtoi(std::string(*payload), &expected)) {
+    return std::nullopt;
+  }
+  return expected;
+}
+
+StatusOr<Tablet::PreparedWrite> Tablet::PrepareWrite(std::span<const model::RowMutation> batch,
+                                                     const TabletDescriptor* validated_with,
+                                                     uint64_t segment,
+                                                     std::optional<SequenceNumber> given_first) {
   absl::MutexLock l(&mu_);
   // Dropped while the writer waited; it fails alone.
   if (removed_) return absl::NotFoundError(StrCat("tablet ", id_, " not found"));
   RETURN_IF_ERROR(CheckServingLocked());
   // The schema changed while the writer waited (a family may be gone).
-  if (descriptor_.get() != validated_with) RETURN_IF_ERROR(ValidateMutation(*descriptor_, m));
-  if (mem_->Empty() && mem_first_segment_ == 0) mem_first_segment_ = segment;
+  if (descriptor_.get() != validated_with) RETURN_IF_ERROR(ValidateBatch(*descriptor_, batch));
   const SequenceNumber base = std::max(assigned_, last_sequence());
-  *first = base + 1;
-  assigned_ = base + m.size();
+  PreparedWrite w;
+  w.last = base;
+  if (given_first.has_value()) {
+    // The primary's numbers: skip what this tablet holds already, then follow on exactly.
+    SequenceNumber next = *given_first;
+    while (w.skipped < batch.size() && next + batch[w.skipped].size() - 1 <= base) {
+      next += batch[w.skipped++].size();
+    }
+    if (w.skipped == batch.size()) return w;
+    if (next <= base) {
+      return absl::InternalError(StrCat("tablet ", id_, ": mutation ", w.skipped,
+                                        " of the replicated batch takes sequences ", next, "..",
+                                        next + batch[w.skipped].size() - 1,
+                                        ", across the tablet's last sequence ", base));
+    }
+    if (next != base + 1) return ReplicationGapError(id_, base + 1, next);
+  }
+  w.first = base + 1;
+  for (size_t i = w.skipped; i < batch.size(); ++i) w.last += batch[i].size();
+  if (mem_->Empty() && mem_first_segment_ == 0) mem_first_segment_ = segment;
+  w.mem = mem_;
+  assigned_ = w.last;
   given_out_ = std::max(given_out_, assigned_);
-  return mem_;
+  return w;
 }
 
 void Tablet::AbandonNumbers() {

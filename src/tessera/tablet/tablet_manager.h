@@ -68,7 +68,13 @@ class TabletManager final : public Engine {
   Status TruncateTablet(TabletId id) override;
   StatusOr<TabletDescriptor> GetTablet(TabletId id) const override;
   std::vector<TabletId> ListTablets() const override;
-  Status Apply(TabletId id, const model::RowMutation& mutation) override;
+  StatusOr<SequenceRange> ApplyBatch(TabletId id,
+                                     std::span<const model::RowMutation> mutations) override;
+  StatusOr<uint64_t> ApplyReplicated(TabletId id, uint64_t first_sequence,
+                                     std::span<const model::RowMutation> mutations) override;
+  StatusOr<uint64_t> LastSequence(TabletId id) const override;
+  Status RaiseReplicaEpoch(TabletId id, uint64_t epoch) override;
+  StatusOr<uint64_t> GetReplicaEpoch(TabletId id) const override;
   StatusOr<std::optional<model::Row>> ReadRow(TabletId id, std::string_view row,
                                               const model::ReadSpec& spec) const override;
   using Engine::Scan;
@@ -115,6 +121,9 @@ class TabletManager final : public Engine {
   storage::SequenceNumber RetiredSequence(TabletId id) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   // --- write path ---
+  // Validates `mutations` against the tablet's descriptor and writes them through the queue.
+  StatusOr<SequenceRange> WriteBatch(TabletId id, std::span<const model::RowMutation> mutations,
+                                     std::optional<storage::SequenceNumber> given_first);
   // The CommitQueue's hooks.
   Status BeforeTurn(bool write_group) ABSL_LOCKS_EXCLUDED(mu_);
   Status MakeRoomForWrite() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -164,8 +173,8 @@ class TabletManager final : public Engine {
   const TabletContext tablet_context_;
   std::atomic<uint64_t> next_file_number_{1};
 
-  // Serializes tablet creation, removal, schema changes and truncation (manifest writes
-  // included).
+  // Serializes tablet creation, removal, schema changes, truncation and replica epochs (manifest
+  // writes included).
   absl::Mutex admin_mu_;
 
   mutable absl::Mutex mu_;

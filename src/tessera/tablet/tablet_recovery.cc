@@ -99,6 +99,7 @@ Status TabletManager::OpenTablets(const storage::ManifestState& state) {
     std::shared_ptr<Tablet> t =
         NewTablet(id, std::move(d), std::move(marks), ts.flushed_sequence, std::move(files),
                   static_cast<TabletDataState>(ts.data_state));
+    t->SetReplicaEpoch(ts.replica_epoch);
     if (legacy) t->RaiseLastSequence(state.last_sequence);
     tablets_[id] = std::move(t);
   }
