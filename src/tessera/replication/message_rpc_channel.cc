@@ -39,7 +39,8 @@ MessageRpcChannel::MessageRpcChannel(std::string self, cluster::Transport* trans
       executor_(executor),
       options_(options),
       incarnation_(static_cast<uint64_t>(clock->NowMicros())),
-      link_(std::make_shared<Link>()) {
+      link_(std::make_shared<Link>()),
+      handlers_(self_) {
   {
     absl::MutexLock lock(&link_->mu);
     link_->channel = this;
@@ -54,9 +55,9 @@ MessageRpcChannel::~MessageRpcChannel() {
     absl::MutexLock lock(&link_->mu);
     link_->channel = nullptr;
   }
+  handlers_.Close();
   mu_.Lock();
   closed_ = true;
-  handler_ = nullptr;
   // A callback below may call Call(), which (closed) only adds to pending_: drain to empty.
   while (!pending_.empty()) {
     auto node = pending_.extract(pending_.begin());
@@ -99,14 +100,7 @@ void MessageRpcChannel::Call(const std::string& to, std::string_view method, std
   transport_->Send(to, std::move(frame));
 }
 
-void MessageRpcChannel::SetHandler(Handler handler) {
-  Handler old;
-  absl::MutexLock lock(&mu_);
-  old = std::move(handler_);
-  handler_ = std::move(handler);
-  mu_.Await(absl::Condition(
-      +[](int* handling) { return *handling == 0; }, &handling_));
-}
+void MessageRpcChannel::SetHandler(Handler handler) { handlers_.Set(std::move(handler)); }
 
 uint64_t MessageRpcChannel::frames_dropped() const {
   absl::MutexLock lock(&mu_);
@@ -149,29 +143,20 @@ void MessageRpcChannel::Receive(std::string_view bytes) {
 
 void MessageRpcChannel::ServeRequest(uint64_t incarnation, uint64_t id, std::string_view body) {
   ::tessera::v1::ReplicaCall call;
-  Handler handler;
+  const bool parsed = call.ParseFromArray(body.data(), static_cast<int>(body.size()));
   {
     absl::MutexLock lock(&mu_);
-    if (!call.ParseFromArray(body.data(), static_cast<int>(body.size())) ||
-        !FirstSightLocked(call.from(), incarnation, id)) {
+    if (!parsed || !FirstSightLocked(call.from(), incarnation, id)) {
       ++dropped_;
       return;
     }
-    handler = handler_;
-    ++handling_;
   }
   Responder respond = [link = link_, to = call.from(), incarnation, id](StatusOr<std::string> r) {
     absl::MutexLock lock(&link->mu);
     if (link->channel != nullptr) link->channel->SendResponse(to, incarnation, id, r);
   };
-  if (handler) {
-    handler(call.from(), call.method(), std::move(*call.mutable_payload()), std::move(respond));
-  } else {
-    respond(absl::UnavailableError(StrCat(self_, " serves no calls")));
-  }
-  handler = nullptr;
-  absl::MutexLock lock(&mu_);
-  --handling_;
+  handlers_.Serve(call.from(), call.method(), std::move(*call.mutable_payload()),
+                  std::move(respond));
 }
 
 bool MessageRpcChannel::FirstSightLocked(const std::string& from, uint64_t incarnation,

@@ -49,6 +49,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "tessera/cluster/transport.h"
+#include "tessera/replication/handler_slot.h"
 #include "tessera/replication/rpc_channel.h"
 #include "tessera/util/clock.h"
 #include "tessera/util/executor.h"
@@ -114,14 +115,13 @@ class MessageRpcChannel final : public RpcChannel {
   const MessageRpcChannelOptions options_;
   const uint64_t incarnation_;
   const std::shared_ptr<Link> link_;
+  HandlerSlot handlers_;
 
   mutable absl::Mutex mu_;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<uint64_t, Pending> pending_ ABSL_GUARDED_BY(mu_);
   int live_timers_ ABSL_GUARDED_BY(mu_) = 0;  // scheduled, neither cancelled nor finished
-  Handler handler_ ABSL_GUARDED_BY(mu_);
-  int handling_ ABSL_GUARDED_BY(mu_) = 0;  // handler calls running now
   std::map<std::string, SenderWindow> senders_ ABSL_GUARDED_BY(mu_);
   uint64_t dropped_ ABSL_GUARDED_BY(mu_) = 0;
 };

@@ -75,18 +75,11 @@ struct GrpcRpcChannel::PendingCall {
 };
 
 GrpcRpcChannel::GrpcRpcChannel(GrpcRpcChannelOptions options, Executor* executor)
-    : options_(std::move(options)), executor_(executor) {}
+    : options_(std::move(options)), executor_(executor), handlers_(options_.self) {}
 
 GrpcRpcChannel::~GrpcRpcChannel() { Shutdown(); }
 
-void GrpcRpcChannel::SetHandler(Handler handler) {
-  Handler old;
-  absl::MutexLock lock(&mu_);
-  old = std::move(handler_);
-  handler_ = std::move(handler);
-  mu_.Await(absl::Condition(
-      +[](int* handling) { return *handling == 0; }, &handling_));
-}
+void GrpcRpcChannel::SetHandler(Handler handler) { handlers_.Set(std::move(handler)); }
 
 GrpcRpcChannel::Peer& GrpcRpcChannel::PeerLocked(const std::string& to) {
   auto it = peers_.find(to);
@@ -186,33 +179,16 @@ void GrpcRpcChannel::CompleteLater(Done done, StatusOr<std::string> result) {
   });
 }
 
-void GrpcRpcChannel::Serve(const std::string& from, const std::string& method, std::string request,
-                           Responder respond) {
-  Handler handler;
+void GrpcRpcChannel::Shutdown() {
   {
     absl::MutexLock lock(&mu_);
-    if (!shut_down_ && handler_) {
-      handler = handler_;
-      ++handling_;
-    }
+    shut_down_ = true;
+    for (auto& [call, owned] : calls_) call->context.TryCancel();
   }
-  if (!handler) {
-    respond(absl::UnavailableError(StrCat(options_.self, " serves no calls")));
-    return;
-  }
-  handler(from, method, std::move(request), std::move(respond));
-  handler = nullptr;
+  // Running handlers may still call out (failing at once, counted in completing_), so they end
+  // before the wait for the callbacks.
+  handlers_.Close();
   absl::MutexLock lock(&mu_);
-  --handling_;
-}
-
-void GrpcRpcChannel::Shutdown() {
-  Handler old;
-  absl::MutexLock lock(&mu_);
-  shut_down_ = true;
-  old = std::move(handler_);
-  handler_ = nullptr;
-  for (auto& [call, owned] : calls_) call->context.TryCancel();
   mu_.Await(absl::Condition(this, &GrpcRpcChannel::Idle));
 }
 

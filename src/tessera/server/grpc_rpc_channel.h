@@ -38,10 +38,12 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "grpcpp/grpcpp.h"
+#include "tessera/replication/handler_slot.h"
 #include "tessera/replication/rpc_channel.h"
 #include "tessera/util/executor.h"
 #include "tessera/v1/replica.grpc.pb.h"
@@ -80,7 +82,9 @@ class GrpcRpcChannel final : public replication::RpcChannel {
   // Serves one incoming call (ReplicaService): hands it to the handler, or answers Unavailable
   // when there is none or the channel is shut down.
   void Serve(const std::string& from, const std::string& method, std::string request,
-             Responder respond);
+             Responder respond) {
+    handlers_.Serve(from, method, std::move(request), std::move(respond));
+  }
 
   const std::string& cluster_name() const { return options_.cluster_name; }
 
@@ -96,18 +100,17 @@ class GrpcRpcChannel final : public replication::RpcChannel {
   void Finish(PendingCall* call, const grpc::Status& status);
   // Runs done(result) as an executor task, counted until it has run.
   void CompleteLater(Done done, StatusOr<std::string> result) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Nothing pending, completing or being handled (what Shutdown waits for).
+  // No call pending and no callback waiting to run (what Shutdown waits for).
   bool Idle() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return calls_.empty() && completing_ == 0 && handling_ == 0;
+    return calls_.empty() && completing_ == 0;
   }
 
   const GrpcRpcChannelOptions options_;
   Executor* const executor_;
+  replication::HandlerSlot handlers_;
 
   mutable absl::Mutex mu_;
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
-  Handler handler_ ABSL_GUARDED_BY(mu_);
-  int handling_ ABSL_GUARDED_BY(mu_) = 0;    // handler calls running now
   int completing_ ABSL_GUARDED_BY(mu_) = 0;  // callbacks scheduled, not yet run
   std::map<std::string, Peer, std::less<>> peers_ ABSL_GUARDED_BY(mu_);
   std::map<PendingCall*, std::unique_ptr<PendingCall>> calls_ ABSL_GUARDED_BY(mu_);
