@@ -1,0 +1,670 @@
+#include "tessera/testing/history.h"
+
+#include <algorithm>
+#include <cassert>
+#include <limits>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/types/span.h"
+#include "tessera/util/coding.h"
+
+namespace tessera::testing {
+
+Op Op::Write(std::string key, Value value) {
+  Op op;
+  op.kind = OpKind::kWrite;
+  op.key = std::move(key);
+  op.value = std::move(value);
+  return op;
+}
+
+Op Op::Read(std::string key) {
+  Op op;
+  op.kind = OpKind::kRead;
+  op.key = std::move(key);
+  return op;
+}
+
+Op Op::Increment(std::string key, int64_t delta) {
+  Op op;
+  op.kind = OpKind::kIncrement;
+  op.key = std::move(key);
+  op.delta = delta;
+  return op;
+}
+
+Op Op::CheckAndSet(std::string key, Value expected, Value new_value) {
+  Op op;
+  op.kind = OpKind::kCheckAndSet;
+  op.key = std::move(key);
+  op.expected = std::move(expected);
+  op.value = std::move(new_value);
+  return op;
+}
+
+Result Result::Incremented(int64_t new_value) {
+  return Result{Outcome::kOk, BigEndian64String(static_cast<uint64_t>(new_value)), false};
+}
+
+int History::Invoke(int client, Op op, int64_t at_us) {
+  absl::MutexLock lock(&mu_);
+  HistoryEntry entry;
+  entry.id = static_cast<int>(entries_.size());
+  entry.client = client;
+  entry.op = std::move(op);
+  entry.invoke_us = at_us;
+  entry.invoke_seq = next_seq_++;
+  entries_.push_back(std::move(entry));
+  return entries_.back().id;
+}
+
+void History::Complete(int id, Result result, int64_t at_us) {
+  absl::MutexLock lock(&mu_);
+  assert(id >= 0 && id < static_cast<int>(entries_.size()));
+  HistoryEntry& entry = entries_[id];
+  assert(!entry.result.has_value() && at_us >= entry.invoke_us);
+  entry.complete_us = at_us;
+  entry.complete_seq = next_seq_++;
+  entry.result = std::move(result);
+}
+
+std::vector<HistoryEntry> History::Entries() const {
+  absl::MutexLock lock(&mu_);
+  return entries_;
+}
+
+namespace {
+
+// The client id of the reads CheckNoLostWrites adds.
+constexpr int kFinalReadClient = -1;
+
+// ---- Formatting ----
+
+std::string FormatValue(const Value& value) {
+  if (!value.has_value()) return "absent";
+  bool printable =
+      std::all_of(value->begin(), value->end(), [](char c) { return c >= 0x20 && c < 0x7f; });
+  if (value->size() == 8 && !printable) {
+    return absl::StrCat("int ", static_cast<int64_t>(DecodeBigEndian64(value->data())));
+  }
+  return absl::StrCat("\"", absl::CHexEscape(*value), "\"");
+}
+
+std::string FormatOp(const Op& op) {
+  std::string key = absl::StrCat("\"", absl::CHexEscape(op.key), "\"");
+  switch (op.kind) {
+    case OpKind::kWrite:
+      if (!op.value.has_value()) return absl::StrCat("Delete(", key, ")");
+      return absl::StrCat("Write(", key, ", ", FormatValue(op.value), ")");
+    case OpKind::kRead:
+      return absl::StrCat("Read(", key, ")");
+    case OpKind::kIncrement:
+      return absl::StrCat("Increment(", key, ", ", op.delta >= 0 ? "+" : "", op.delta, ")");
+    case OpKind::kCheckAndSet:
+      return absl::StrCat("CheckAndSet(", key, ", ", FormatValue(op.expected), " -> ",
+                          FormatValue(op.value), ")");
+  }
+  return "";
+}
+
+std::string FormatResult(const HistoryEntry& entry) {
+  if (!entry.result.has_value()) return "pending";
+  const Result& result = *entry.result;
+  switch (result.outcome) {
+    case Outcome::kFailed:
+      return "failed";
+    case Outcome::kIndeterminate:
+      return "indeterminate";
+    case Outcome::kOk:
+      break;
+  }
+  switch (entry.op.kind) {
+    case OpKind::kRead:
+    case OpKind::kIncrement:
+      return absl::StrCat("ok ", FormatValue(result.value));
+    case OpKind::kCheckAndSet:
+      return result.matched ? "ok matched" : "ok not matched";
+    case OpKind::kWrite:
+      break;
+  }
+  return "ok";
+}
+
+std::string FormatEntry(const HistoryEntry& entry) {
+  std::string who = entry.client == kFinalReadClient ? std::string("final read")
+                                                     : absl::StrCat("client ", entry.client);
+  std::string until =
+      entry.complete_us.has_value() ? absl::StrCat(*entry.complete_us, "us]") : std::string("...)");
+  return absl::StrCat("#", entry.id, " ", who, " ", FormatOp(entry.op), " -> ", FormatResult(entry),
+                      " [", entry.invoke_us, "us, ", until);
+}
+
+}  // namespace
+
+std::string History::Dump() const {
+  std::string out;
+  for (const HistoryEntry& entry : Entries()) absl::StrAppend(&out, FormatEntry(entry), "\n");
+  return out;
+}
+
+namespace {
+
+// ---- The model: one register per key ----
+
+// A point of the run's one timeline: time, then the order the History was told.
+struct Stamp {
+  int64_t us = 0;
+  int64_t seq = 0;
+  auto operator<=>(const Stamp&) const = default;
+};
+constexpr Stamp kNever{std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::max()};
+
+// One operation of one key as the search sees it: failed operations and reads without an
+// answer are left out before, pending and indeterminate ones complete at kNever.
+struct KeyOp {
+  const HistoryEntry* entry;
+  bool indeterminate;
+  Stamp invoke;
+  Stamp complete;
+
+  const Op& op() const { return entry->op; }
+  const Result& result() const { return *entry->result; }
+};
+
+// The counter an increment sees in `value`, or nullopt when the value is not a counter.
+std::optional<uint64_t> Counter(const Value& value) {
+  if (!value.has_value()) return 0;
+  if (value->size() != 8) return std::nullopt;
+  return DecodeBigEndian64(value->data());
+}
+
+// Whether `op` can take effect on `state` with the answer it got; if so sets *next to the state
+// after it. An indeterminate operation can always take effect (one that would fail changes
+// nothing).
+bool Step(const KeyOp& op, const Value& state, Value* next) {
+  switch (op.op().kind) {
+    case OpKind::kWrite:
+      *next = op.op().value;
+      return true;
+    case OpKind::kRead:
+      *next = state;
+      return op.result().value == state;
+    case OpKind::kIncrement: {
+      std::optional<uint64_t> counter = Counter(state);
+      if (!counter.has_value()) {
+        *next = state;
+        return op.indeterminate;
+      }
+      *next = BigEndian64String(*counter + static_cast<uint64_t>(op.op().delta));
+      return op.indeterminate || op.result().value == *next;
+    }
+    case OpKind::kCheckAndSet: {
+      bool matches = state == op.op().expected;
+      *next = matches ? op.op().value : state;
+      return op.indeterminate || op.result().matched == matches;
+    }
+  }
+  return false;
+}
+
+// ---- The search ----
+
+// Configurations (linearized bitset, state id) seen, packed in one arena: open addressing over
+// indexes into it.
+class ConfigSet {
+ public:
+  explicit ConfigSet(int words) : words_(words), slots_(1024, kEmpty) {}
+
+  // Adds the configuration; false if it was there.
+  bool Insert(const std::vector<uint64_t>& config) {
+    if ((count_ + 1) * 2 > slots_.size()) Grow();
+    size_t slot = Find(config.data());
+    if (slots_[slot] != kEmpty) return false;
+    slots_[slot] = static_cast<uint32_t>(count_++);
+    arena_.insert(arena_.end(), config.begin(), config.end());
+    return true;
+  }
+  int64_t size() const { return static_cast<int64_t>(count_); }
+
+ private:
+  static constexpr uint32_t kEmpty = std::numeric_limits<uint32_t>::max();
+
+  size_t Hash(const uint64_t* config) const {
+    return absl::HashOf(absl::MakeConstSpan(config, words_));
+  }
+  // The slot holding `config`, or the empty slot where it goes.
+  size_t Find(const uint64_t* config) const {
+    size_t mask = slots_.size() - 1;
+    for (size_t slot = Hash(config) & mask;; slot = (slot + 1) & mask) {
+      if (slots_[slot] == kEmpty) return slot;
+      const uint64_t* there = &arena_[static_cast<size_t>(slots_[slot]) * words_];
+      if (std::equal(there, there + words_, config)) return slot;
+    }
+  }
+  void Grow() {
+    std::vector<uint32_t> old = std::move(slots_);
+    slots_.assign(old.size() * 2, kEmpty);
+    for (uint32_t index : old) {
+      if (index != kEmpty) slots_[Find(&arena_[static_cast<size_t>(index) * words_])] = index;
+    }
+  }
+
+  const int words_;
+  size_t count_ = 0;
+  std::vector<uint64_t> arena_;
+  std::vector<uint32_t> slots_;
+};
+
+enum class SearchOutcome { kLinearizable, kNotLinearizable, kOutOfStates };
+
+// Wing & Gong / Lowe's just-in-time linearization over one key's operations (the header).
+class KeySearch {
+ public:
+  explicit KeySearch(const std::vector<KeyOp>& ops) : ops_(ops) {
+    // Nodes: 0 = head, 1 = tail, then a call and a return per operation, in time order.
+    struct Event {
+      Stamp at;
+      int op;
+      bool call;
+    };
+    std::vector<Event> events;
+    for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+      events.push_back({ops[i].invoke, i, true});
+      events.push_back({ops[i].complete, i, false});
+    }
+    std::stable_sort(events.begin(), events.end(),
+                     [](const Event& a, const Event& b) { return a.at < b.at; });
+    size_t n = events.size() + 2;
+    prev_.resize(n);
+    next_.resize(n);
+    op_.assign(n, -1);
+    match_.assign(n, -1);
+    std::vector<int> call_node(ops.size());
+    int last = kHead;
+    for (size_t i = 0; i < events.size(); ++i) {
+      int node = static_cast<int>(i) + 2;
+      op_[node] = events[i].op;
+      if (events[i].call) {
+        call_node[events[i].op] = node;
+      } else {
+        match_[call_node[events[i].op]] = node;
+      }
+      next_[last] = node;
+      prev_[node] = last;
+      last = node;
+    }
+    next_[last] = kTail;
+    prev_[kTail] = last;
+  }
+
+  SearchOutcome Run(int64_t max_states) {
+    int words = static_cast<int>(ops_.size() + 63) / 64;
+    ConfigSet seen(words + 1);
+    std::vector<uint64_t> config(words + 1, 0);  // linearized bits, then the state id
+    struct Frame {
+      int call;
+      int state;
+    };
+    std::vector<Frame> stack;
+    int state = Intern(std::nullopt);
+    int node = next_[kHead];
+    Value after;
+    while (next_[kHead] != kTail) {
+      if (match_[node] >= 0) {  // a call: try to linearize it here
+        int op = op_[node];
+        if (Step(ops_[op], states_[state], &after)) {
+          int next_state = Intern(after);
+          config[op / 64] |= uint64_t{1} << (op % 64);
+          config[words] = static_cast<uint64_t>(next_state);
+          if (seen.Insert(config)) {
+            if (seen.size() > max_states) {
+              states_visited_ = seen.size();
+              return SearchOutcome::kOutOfStates;
+            }
+            stack.push_back({node, state});
+            state = next_state;
+            Lift(node);
+            node = next_[kHead];
+            continue;
+          }
+          config[op / 64] &= ~(uint64_t{1} << (op % 64));
+        }
+        node = next_[node];
+      } else {  // the completion of an operation not linearized yet: undo the last choice
+        if (stack.empty()) {
+          states_visited_ = seen.size();
+          return SearchOutcome::kNotLinearizable;
+        }
+        Frame top = stack.back();
+        stack.pop_back();
+        state = top.state;
+        int op = op_[top.call];
+        config[op / 64] &= ~(uint64_t{1} << (op % 64));
+        Unlift(top.call);
+        node = next_[top.call];
+      }
+    }
+    states_visited_ = seen.size();
+    return SearchOutcome::kLinearizable;
+  }
+
+  int64_t states_visited() const { return states_visited_; }
+
+ private:
+  static constexpr int kHead = 0;
+  static constexpr int kTail = 1;
+
+  int Intern(const Value& value) {
+    auto [it, inserted] = state_ids_.try_emplace(value, static_cast<int>(states_.size()));
+    if (inserted) states_.push_back(value);
+    return it->second;
+  }
+  void Unlink(int node) {
+    next_[prev_[node]] = next_[node];
+    prev_[next_[node]] = prev_[node];
+  }
+  void Relink(int node) {
+    next_[prev_[node]] = node;
+    prev_[next_[node]] = node;
+  }
+  // Takes a linearized operation's call and completion out of the list; Unlift puts them back
+  // (in reverse order, so the links they kept are valid again).
+  void Lift(int call) {
+    Unlink(call);
+    Unlink(match_[call]);
+  }
+  void Unlift(int call) {
+    Relink(match_[call]);
+    Relink(call);
+  }
+
+  const std::vector<KeyOp>& ops_;
+  std::vector<int> prev_, next_;
+  std::vector<int> op_;     // the operation of a node
+  std::vector<int> match_;  // a call's completion node; -1 for completions
+  std::vector<Value> states_;
+  absl::flat_hash_map<Value, int> state_ids_;
+  int64_t states_visited_ = 0;
+};
+
+}  // namespace
+
+namespace {
+
+// ---- From a history to the keys' searches ----
+
+using KeyOps = std::map<std::string, std::vector<KeyOp>>;
+
+// The operations that constrain the search, per key (see KeyOp). `entries` must outlive it.
+KeyOps ByKey(const std::vector<HistoryEntry>& entries) {
+  KeyOps by_key;
+  for (const HistoryEntry& entry : entries) {
+    bool answered = entry.result.has_value();
+    if (answered && entry.result->outcome == Outcome::kFailed) continue;
+    bool definite = answered && entry.result->outcome == Outcome::kOk;
+    if (entry.op.kind == OpKind::kRead && !definite) continue;
+    by_key[entry.op.key].push_back(
+        KeyOp{&entry, !definite, Stamp{entry.invoke_us, entry.invoke_seq},
+              definite ? Stamp{*entry.complete_us, entry.complete_seq} : kNever});
+  }
+  return by_key;
+}
+
+// The key's history as it stood at `cut`: the operations invoked before it, those that had not
+// completed by then pending (indeterminate), reads among them left out.
+std::vector<KeyOp> Prefix(const std::vector<KeyOp>& ops, Stamp cut) {
+  std::vector<KeyOp> prefix;
+  for (const KeyOp& op : ops) {
+    if (op.invoke >= cut) continue;
+    if (op.complete <= cut) {
+      prefix.push_back(op);
+    } else if (op.op().kind != OpKind::kRead) {
+      KeyOp pending = op;
+      pending.indeterminate = true;
+      pending.complete = kNever;
+      prefix.push_back(pending);
+    }
+  }
+  return prefix;
+}
+
+SearchOutcome Search(const std::vector<KeyOp>& ops, int64_t max_states, int64_t* states) {
+  KeySearch search(ops);
+  SearchOutcome outcome = search.Run(max_states);
+  if (states != nullptr) *states += search.states_visited();
+  return outcome;
+}
+
+// Whether `a` completed before `b` was invoked.
+bool Precedes(const KeyOp& a, const KeyOp& b) { return a.complete < b.invoke; }
+
+// An acknowledged operation that changed the value, and the value it left.
+std::optional<Value> AcknowledgedEffect(const KeyOp& op) {
+  if (op.indeterminate) return std::nullopt;
+  switch (op.op().kind) {
+    case OpKind::kWrite:
+      return op.op().value;
+    case OpKind::kIncrement:
+      return op.result().value;
+    case OpKind::kCheckAndSet:
+      if (op.result().matched) return op.op().value;
+      return std::nullopt;
+    case OpKind::kRead:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// Whether `op` can leave `value` behind.
+bool CanProduce(const KeyOp& op, const Value& value) {
+  switch (op.op().kind) {
+    case OpKind::kWrite:
+      return op.op().value == value;
+    case OpKind::kIncrement:
+      return !op.indeterminate && op.result().value == value;
+    case OpKind::kCheckAndSet:
+      return (op.indeterminate || op.result().matched) && op.op().value == value;
+    case OpKind::kRead:
+      return false;
+  }
+  return false;
+}
+
+constexpr size_t kMaxListed = 20;
+
+void AppendOps(std::string* out, const std::string& title, const std::vector<const KeyOp*>& ops) {
+  if (ops.empty()) return;
+  absl::StrAppend(out, "\n  ", title, ":");
+  for (size_t i = 0; i < ops.size() && i < kMaxListed; ++i) {
+    absl::StrAppend(out, "\n    ", FormatEntry(*ops[i]->entry));
+  }
+  if (ops.size() > kMaxListed) absl::StrAppend(out, "\n    ... ", ops.size() - kMaxListed, " more");
+}
+
+// Why the key's operations cannot be linearized (the header: the shortest failing prefix, and
+// the window of operations around the one that ends it). REQUIRES: `ops` is not linearizable.
+std::string ExplainViolation(const std::string& key, const std::vector<KeyOp>& ops,
+                             const CheckLimits& limits) {
+  // Every completion is a candidate end of the shortest failing prefix; the last one fails
+  // (what follows it is only indeterminate operations, which can always go last).
+  std::vector<Stamp> cuts;
+  for (const KeyOp& op : ops) {
+    if (op.complete != kNever) cuts.push_back(op.complete);
+  }
+  std::sort(cuts.begin(), cuts.end());
+  size_t lo = 0, hi = cuts.size() - 1;
+  while (lo < hi) {  // an inconclusive prefix counts as failing: the window is then wider
+    size_t mid = (lo + hi) / 2;
+    if (Search(Prefix(ops, cuts[mid]), limits.max_states_per_key, nullptr) ==
+        SearchOutcome::kLinearizable) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  std::vector<KeyOp> prefix = Prefix(ops, cuts[hi]);
+  const KeyOp* culprit = nullptr;
+  for (const KeyOp& op : prefix) {
+    if (op.complete == cuts[hi]) culprit = &op;
+  }
+  std::vector<const KeyOp*> concurrent, before, sources, lost;
+  for (const KeyOp& op : prefix) {
+    if (&op == culprit) continue;
+    if (!Precedes(op, *culprit) && !Precedes(*culprit, op)) concurrent.push_back(&op);
+    if (Precedes(op, *culprit) &&
+        std::none_of(prefix.begin(), prefix.end(), [&](const KeyOp& other) {
+          return Precedes(op, other) && Precedes(other, *culprit);
+        })) {
+      before.push_back(&op);
+    }
+  }
+  std::string out = absl::StrCat("key \"", absl::CHexEscape(key),
+                                 "\" is not linearizable: its history up to the completion of #",
+                                 culprit->entry->id, " cannot be ordered, everything before can",
+                                 "\n  cannot be ordered: ", FormatEntry(*culprit->entry));
+  AppendOps(&out, "concurrent with it", concurrent);
+  AppendOps(&out, "completed last before it was invoked", before);
+  if (culprit->op().kind == OpKind::kRead || culprit->op().kind == OpKind::kIncrement) {
+    const Value& seen = culprit->result().value;
+    for (const KeyOp& op : prefix) {
+      if (&op != culprit && CanProduce(op, seen)) sources.push_back(&op);
+    }
+    if (sources.empty() && seen.has_value()) {
+      absl::StrAppend(&out, "\n  no operation of the key can have produced ", FormatValue(seen));
+    }
+    AppendOps(&out, absl::StrCat("can have produced ", FormatValue(seen)), sources);
+  }
+  if (culprit->entry->client == kFinalReadClient) {
+    // Acknowledged changes that no acknowledged change followed, not seen by the final read.
+    for (const KeyOp& op : prefix) {
+      std::optional<Value> effect = AcknowledgedEffect(op);
+      if (!effect.has_value() || *effect == culprit->result().value) continue;
+      if (std::none_of(prefix.begin(), prefix.end(), [&](const KeyOp& other) {
+            return AcknowledgedEffect(other).has_value() && Precedes(op, other);
+          })) {
+        lost.push_back(&op);
+      }
+    }
+    AppendOps(&out, "lost: acknowledged, never superseded, not seen by the final read", lost);
+  }
+  return out;
+}
+
+std::string ExplainInconclusive(const std::string& key, const std::vector<KeyOp>& ops,
+                                int64_t states) {
+  std::vector<std::pair<Stamp, int>> events;
+  for (const KeyOp& op : ops) {
+    events.push_back({op.invoke, 1});
+    events.push_back({op.complete, -1});
+  }
+  std::sort(events.begin(), events.end());
+  int open = 0, most = 0;
+  for (const auto& [at, change] : events) most = std::max(most, open += change);
+  int indeterminate = static_cast<int>(
+      std::count_if(ops.begin(), ops.end(), [](const KeyOp& op) { return op.indeterminate; }));
+  return absl::StrCat("key \"", absl::CHexEscape(key), "\": the search gave up after ", states,
+                      " configurations (CheckLimits::max_states_per_key) over ", ops.size(),
+                      " operations, ", indeterminate, " of them indeterminate, at most ", most,
+                      " concurrent");
+}
+
+CheckResult CheckEntries(const std::vector<HistoryEntry>& entries, const CheckLimits& limits) {
+  CheckResult result;
+  KeyOps by_key = ByKey(entries);
+  std::vector<std::string> violated, inconclusive;
+  std::string inconclusive_explanation;
+  for (const auto& [key, ops] : by_key) {
+    int64_t states = 0;
+    SearchOutcome outcome = Search(ops, limits.max_states_per_key, &states);
+    result.states_visited += states;
+    if (outcome == SearchOutcome::kNotLinearizable) violated.push_back(key);
+    if (outcome == SearchOutcome::kOutOfStates) {
+      if (inconclusive.empty()) inconclusive_explanation = ExplainInconclusive(key, ops, states);
+      inconclusive.push_back(key);
+    }
+  }
+  if (!violated.empty()) {
+    result.verdict = CheckResult::Verdict::kNotLinearizable;
+    result.key = violated.front();
+    result.explanation = ExplainViolation(result.key, by_key[result.key], limits);
+  } else if (!inconclusive.empty()) {
+    result.verdict = CheckResult::Verdict::kInconclusive;
+    result.key = inconclusive.front();
+    result.explanation = inconclusive_explanation;
+  }
+  auto quoted = [](std::string* out, const std::string& key) {
+    absl::StrAppend(out, "\"", absl::CHexEscape(key), "\"");
+  };
+  if (violated.size() > 1) {
+    absl::StrAppend(&result.explanation, "\nalso not linearizable: ",
+                    absl::StrJoin(violated.begin() + 1, violated.end(), ", ", quoted));
+  }
+  if (!violated.empty() && !inconclusive.empty()) {
+    absl::StrAppend(&result.explanation,
+                    "\ninconclusive: ", absl::StrJoin(inconclusive, ", ", quoted));
+  } else if (inconclusive.size() > 1) {
+    absl::StrAppend(&result.explanation, "\nalso inconclusive: ",
+                    absl::StrJoin(inconclusive.begin() + 1, inconclusive.end(), ", ", quoted));
+  }
+  return result;
+}
+
+}  // namespace
+
+CheckResult CheckLinearizable(const History& history, const CheckLimits& limits) {
+  return CheckEntries(history.Entries(), limits);
+}
+
+CheckResult CheckNoLostWrites(const History& history,
+                              const std::map<std::string, Value>& final_values, int64_t read_at_us,
+                              const CheckLimits& limits) {
+  std::vector<HistoryEntry> entries = history.Entries();
+  CheckResult misuse;
+  misuse.verdict = CheckResult::Verdict::kInconclusive;
+  int64_t last_us = std::numeric_limits<int64_t>::min();
+  int64_t next_seq = 0;
+  std::vector<std::string> unread;
+  for (const HistoryEntry& entry : entries) {
+    last_us = std::max(last_us, entry.complete_us.value_or(entry.invoke_us));
+    next_seq = std::max(next_seq, std::max(entry.invoke_seq, entry.complete_seq) + 1);
+    bool acknowledged = entry.op.kind != OpKind::kRead && entry.result.has_value() &&
+                        entry.result->outcome == Outcome::kOk;
+    if (acknowledged && !final_values.contains(entry.op.key)) {
+      unread.push_back(entry.op.key);
+    }
+  }
+  if (!entries.empty() && read_at_us <= last_us) {
+    misuse.explanation =
+        absl::StrCat("the final reads at ", read_at_us,
+                     "us are not after the run, whose last event is at ", last_us, "us");
+    return misuse;
+  }
+  if (!unread.empty()) {
+    std::sort(unread.begin(), unread.end());
+    unread.erase(std::unique(unread.begin(), unread.end()), unread.end());
+    misuse.key = unread.front();
+    misuse.explanation = absl::StrCat("no final value for keys with acknowledged writes: ",
+                                      absl::StrJoin(unread, ", "));
+    return misuse;
+  }
+  for (const auto& [key, value] : final_values) {
+    HistoryEntry read;
+    read.id = static_cast<int>(entries.size());
+    read.client = kFinalReadClient;
+    read.op = Op::Read(key);
+    read.invoke_us = read_at_us;
+    read.invoke_seq = next_seq++;
+    read.complete_us = read_at_us;
+    read.complete_seq = next_seq++;
+    read.result = Result::Seen(value);
+    entries.push_back(std::move(read));
+  }
+  return CheckEntries(entries, limits);
+}
+
+}  // namespace tessera::testing

@@ -1,0 +1,175 @@
+// A client history of a distributed run, and its linearizability check (docs/simulation.md,
+// "Checking histories"). A test records every request its clients send (Invoke) and every
+// answer they get (Complete); after the run CheckLinearizable says whether some single order
+// of the operations, each taking effect at one instant inside its own interval, explains every
+// answer, and CheckNoLostWrites adds final reads to ask whether every acknowledged write
+// survived.
+//
+// The model: one register per key, keys independent (a row of the store is a key; what a test
+// writes to a row is one cell). A key holds a Value: a string, or nullopt ("absent": never
+// written, or deleted). Operations on one key:
+//   Write(v)                  sets the value (nullopt: deletes it);
+//   Read                      returns the value;
+//   Increment(d)              treats the value as an 8-byte big-endian int64 (absent = 0), adds d
+//                             (wrapping) and returns the new value, like Bigtable's
+//                             ReadModifyWriteRow increment; on a value that is not 8 bytes it
+//                             fails and changes nothing;
+//   CheckAndSet(expected, v)  if the value equals `expected` (nullopt: absent), sets it to v and
+//                             answers matched = true; else changes nothing and answers false,
+//                             like CheckAndMutateRow with a value-equality predicate.
+// Outcomes: kOk (the answer is known), kFailed (the operation certainly did not take effect:
+// it constrains nothing and is left out), kIndeterminate (a timeout, an UNAVAILABLE after the
+// request was sent, a coordinator that died: it may have taken effect at any instant after its
+// invocation, or never; its completion counts as +infinity). A read that did not return ok
+// constrains nothing. An operation never completed when the run ended is indeterminate.
+//
+// Order: an operation A precedes B when A's completion comes before B's invocation; at equal
+// times the order in which the History was told decides. So Invoke must be recorded before the
+// request leaves the client and Complete after the answer arrived, both in one timeline (in a
+// simulation the SimExecutor's time, never a node's drifting clock). Recording an interval
+// wider than the real one only makes the check more lenient.
+//
+// The algorithm: per key (linearizability is compositional: a history is linearizable iff each
+// key's sub-history is), Wing & Gong's search with Lowe's just-in-time linearization and a
+// memo of (set of linearized operations, state), as in Knossos and Porcupine. The operations'
+// invocations and completions form one list in time order; the search walks it, tries to
+// linearize each pending operation whose invocation it has passed, and backtracks when it
+// reaches the completion of an operation not yet linearized. A configuration (bitset of
+// linearized operations, interned state) seen before is not explored again, so a run with few
+// concurrent clients costs about (operations x concurrency) steps. An indeterminate operation
+// never blocks the walk; "never took effect" is the same as "took effect after everything
+// else", so it needs no separate branch. The number of configurations is bounded per key
+// (CheckLimits); a search that reaches the bound is kInconclusive, which a test treats as a
+// failure of its own kind (make the run smaller), never as a pass.
+//
+// The explanation of a violation names the key and a window of operations: the operation X at
+// whose completion the key's history stops being linearizable (the shortest failing prefix:
+// every prefix of a linearizable history is linearizable, so it is found by bisection), the
+// operations concurrent with X, the latest operations that completed before X was invoked (the
+// ones that fix the state X must see), and for a read or increment the operations that could
+// have produced the value it saw.
+//
+// Thread-safety: History is safe to use from many threads (a process test's clients);
+// CheckLinearizable and CheckNoLostWrites read a snapshot of it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+
+namespace tessera::testing {
+
+// A key's value; nullopt is "absent".
+using Value = std::optional<std::string>;
+
+enum class OpKind { kWrite, kRead, kIncrement, kCheckAndSet };
+
+struct Op {
+  OpKind kind = OpKind::kRead;
+  std::string key;
+  Value value;        // kWrite: the value written (nullopt: a delete); kCheckAndSet: set on match
+  Value expected;     // kCheckAndSet: the value compared with
+  int64_t delta = 0;  // kIncrement
+
+  static Op Write(std::string key, Value value);
+  static Op Delete(std::string key) { return Write(std::move(key), std::nullopt); }
+  static Op Read(std::string key);
+  static Op Increment(std::string key, int64_t delta);
+  static Op CheckAndSet(std::string key, Value expected, Value new_value);
+};
+
+enum class Outcome { kOk, kFailed, kIndeterminate };
+
+// The answer to an Op. REQUIRES: an ok Result has the shape of its Op's kind (Ok for a write,
+// Seen for a read, Incremented for an increment, Matched for a check-and-set).
+struct Result {
+  Outcome outcome = Outcome::kOk;
+  Value value;           // kRead: the value seen; kIncrement: the new value (8 bytes)
+  bool matched = false;  // kCheckAndSet
+
+  static Result Ok() { return Result{}; }
+  static Result Failed() { return Result{Outcome::kFailed, std::nullopt, false}; }
+  static Result Indeterminate() { return Result{Outcome::kIndeterminate, std::nullopt, false}; }
+  static Result Seen(Value value) { return Result{Outcome::kOk, std::move(value), false}; }
+  static Result Incremented(int64_t new_value);
+  static Result Matched(bool matched) { return Result{Outcome::kOk, std::nullopt, matched}; }
+};
+
+// One recorded operation. `complete_us` and `result` are empty while it is pending. `*_seq`
+// are the positions of the Invoke and Complete calls among all the History's calls (ties).
+struct HistoryEntry {
+  int id = 0;
+  int client = 0;
+  Op op;
+  int64_t invoke_us = 0;
+  int64_t invoke_seq = 0;
+  std::optional<int64_t> complete_us;
+  int64_t complete_seq = 0;
+  std::optional<Result> result;
+};
+
+// The operations of a run, in invocation order.
+class History {
+ public:
+  History() = default;
+  History(const History&) = delete;
+  History& operator=(const History&) = delete;
+
+  // Records that `client` sent `op` at `at_us`; returns the id to complete it with.
+  int Invoke(int client, Op op, int64_t at_us);
+  // Records the answer to operation `id`. REQUIRES: `id` came from Invoke and was not completed;
+  // at_us >= its invocation time; `result` has the shape of the op (see Result).
+  void Complete(int id, Result result, int64_t at_us);
+
+  std::vector<HistoryEntry> Entries() const;
+  // One line per operation in id order, e.g.
+  //   #7 client 2 Increment("c", +1) -> ok 5 [1200us, 1350us]
+  std::string Dump() const;
+
+ private:
+  mutable absl::Mutex mu_;
+  int64_t next_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<HistoryEntry> entries_ ABSL_GUARDED_BY(mu_);
+};
+
+struct CheckLimits {
+  // Configurations (linearized set, state) the search of one key may visit before it gives up
+  // with kInconclusive. Each costs about (operations of the key / 8 + 24) bytes. Default: enough
+  // for hundreds of operations per key with a handful of indeterminate ones.
+  int64_t max_states_per_key = 1'000'000;
+};
+
+struct CheckResult {
+  enum class Verdict { kLinearizable, kNotLinearizable, kInconclusive };
+  Verdict verdict = Verdict::kLinearizable;
+  // The first failing key in key order (a violation before an inconclusive key); empty if ok.
+  std::string key;
+  // Human readable: the key, the window of operations (see above) or why the search stopped,
+  // and the other keys that failed.
+  std::string explanation;
+  // Configurations visited over all keys, for a test to watch the cost.
+  int64_t states_visited = 0;
+
+  bool ok() const { return verdict == Verdict::kLinearizable; }
+};
+
+// Checks every key of `history`.
+CheckResult CheckLinearizable(const History& history, const CheckLimits& limits = {});
+
+// Adds to a copy of `history` one ok Read per key of `final_values` (the value a linearizable
+// read of the key saw after the run, once every operation completed or was abandoned), invoked
+// and completed at `read_at_us`, and checks it. Beyond CheckLinearizable it names lost writes:
+// when a final read cannot be linearized, the explanation lists the acknowledged writes,
+// increments and matched check-and-sets of the key that nothing acknowledged superseded and
+// whose effect the final read does not show. A key with an acknowledged mutation but no final
+// value is a failure too (the test forgot to read it). REQUIRES: read_at_us is later than every
+// time recorded in `history`.
+CheckResult CheckNoLostWrites(const History& history,
+                              const std::map<std::string, Value>& final_values, int64_t read_at_us,
+                              const CheckLimits& limits = {});
+
+}  // namespace tessera::testing
