@@ -402,16 +402,15 @@ CheckResult CheckNoLostWrites(const History& history,
     return misuse;
   }
   for (const auto& [key, value] : final_values) {
-    HistoryEntry read;
-    read.id = static_cast<int>(entries.size());
-    read.client = kFinalReadClient;
-    read.op = Op::Read(key);
-    read.invoke_us = read_at_us;
-    read.invoke_seq = next_seq++;
-    read.complete_us = read_at_us;
-    read.complete_seq = next_seq++;
-    read.result = Result::Seen(value);
-    entries.push_back(std::move(read));
+    int64_t invoke_seq = next_seq++;
+    entries.push_back(HistoryEntry{.id = static_cast<int>(entries.size()),
+                                   .client = kFinalReadClient,
+                                   .op = Op::Read(key),
+                                   .invoke_us = read_at_us,
+                                   .invoke_seq = invoke_seq,
+                                   .complete_us = read_at_us,
+                                   .complete_seq = next_seq++,
+                                   .result = Result::Seen(value)});
   }
   return CheckEntries(entries, limits);
 }
