@@ -31,16 +31,22 @@
 //
 // The algorithm: per key (linearizability is compositional: a history is linearizable iff each
 // key's sub-history is), Wing & Gong's search with Lowe's just-in-time linearization and a
-// memo of (set of linearized operations, state), as in Knossos and Porcupine. The operations'
-// invocations and completions form one list in time order; the search walks it, tries to
-// linearize each pending operation whose invocation it has passed, and backtracks when it
-// reaches the completion of an operation not yet linearized. A configuration (bitset of
-// linearized operations, interned state) seen before is not explored again, so a run with few
-// concurrent clients costs about (operations x concurrency) steps. An indeterminate operation
-// never blocks the walk; "never took effect" is the same as "took effect after everything
-// else", so it needs no separate branch. The number of configurations is bounded per key
-// (CheckLimits); a search that reaches the bound is kInconclusive, which a test treats as a
-// failure of its own kind (make the run smaller), never as a pass.
+// memo of configurations (operations linearized, state), as in Knossos and Porcupine. The
+// operations' invocations and completions form one list in time order; the search linearizes,
+// depth first, one of the operations invoked before the first completion still in the list,
+// and backtracks when none fits. So an operation that completed before another was invoked is
+// always ordered first, and a configuration seen before is not explored again: a run with few
+// concurrent clients costs about (operations x concurrency) steps. Indeterminate operations
+// never block the list ("never took effect" is the same as "took effect after everything
+// else"), and the search keeps them cheap with reductions that each rest on that fact: it
+// tries them after the definite ones, never one that would not change the state, never a write
+// right after one of them (that write would hide it), only the earliest invoked of equal ones,
+// and a configuration is redundant when one with the same definite operations and state but
+// fewer indeterminate ones was seen (register_search.h). The number of configurations is
+// bounded per key (CheckLimits); a search that reaches the bound is kInconclusive, which a test
+// treats as a failure of its own kind (make the run smaller), never as a pass. Writing a value
+// of its own in every write (client and sequence) keeps the search small; many indeterminate
+// operations over a few values are what can reach the bound.
 //
 // The explanation of a violation names the key and a window of operations: the operation X at
 // whose completion the key's history stops being linearizable (the shortest failing prefix:

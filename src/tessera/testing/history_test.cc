@@ -377,6 +377,7 @@ struct GenOptions {
   int64_t max_window_us = 40;  // each side of the instant the operation took effect
   int indeterminate_in = 20;   // one operation in this many is indeterminate (0: none)
   bool counter_key = false;    // only increments, deletes, reads and check-and-sets of counters
+  bool unique_values = false;  // every write and check-and-set writes a value of its own
 };
 
 // Runs random operations on one register, operation i taking effect at 10 * i inside a random
@@ -395,6 +396,7 @@ std::vector<GenOp> GenerateKey(Random* rnd, const std::string& key, const GenOpt
     bool failed = !indeterminate && rnd->OneIn(30);
     bool applies = !failed && (!indeterminate || rnd->OneIn(2));
     Value pick = values[rnd->Uniform(values.size())];
+    if (options.unique_values && pick.has_value()) pick = absl::StrCat("v", i);
     if (options.counter_key && pick.has_value() && pick->size() != 8) pick = Int(rnd->Uniform(4));
     switch (rnd->Uniform(4)) {
       case 0:
@@ -420,6 +422,7 @@ std::vector<GenOp> GenerateKey(Random* rnd, const std::string& key, const GenOpt
         Value expected = rnd->OneIn(2) ? state : pick;
         Value next = values[rnd->Uniform(values.size())];
         if (options.counter_key && next.has_value()) next = Int(rnd->Uniform(4));
+        if (options.unique_values && next.has_value()) next = absl::StrCat("v", i);
         g.op = Op::CheckAndSet(key, expected, next);
         g.result = Result::Matched(expected == state);
         if (applies && expected == state) state = next;
@@ -485,6 +488,8 @@ TEST(HistoryRandomTest, HistoriesOfARealRegisterAreLinearizable) {
       GenOptions options;
       options.counter_key = k % 2 == 1;
       options.max_window_us = static_cast<int64_t>(rnd.Uniform(60));
+      options.indeterminate_in = std::vector<int>{3, 10, 20}[rnd.Uniform(3)];
+      options.unique_values = rnd.OneIn(2);
       Record(GenerateKey(&rnd, absl::StrCat("row", k), options), &h);
     }
     CheckResult result = CheckLinearizable(h);
@@ -554,6 +559,138 @@ TEST(HistoryRandomTest, AStaleReadAfterAnIsolatedWriteIsCaught) {
   EXPECT_GT(cases, 20);  // the generator makes such pairs; the test is not vacuous
 }
 
+// ---- Against a brute-force oracle ----
+
+// The model of history.h, written again in the plainest way, for the oracle.
+bool OracleStep(const HistoryEntry& e, bool indeterminate, Value* state) {
+  switch (e.op.kind) {
+    case OpKind::kWrite:
+      *state = e.op.value;
+      return true;
+    case OpKind::kRead:
+      return e.result->value == *state;
+    case OpKind::kIncrement: {
+      if (state->has_value() && (*state)->size() != 8) return indeterminate;
+      uint64_t counter = state->has_value() ? DecodeBigEndian64((*state)->data()) : 0;
+      Value next = BigEndian64String(counter + static_cast<uint64_t>(e.op.delta));
+      if (!indeterminate && e.result->value != next) return false;
+      *state = next;
+      return true;
+    }
+    case OpKind::kCheckAndSet: {
+      bool matches = *state == e.op.expected;
+      if (!indeterminate && e.result->matched != matches) return false;
+      if (matches) *state = e.op.value;
+      return true;
+    }
+  }
+  return false;
+}
+
+// Tries every order of the operations that respects real time: each definite operation once,
+// each indeterminate one at most once.
+bool OracleSearch(const std::vector<HistoryEntry>& ops, const std::vector<bool>& definite,
+                  std::vector<bool>* placed, const Value& state) {
+  auto precedes = [&](const HistoryEntry& a, const HistoryEntry& b) {
+    return std::pair(*a.complete_us, a.complete_seq) < std::pair(b.invoke_us, b.invoke_seq);
+  };
+  bool all_definite_placed = true;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (definite[i] && !(*placed)[i]) all_definite_placed = false;
+  }
+  if (all_definite_placed) return true;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if ((*placed)[i]) continue;
+    bool ready = true;
+    for (size_t j = 0; j < ops.size(); ++j) {
+      if (j != i && definite[j] && !(*placed)[j] && precedes(ops[j], ops[i])) ready = false;
+    }
+    Value next = state;
+    if (!ready || !OracleStep(ops[i], !definite[i], &next)) continue;
+    (*placed)[i] = true;
+    bool found = OracleSearch(ops, definite, placed, next);
+    (*placed)[i] = false;
+    if (found) return true;
+  }
+  return false;
+}
+
+bool OracleLinearizable(const History& history) {
+  std::vector<HistoryEntry> ops;
+  std::vector<bool> definite;
+  for (const HistoryEntry& e : history.Entries()) {
+    bool answered = e.result.has_value();
+    if (answered && e.result->outcome == Outcome::kFailed) continue;
+    bool ok = answered && e.result->outcome == Outcome::kOk;
+    if (e.op.kind == OpKind::kRead && !ok) continue;
+    ops.push_back(e);
+    definite.push_back(ok);
+  }
+  std::vector<bool> placed(ops.size(), false);
+  return OracleSearch(ops, definite, &placed, std::nullopt);
+}
+
+// Small histories with random intervals and random answers, linearizable or not.
+std::vector<GenOp> RandomSmallHistory(Random* rnd) {
+  const std::vector<Value> values = {"a", "b", Int(1), std::nullopt};
+  auto value = [&] { return values[rnd->Uniform(values.size())]; };
+  std::vector<GenOp> ops;
+  int n = 2 + static_cast<int>(rnd->Uniform(6));
+  for (int i = 0; i < n; ++i) {
+    int64_t from = static_cast<int64_t>(rnd->Uniform(40));
+    GenOp g{i, Op::Read("k"), from, from + static_cast<int64_t>(rnd->Uniform(20)), Result::Ok()};
+    switch (rnd->Uniform(4)) {
+      case 0:
+        g.op = Op::Write("k", value());
+        break;
+      case 1:
+        g.result = Result::Seen(value());
+        break;
+      case 2:
+        g.op = Op::Increment("k", static_cast<int64_t>(rnd->Uniform(3)));
+        g.result = Result::Incremented(static_cast<int64_t>(rnd->Uniform(4)));
+        break;
+      case 3:
+        g.op = Op::CheckAndSet("k", value(), value());
+        g.result = Result::Matched(rnd->OneIn(2));
+        break;
+    }
+    switch (rnd->Uniform(10)) {
+      case 0:
+        g.result = Result::Failed();
+        break;
+      case 1:
+        g.result = Result::Indeterminate();
+        break;
+      case 2:
+        g.to = kPending;
+        break;
+      default:
+        break;
+    }
+    ops.push_back(std::move(g));
+  }
+  return ops;
+}
+
+TEST(HistoryRandomTest, AgreesWithABruteForceOracle) {
+  int linearizable = 0, not_linearizable = 0;
+  for (uint64_t seed = 1; seed <= 5000; ++seed) {
+    Random rnd(seed);
+    History h;
+    Record(RandomSmallHistory(&rnd), &h);
+    bool expected = OracleLinearizable(h);
+    CheckResult result = CheckLinearizable(h);
+    ASSERT_EQ(result.ok(), expected) << "seed " << seed << "\n"
+                                     << result.explanation << "\n"
+                                     << h.Dump();
+    ++(expected ? linearizable : not_linearizable);
+  }
+  // Both answers occur often: the comparison is not vacuous.
+  EXPECT_GT(linearizable, 1000);
+  EXPECT_GT(not_linearizable, 1000);
+}
+
 // The size of a simulation's run: 100 keys of 500 operations, about 8 concurrent per key.
 TEST(HistoryRandomTest, ASimulationSizedRunIsCheap) {
   Random rnd(42);
@@ -575,6 +712,30 @@ TEST(HistoryRandomTest, ASimulationSizedRunIsCheap) {
               static_cast<long long>(result.states_visited));
   // Near-linear: a few configurations per operation, not an exponential search.
   EXPECT_LT(result.states_visited, 20 * 50'000);
+}
+
+// A violation at the end of a long history with many indeterminate operations pending: the
+// search must rule out every way they could have taken effect, and does within the bound.
+TEST(HistoryRandomTest, AViolationAfterManyIndeterminateOperationsIsFound) {
+  Random rnd(7);
+  GenOptions options;
+  options.ops = 500;
+  options.indeterminate_in = 50;
+  options.unique_values = true;
+  std::vector<GenOp> ops = GenerateKey(&rnd, "row", options);
+  size_t last_read = ops.size();
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (IsOkRead(ops[i])) last_read = i;
+  }
+  ASSERT_LT(last_read, ops.size());
+  ops[last_read].result = Result::Seen("never written");
+  History h;
+  Record(ops, &h);
+  CheckResult result = CheckLinearizable(h);
+  ASSERT_EQ(result.verdict, Verdict::kNotLinearizable) << result.explanation;
+  EXPECT_NE(result.explanation.find(absl::StrCat("#", IdsInInvokeOrder(ops)[last_read], " ")),
+            std::string::npos)
+      << result.explanation;
 }
 
 }  // namespace

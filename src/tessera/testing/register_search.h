@@ -1,7 +1,8 @@
 // The search behind CheckLinearizable (history.h): whether one key's operations, starting
 // from an absent value, can be linearized against the one-register model of history.h. The
 // algorithm is Wing & Gong's with Lowe's just-in-time linearization and a memo of
-// configurations (linearized set, state), as in Knossos and Porcupine; history.h describes it.
+// configurations, as in Knossos and Porcupine, with reductions for indeterminate operations;
+// history.h describes it, register_search.cc argues each reduction.
 //
 // Thread-safety: SearchKey keeps no state between calls; calls may run on several threads.
 #pragma once
