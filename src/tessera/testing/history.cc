@@ -13,43 +13,44 @@
 
 namespace tessera::testing {
 
-Op Op::Write(std::string key, Value value) {
-  Op op;
-  op.kind = OpKind::kWrite;
+ClientOp ClientOp::Write(std::string key, RegisterValue value) {
+  ClientOp op;
+  op.kind = ClientOpKind::kWrite;
   op.key = std::move(key);
   op.value = std::move(value);
   return op;
 }
 
-Op Op::Read(std::string key) {
-  Op op;
-  op.kind = OpKind::kRead;
+ClientOp ClientOp::Read(std::string key) {
+  ClientOp op;
+  op.kind = ClientOpKind::kRead;
   op.key = std::move(key);
   return op;
 }
 
-Op Op::Increment(std::string key, int64_t delta) {
-  Op op;
-  op.kind = OpKind::kIncrement;
+ClientOp ClientOp::Increment(std::string key, int64_t delta) {
+  ClientOp op;
+  op.kind = ClientOpKind::kIncrement;
   op.key = std::move(key);
   op.delta = delta;
   return op;
 }
 
-Op Op::CheckAndSet(std::string key, Value expected, Value new_value) {
-  Op op;
-  op.kind = OpKind::kCheckAndSet;
+ClientOp ClientOp::CheckAndSet(std::string key, RegisterValue expected, RegisterValue new_value) {
+  ClientOp op;
+  op.kind = ClientOpKind::kCheckAndSet;
   op.key = std::move(key);
   op.expected = std::move(expected);
   op.value = std::move(new_value);
   return op;
 }
 
-Result Result::Incremented(int64_t new_value) {
-  return Result{Outcome::kOk, BigEndian64String(static_cast<uint64_t>(new_value)), false};
+ClientResult ClientResult::Incremented(int64_t new_value) {
+  return ClientResult{ClientOutcome::kOk, BigEndian64String(static_cast<uint64_t>(new_value)),
+                      false};
 }
 
-int History::Invoke(int client, Op op, int64_t at_us) {
+int History::Invoke(int client, ClientOp op, int64_t at_us) {
   absl::MutexLock lock(&mu_);
   HistoryEntry entry;
   entry.id = static_cast<int>(entries_.size());
@@ -61,7 +62,7 @@ int History::Invoke(int client, Op op, int64_t at_us) {
   return entries_.back().id;
 }
 
-void History::Complete(int id, Result result, int64_t at_us) {
+void History::Complete(int id, ClientResult result, int64_t at_us) {
   absl::MutexLock lock(&mu_);
   assert(id >= 0 && id < static_cast<int>(entries_.size()));
   HistoryEntry& entry = entries_[id];
@@ -83,7 +84,7 @@ constexpr int kFinalReadClient = -1;
 
 // ---- Formatting ----
 
-std::string FormatValue(const Value& value) {
+std::string FormatValue(const RegisterValue& value) {
   if (!value.has_value()) return "absent";
   bool printable =
       std::all_of(value->begin(), value->end(), [](char c) { return c >= 0x20 && c < 0x7f; });
@@ -93,17 +94,17 @@ std::string FormatValue(const Value& value) {
   return absl::StrCat("\"", absl::CHexEscape(*value), "\"");
 }
 
-std::string FormatOp(const Op& op) {
+std::string FormatOp(const ClientOp& op) {
   std::string key = absl::StrCat("\"", absl::CHexEscape(op.key), "\"");
   switch (op.kind) {
-    case OpKind::kWrite:
+    case ClientOpKind::kWrite:
       if (!op.value.has_value()) return absl::StrCat("Delete(", key, ")");
       return absl::StrCat("Write(", key, ", ", FormatValue(op.value), ")");
-    case OpKind::kRead:
+    case ClientOpKind::kRead:
       return absl::StrCat("Read(", key, ")");
-    case OpKind::kIncrement:
+    case ClientOpKind::kIncrement:
       return absl::StrCat("Increment(", key, ", ", op.delta >= 0 ? "+" : "", op.delta, ")");
-    case OpKind::kCheckAndSet:
+    case ClientOpKind::kCheckAndSet:
       return absl::StrCat("CheckAndSet(", key, ", ", FormatValue(op.expected), " -> ",
                           FormatValue(op.value), ")");
   }
@@ -112,22 +113,22 @@ std::string FormatOp(const Op& op) {
 
 std::string FormatResult(const HistoryEntry& entry) {
   if (!entry.result.has_value()) return "pending";
-  const Result& result = *entry.result;
+  const ClientResult& result = *entry.result;
   switch (result.outcome) {
-    case Outcome::kFailed:
+    case ClientOutcome::kFailed:
       return "failed";
-    case Outcome::kIndeterminate:
+    case ClientOutcome::kIndeterminate:
       return "indeterminate";
-    case Outcome::kOk:
+    case ClientOutcome::kOk:
       break;
   }
   switch (entry.op.kind) {
-    case OpKind::kRead:
-    case OpKind::kIncrement:
+    case ClientOpKind::kRead:
+    case ClientOpKind::kIncrement:
       return absl::StrCat("ok ", FormatValue(result.value));
-    case OpKind::kCheckAndSet:
+    case ClientOpKind::kCheckAndSet:
       return result.matched ? "ok matched" : "ok not matched";
-    case OpKind::kWrite:
+    case ClientOpKind::kWrite:
       break;
   }
   return "ok";
@@ -161,9 +162,9 @@ KeyOps ByKey(const std::vector<HistoryEntry>& entries) {
   KeyOps by_key;
   for (const HistoryEntry& entry : entries) {
     bool answered = entry.result.has_value();
-    if (answered && entry.result->outcome == Outcome::kFailed) continue;
-    bool definite = answered && entry.result->outcome == Outcome::kOk;
-    if (entry.op.kind == OpKind::kRead && !definite) continue;
+    if (answered && entry.result->outcome == ClientOutcome::kFailed) continue;
+    bool definite = answered && entry.result->outcome == ClientOutcome::kOk;
+    if (entry.op.kind == ClientOpKind::kRead && !definite) continue;
     by_key[entry.op.key].push_back(
         KeyOp{&entry, !definite, Stamp{entry.invoke_us, entry.invoke_seq},
               definite ? Stamp{*entry.complete_us, entry.complete_seq} : kNever});
@@ -179,7 +180,7 @@ std::vector<KeyOp> Prefix(const std::vector<KeyOp>& ops, Stamp cut) {
     if (op.invoke >= cut) continue;
     if (op.complete <= cut) {
       prefix.push_back(op);
-    } else if (op.op().kind != OpKind::kRead) {
+    } else if (op.op().kind != ClientOpKind::kRead) {
       KeyOp pending = op;
       pending.indeterminate = true;
       pending.complete = kNever;
@@ -193,32 +194,32 @@ std::vector<KeyOp> Prefix(const std::vector<KeyOp>& ops, Stamp cut) {
 bool Precedes(const KeyOp& a, const KeyOp& b) { return a.complete < b.invoke; }
 
 // An acknowledged operation that changed the value, and the value it left.
-std::optional<Value> AcknowledgedEffect(const KeyOp& op) {
+std::optional<RegisterValue> AcknowledgedEffect(const KeyOp& op) {
   if (op.indeterminate) return std::nullopt;
   switch (op.op().kind) {
-    case OpKind::kWrite:
+    case ClientOpKind::kWrite:
       return op.op().value;
-    case OpKind::kIncrement:
+    case ClientOpKind::kIncrement:
       return op.result().value;
-    case OpKind::kCheckAndSet:
+    case ClientOpKind::kCheckAndSet:
       if (op.result().matched) return op.op().value;
       return std::nullopt;
-    case OpKind::kRead:
+    case ClientOpKind::kRead:
       return std::nullopt;
   }
   return std::nullopt;
 }
 
 // Whether `op` can leave `value` behind.
-bool CanProduce(const KeyOp& op, const Value& value) {
+bool CanProduce(const KeyOp& op, const RegisterValue& value) {
   switch (op.op().kind) {
-    case OpKind::kWrite:
+    case ClientOpKind::kWrite:
       return op.op().value == value;
-    case OpKind::kIncrement:
+    case ClientOpKind::kIncrement:
       return !op.indeterminate && op.result().value == value;
-    case OpKind::kCheckAndSet:
+    case ClientOpKind::kCheckAndSet:
       return (op.indeterminate || op.result().matched) && op.op().value == value;
-    case OpKind::kRead:
+    case ClientOpKind::kRead:
       return false;
   }
   return false;
@@ -278,8 +279,8 @@ std::string ExplainViolation(const std::string& key, const std::vector<KeyOp>& o
                                  "\n  cannot be ordered: ", FormatEntry(*culprit->entry));
   AppendOps(&out, "concurrent with it", concurrent);
   AppendOps(&out, "completed last before it was invoked", before);
-  if (culprit->op().kind == OpKind::kRead || culprit->op().kind == OpKind::kIncrement) {
-    const Value& seen = culprit->result().value;
+  if (culprit->op().kind == ClientOpKind::kRead || culprit->op().kind == ClientOpKind::kIncrement) {
+    const RegisterValue& seen = culprit->result().value;
     for (const KeyOp& op : prefix) {
       if (&op != culprit && CanProduce(op, seen)) sources.push_back(&op);
     }
@@ -291,7 +292,7 @@ std::string ExplainViolation(const std::string& key, const std::vector<KeyOp>& o
   if (culprit->entry->client == kFinalReadClient) {
     // Acknowledged changes that no acknowledged change followed, not seen by the final read.
     for (const KeyOp& op : prefix) {
-      std::optional<Value> effect = AcknowledgedEffect(op);
+      std::optional<RegisterValue> effect = AcknowledgedEffect(op);
       if (!effect.has_value() || *effect == culprit->result().value) continue;
       if (std::none_of(prefix.begin(), prefix.end(), [&](const KeyOp& other) {
             return AcknowledgedEffect(other).has_value() && Precedes(op, other);
@@ -370,8 +371,8 @@ CheckResult CheckLinearizable(const History& history, const CheckLimits& limits)
 }
 
 CheckResult CheckNoLostWrites(const History& history,
-                              const std::map<std::string, Value>& final_values, int64_t read_at_us,
-                              const CheckLimits& limits) {
+                              const std::map<std::string, RegisterValue>& final_values,
+                              int64_t read_at_us, const CheckLimits& limits) {
   std::vector<HistoryEntry> entries = history.Entries();
   CheckResult misuse;
   misuse.verdict = CheckResult::Verdict::kInconclusive;
@@ -381,8 +382,8 @@ CheckResult CheckNoLostWrites(const History& history,
   for (const HistoryEntry& entry : entries) {
     last_us = std::max(last_us, entry.complete_us.value_or(entry.invoke_us));
     next_seq = std::max(next_seq, std::max(entry.invoke_seq, entry.complete_seq) + 1);
-    bool acknowledged = entry.op.kind != OpKind::kRead && entry.result.has_value() &&
-                        entry.result->outcome == Outcome::kOk;
+    bool acknowledged = entry.op.kind != ClientOpKind::kRead && entry.result.has_value() &&
+                        entry.result->outcome == ClientOutcome::kOk;
     if (acknowledged && !final_values.contains(entry.op.key)) {
       unread.push_back(entry.op.key);
     }
@@ -405,12 +406,12 @@ CheckResult CheckNoLostWrites(const History& history,
     int64_t invoke_seq = next_seq++;
     entries.push_back(HistoryEntry{.id = static_cast<int>(entries.size()),
                                    .client = kFinalReadClient,
-                                   .op = Op::Read(key),
+                                   .op = ClientOp::Read(key),
                                    .invoke_us = read_at_us,
                                    .invoke_seq = invoke_seq,
                                    .complete_us = read_at_us,
                                    .complete_seq = next_seq++,
-                                   .result = Result::Seen(value)});
+                                   .result = ClientResult::Seen(value)});
   }
   return CheckEntries(entries, limits);
 }

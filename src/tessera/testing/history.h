@@ -6,7 +6,7 @@
 // survived.
 //
 // The model: one register per key, keys independent (a row of the store is a key; what a test
-// writes to a row is one cell). A key holds a Value: a string, or nullopt ("absent": never
+// writes to a row is one cell). A key holds a RegisterValue: a string, or nullopt ("absent": never
 // written, or deleted). Operations on one key:
 //   Write(v)                  sets the value (nullopt: deletes it);
 //   Read                      returns the value;
@@ -70,39 +70,45 @@
 namespace tessera::testing {
 
 // A key's value; nullopt is "absent".
-using Value = std::optional<std::string>;
+using RegisterValue = std::optional<std::string>;
 
-enum class OpKind { kWrite, kRead, kIncrement, kCheckAndSet };
+enum class ClientOpKind { kWrite, kRead, kIncrement, kCheckAndSet };
 
-struct Op {
-  OpKind kind = OpKind::kRead;
+struct ClientOp {
+  ClientOpKind kind = ClientOpKind::kRead;
   std::string key;
-  Value value;        // kWrite: the value written (nullopt: a delete); kCheckAndSet: set on match
-  Value expected;     // kCheckAndSet: the value compared with
-  int64_t delta = 0;  // kIncrement
+  RegisterValue value;  // kWrite: the value written (nullopt: a delete); kCheckAndSet: set on match
+  RegisterValue expected;  // kCheckAndSet: the value compared with
+  int64_t delta = 0;       // kIncrement
 
-  static Op Write(std::string key, Value value);
-  static Op Delete(std::string key) { return Write(std::move(key), std::nullopt); }
-  static Op Read(std::string key);
-  static Op Increment(std::string key, int64_t delta);
-  static Op CheckAndSet(std::string key, Value expected, Value new_value);
+  static ClientOp Write(std::string key, RegisterValue value);
+  static ClientOp Delete(std::string key) { return Write(std::move(key), std::nullopt); }
+  static ClientOp Read(std::string key);
+  static ClientOp Increment(std::string key, int64_t delta);
+  static ClientOp CheckAndSet(std::string key, RegisterValue expected, RegisterValue new_value);
 };
 
-enum class Outcome { kOk, kFailed, kIndeterminate };
+enum class ClientOutcome { kOk, kFailed, kIndeterminate };
 
-// The answer to an Op. REQUIRES: an ok Result has the shape of its Op's kind (Ok for a write,
-// Seen for a read, Incremented for an increment, Matched for a check-and-set).
-struct Result {
-  Outcome outcome = Outcome::kOk;
-  Value value;           // kRead: the value seen; kIncrement: the new value (8 bytes)
+// The answer to a ClientOp. REQUIRES: an ok ClientResult has the shape of its ClientOp's kind (Ok
+// for a write, Seen for a read, Incremented for an increment, Matched for a check-and-set).
+struct ClientResult {
+  ClientOutcome outcome = ClientOutcome::kOk;
+  RegisterValue value;   // kRead: the value seen; kIncrement: the new value (8 bytes)
   bool matched = false;  // kCheckAndSet
 
-  static Result Ok() { return Result{}; }
-  static Result Failed() { return Result{Outcome::kFailed, std::nullopt, false}; }
-  static Result Indeterminate() { return Result{Outcome::kIndeterminate, std::nullopt, false}; }
-  static Result Seen(Value value) { return Result{Outcome::kOk, std::move(value), false}; }
-  static Result Incremented(int64_t new_value);
-  static Result Matched(bool matched) { return Result{Outcome::kOk, std::nullopt, matched}; }
+  static ClientResult Ok() { return ClientResult{}; }
+  static ClientResult Failed() { return ClientResult{ClientOutcome::kFailed, std::nullopt, false}; }
+  static ClientResult Indeterminate() {
+    return ClientResult{ClientOutcome::kIndeterminate, std::nullopt, false};
+  }
+  static ClientResult Seen(RegisterValue value) {
+    return ClientResult{ClientOutcome::kOk, std::move(value), false};
+  }
+  static ClientResult Incremented(int64_t new_value);
+  static ClientResult Matched(bool matched) {
+    return ClientResult{ClientOutcome::kOk, std::nullopt, matched};
+  }
 };
 
 // One recorded operation. `complete_us` and `result` are empty while it is pending. `*_seq`
@@ -110,12 +116,12 @@ struct Result {
 struct HistoryEntry {
   int id = 0;
   int client = 0;
-  Op op;
+  ClientOp op;
   int64_t invoke_us = 0;
   int64_t invoke_seq = 0;
   std::optional<int64_t> complete_us;
   int64_t complete_seq = 0;
-  std::optional<Result> result;
+  std::optional<ClientResult> result;
 };
 
 // The operations of a run, in invocation order.
@@ -126,10 +132,10 @@ class History {
   History& operator=(const History&) = delete;
 
   // Records that `client` sent `op` at `at_us`; returns the id to complete it with.
-  int Invoke(int client, Op op, int64_t at_us);
+  int Invoke(int client, ClientOp op, int64_t at_us);
   // Records the answer to operation `id`. REQUIRES: `id` came from Invoke and was not completed;
-  // at_us >= its invocation time; `result` has the shape of the op (see Result).
-  void Complete(int id, Result result, int64_t at_us);
+  // at_us >= its invocation time; `result` has the shape of the op (see ClientResult).
+  void Complete(int id, ClientResult result, int64_t at_us);
 
   std::vector<HistoryEntry> Entries() const;
   // One line per operation in id order, e.g.
@@ -175,7 +181,7 @@ CheckResult CheckLinearizable(const History& history, const CheckLimits& limits 
 // value is a failure too (the test forgot to read it). REQUIRES: read_at_us is later than every
 // time recorded in `history`.
 CheckResult CheckNoLostWrites(const History& history,
-                              const std::map<std::string, Value>& final_values, int64_t read_at_us,
-                              const CheckLimits& limits = {});
+                              const std::map<std::string, RegisterValue>& final_values,
+                              int64_t read_at_us, const CheckLimits& limits = {});
 
 }  // namespace tessera::testing

@@ -16,7 +16,7 @@ using Verdict = CheckResult::Verdict;
 constexpr int64_t kPending = -1;
 
 // Records `op` by `client` over [from, to] with `result`; to == kPending leaves it pending.
-int Add(History* history, int client, Op op, int64_t from, int64_t to, Result result) {
+int Add(History* history, int client, ClientOp op, int64_t from, int64_t to, ClientResult result) {
   int id = history->Invoke(client, std::move(op), from);
   if (to != kPending) history->Complete(id, std::move(result), to);
   return id;
@@ -49,32 +49,32 @@ TEST(HistoryTest, EmptyHistoryIsLinearizable) { ExpectLinearizable(History()); }
 
 TEST(HistoryTest, ReadOfAnUnwrittenKeyIsAbsent) {
   History h;
-  Add(&h, 1, Op::Read("k"), 0, 10, Result::Seen(std::nullopt));
+  Add(&h, 1, ClientOp::Read("k"), 0, 10, ClientResult::Seen(std::nullopt));
   ExpectLinearizable(h);
 }
 
 TEST(HistoryTest, StaleReadAfterAnAcknowledgedWrite) {
   History h;
-  Add(&h, 1, Op::Write("k", "a"), 0, 10, Result::Ok());
-  int b = Add(&h, 1, Op::Write("k", "b"), 20, 30, Result::Ok());
-  int read = Add(&h, 2, Op::Read("k"), 40, 50, Result::Seen("a"));
+  Add(&h, 1, ClientOp::Write("k", "a"), 0, 10, ClientResult::Ok());
+  int b = Add(&h, 1, ClientOp::Write("k", "b"), 20, 30, ClientResult::Ok());
+  int read = Add(&h, 2, ClientOp::Read("k"), 40, 50, ClientResult::Seen("a"));
   ExpectViolation(h, "k", {b, read});
 }
 
 TEST(HistoryTest, ReadConcurrentWithAWriteSeesEitherValue) {
   for (const char* seen : {"a", "b"}) {
     History h;
-    Add(&h, 1, Op::Write("k", "a"), 0, 10, Result::Ok());
-    Add(&h, 1, Op::Write("k", "b"), 20, 50, Result::Ok());
-    Add(&h, 2, Op::Read("k"), 30, 40, Result::Seen(seen));
+    Add(&h, 1, ClientOp::Write("k", "a"), 0, 10, ClientResult::Ok());
+    Add(&h, 1, ClientOp::Write("k", "b"), 20, 50, ClientResult::Ok());
+    Add(&h, 2, ClientOp::Read("k"), 30, 40, ClientResult::Seen(seen));
     ExpectLinearizable(h);
   }
 }
 
 TEST(HistoryTest, ReadOfAValueNeverWritten) {
   History h;
-  Add(&h, 1, Op::Write("k", "a"), 0, 10, Result::Ok());
-  int read = Add(&h, 2, Op::Read("k"), 5, 20, Result::Seen("z"));
+  Add(&h, 1, ClientOp::Write("k", "a"), 0, 10, ClientResult::Ok());
+  int read = Add(&h, 2, ClientOp::Read("k"), 5, 20, ClientResult::Seen("z"));
   ExpectViolation(h, "k", {read});
   EXPECT_NE(CheckLinearizable(h).explanation.find("no operation of the key can have produced"),
             std::string::npos);
@@ -82,36 +82,36 @@ TEST(HistoryTest, ReadOfAValueNeverWritten) {
 
 TEST(HistoryTest, TwoReadsGoingBackInTime) {
   History h;
-  int a = Add(&h, 1, Op::Write("k", "a"), 0, 10, Result::Ok());
-  int b = Add(&h, 1, Op::Write("k", "b"), 20, 100, Result::Ok());
-  int first = Add(&h, 2, Op::Read("k"), 30, 40, Result::Seen("b"));
-  int second = Add(&h, 3, Op::Read("k"), 50, 60, Result::Seen("a"));
+  int a = Add(&h, 1, ClientOp::Write("k", "a"), 0, 10, ClientResult::Ok());
+  int b = Add(&h, 1, ClientOp::Write("k", "b"), 20, 100, ClientResult::Ok());
+  int first = Add(&h, 2, ClientOp::Read("k"), 30, 40, ClientResult::Seen("b"));
+  int second = Add(&h, 3, ClientOp::Read("k"), 50, 60, ClientResult::Seen("a"));
   ExpectViolation(h, "k", {second, first, b, a});
 }
 
 TEST(HistoryTest, DeleteMakesTheValueAbsent) {
   History h;
-  Add(&h, 1, Op::Write("k", "a"), 0, 10, Result::Ok());
-  Add(&h, 1, Op::Delete("k"), 20, 30, Result::Ok());
-  Add(&h, 2, Op::Read("k"), 40, 50, Result::Seen(std::nullopt));
+  Add(&h, 1, ClientOp::Write("k", "a"), 0, 10, ClientResult::Ok());
+  Add(&h, 1, ClientOp::Delete("k"), 20, 30, ClientResult::Ok());
+  Add(&h, 2, ClientOp::Read("k"), 40, 50, ClientResult::Seen(std::nullopt));
   ExpectLinearizable(h);
-  int stale = Add(&h, 2, Op::Read("k"), 60, 70, Result::Seen("a"));
+  int stale = Add(&h, 2, ClientOp::Read("k"), 60, 70, ClientResult::Seen("a"));
   ExpectViolation(h, "k", {stale});
 }
 
 TEST(HistoryTest, AtEqualTimesTheOrderOfRecordingDecides) {
   History before;  // the write's answer was recorded before the read was sent
-  int w = before.Invoke(1, Op::Write("k", "a"), 0);
-  before.Complete(w, Result::Ok(), 10);
-  int r = before.Invoke(2, Op::Read("k"), 10);
-  before.Complete(r, Result::Seen(std::nullopt), 20);
+  int w = before.Invoke(1, ClientOp::Write("k", "a"), 0);
+  before.Complete(w, ClientResult::Ok(), 10);
+  int r = before.Invoke(2, ClientOp::Read("k"), 10);
+  before.Complete(r, ClientResult::Seen(std::nullopt), 20);
   ExpectViolation(before, "k", {r});
 
   History overlapping;  // the read was sent before the write's answer was recorded
-  w = overlapping.Invoke(1, Op::Write("k", "a"), 0);
-  r = overlapping.Invoke(2, Op::Read("k"), 10);
-  overlapping.Complete(w, Result::Ok(), 10);
-  overlapping.Complete(r, Result::Seen(std::nullopt), 20);
+  w = overlapping.Invoke(1, ClientOp::Write("k", "a"), 0);
+  r = overlapping.Invoke(2, ClientOp::Read("k"), 10);
+  overlapping.Complete(w, ClientResult::Ok(), 10);
+  overlapping.Complete(r, ClientResult::Seen(std::nullopt), 20);
   ExpectLinearizable(overlapping);
 }
 
@@ -119,53 +119,53 @@ TEST(HistoryTest, AtEqualTimesTheOrderOfRecordingDecides) {
 
 TEST(HistoryTest, IndeterminateWriteObservedLaterIsFine) {
   History h;
-  Add(&h, 1, Op::Write("k", "a"), 0, 10, Result::Indeterminate());
-  Add(&h, 2, Op::Read("k"), 20, 30, Result::Seen(std::nullopt));
-  Add(&h, 2, Op::Read("k"), 100, 110, Result::Seen("a"));
-  Add(&h, 2, Op::Read("k"), 120, 130, Result::Seen("a"));
+  Add(&h, 1, ClientOp::Write("k", "a"), 0, 10, ClientResult::Indeterminate());
+  Add(&h, 2, ClientOp::Read("k"), 20, 30, ClientResult::Seen(std::nullopt));
+  Add(&h, 2, ClientOp::Read("k"), 100, 110, ClientResult::Seen("a"));
+  Add(&h, 2, ClientOp::Read("k"), 120, 130, ClientResult::Seen("a"));
   ExpectLinearizable(h);
 }
 
 TEST(HistoryTest, IndeterminateWriteNeverObservedIsFine) {
   History h;
-  Add(&h, 1, Op::Write("k", "a"), 0, 10, Result::Ok());
-  Add(&h, 1, Op::Write("k", "b"), 20, 30, Result::Indeterminate());
-  Add(&h, 2, Op::Read("k"), 40, 50, Result::Seen("a"));
+  Add(&h, 1, ClientOp::Write("k", "a"), 0, 10, ClientResult::Ok());
+  Add(&h, 1, ClientOp::Write("k", "b"), 20, 30, ClientResult::Indeterminate());
+  Add(&h, 2, ClientOp::Read("k"), 40, 50, ClientResult::Seen("a"));
   ExpectLinearizable(h);
 }
 
 TEST(HistoryTest, IndeterminateWriteObservedThenUnobserved) {
   History h;
-  int a = Add(&h, 1, Op::Write("k", "a"), 0, 10, Result::Ok());
-  int b = Add(&h, 1, Op::Write("k", "b"), 20, 30, Result::Indeterminate());
-  Add(&h, 2, Op::Read("k"), 40, 50, Result::Seen("b"));
-  int unseen = Add(&h, 2, Op::Read("k"), 60, 70, Result::Seen("a"));
+  int a = Add(&h, 1, ClientOp::Write("k", "a"), 0, 10, ClientResult::Ok());
+  int b = Add(&h, 1, ClientOp::Write("k", "b"), 20, 30, ClientResult::Indeterminate());
+  Add(&h, 2, ClientOp::Read("k"), 40, 50, ClientResult::Seen("b"));
+  int unseen = Add(&h, 2, ClientOp::Read("k"), 60, 70, ClientResult::Seen("a"));
   ExpectViolation(h, "k", {unseen, b, a});
 }
 
 TEST(HistoryTest, FailedWriteObserved) {
   History h;
-  Add(&h, 1, Op::Write("k", "a"), 0, 10, Result::Failed());
-  int read = Add(&h, 2, Op::Read("k"), 20, 30, Result::Seen("a"));
+  Add(&h, 1, ClientOp::Write("k", "a"), 0, 10, ClientResult::Failed());
+  int read = Add(&h, 2, ClientOp::Read("k"), 20, 30, ClientResult::Seen("a"));
   ExpectViolation(h, "k", {read});
 }
 
 TEST(HistoryTest, FailedAndIndeterminateReadsConstrainNothing) {
   History h;
-  Add(&h, 1, Op::Write("k", "a"), 0, 10, Result::Ok());
-  Add(&h, 2, Op::Read("k"), 20, 30, Result::Failed());
-  Add(&h, 2, Op::Read("k"), 40, 50, Result::Indeterminate());
-  Add(&h, 2, Op::Read("k"), 60, kPending, Result::Ok());
+  Add(&h, 1, ClientOp::Write("k", "a"), 0, 10, ClientResult::Ok());
+  Add(&h, 2, ClientOp::Read("k"), 20, 30, ClientResult::Failed());
+  Add(&h, 2, ClientOp::Read("k"), 40, 50, ClientResult::Indeterminate());
+  Add(&h, 2, ClientOp::Read("k"), 60, kPending, ClientResult::Ok());
   ExpectLinearizable(h);
 }
 
 TEST(HistoryTest, PendingWriteIsIndeterminate) {
   History h;
-  Add(&h, 1, Op::Write("k", "a"), 0, kPending, Result::Ok());
-  Add(&h, 2, Op::Read("k"), 20, 30, Result::Seen(std::nullopt));
-  Add(&h, 2, Op::Read("k"), 40, 50, Result::Seen("a"));
+  Add(&h, 1, ClientOp::Write("k", "a"), 0, kPending, ClientResult::Ok());
+  Add(&h, 2, ClientOp::Read("k"), 20, 30, ClientResult::Seen(std::nullopt));
+  Add(&h, 2, ClientOp::Read("k"), 40, 50, ClientResult::Seen("a"));
   ExpectLinearizable(h);
-  int back = Add(&h, 2, Op::Read("k"), 60, 70, Result::Seen(std::nullopt));
+  int back = Add(&h, 2, ClientOp::Read("k"), 60, 70, ClientResult::Seen(std::nullopt));
   ExpectViolation(h, "k", {back});
 }
 
@@ -173,51 +173,52 @@ TEST(HistoryTest, PendingWriteIsIndeterminate) {
 
 TEST(HistoryTest, IncrementsCount) {
   History h;
-  Add(&h, 1, Op::Increment("c", 1), 0, 10, Result::Incremented(1));
-  Add(&h, 2, Op::Increment("c", 5), 20, 40, Result::Incremented(7));
-  Add(&h, 3, Op::Increment("c", 1), 25, 35, Result::Incremented(2));
-  Add(&h, 1, Op::Read("c"), 50, 60, Result::Seen(Int(7)));
-  Add(&h, 1, Op::Increment("c", -10), 70, 80, Result::Incremented(-3));
+  Add(&h, 1, ClientOp::Increment("c", 1), 0, 10, ClientResult::Incremented(1));
+  Add(&h, 2, ClientOp::Increment("c", 5), 20, 40, ClientResult::Incremented(7));
+  Add(&h, 3, ClientOp::Increment("c", 1), 25, 35, ClientResult::Incremented(2));
+  Add(&h, 1, ClientOp::Read("c"), 50, 60, ClientResult::Seen(Int(7)));
+  Add(&h, 1, ClientOp::Increment("c", -10), 70, 80, ClientResult::Incremented(-3));
   ExpectLinearizable(h);
 }
 
 TEST(HistoryTest, LostIncrement) {
   History h;
-  int first = Add(&h, 1, Op::Increment("c", 1), 0, 10, Result::Incremented(1));
-  int second = Add(&h, 2, Op::Increment("c", 1), 20, 30, Result::Incremented(1));
+  int first = Add(&h, 1, ClientOp::Increment("c", 1), 0, 10, ClientResult::Incremented(1));
+  int second = Add(&h, 2, ClientOp::Increment("c", 1), 20, 30, ClientResult::Incremented(1));
   ExpectViolation(h, "c", {second, first});
 }
 
 TEST(HistoryTest, ConcurrentIncrementsCannotBothSeeZero) {
   History h;
-  Add(&h, 1, Op::Increment("c", 1), 0, 30, Result::Incremented(1));
-  Add(&h, 2, Op::Increment("c", 1), 10, 20, Result::Incremented(1));
+  Add(&h, 1, ClientOp::Increment("c", 1), 0, 30, ClientResult::Incremented(1));
+  Add(&h, 2, ClientOp::Increment("c", 1), 10, 20, ClientResult::Incremented(1));
   ExpectViolation(h, "c", {0, 1});
 }
 
 TEST(HistoryTest, IncrementAppliedTwice) {
   History h;
-  Add(&h, 1, Op::Increment("c", 1), 0, 10, Result::Incremented(1));
-  int read = Add(&h, 2, Op::Read("c"), 20, 30, Result::Seen(Int(2)));
+  Add(&h, 1, ClientOp::Increment("c", 1), 0, 10, ClientResult::Incremented(1));
+  int read = Add(&h, 2, ClientOp::Read("c"), 20, 30, ClientResult::Seen(Int(2)));
   ExpectViolation(h, "c", {read});
 }
 
 TEST(HistoryTest, IndeterminateIncrementExplainsASkip) {
   History h;
-  Add(&h, 1, Op::Increment("c", 1), 0, 10, Result::Incremented(1));
-  Add(&h, 3, Op::Increment("c", 1), 12, 15, Result::Indeterminate());
-  Add(&h, 2, Op::Read("c"), 20, 30, Result::Seen(Int(2)));
-  Add(&h, 1, Op::Increment("c", 1), 40, 50, Result::Incremented(3));
+  Add(&h, 1, ClientOp::Increment("c", 1), 0, 10, ClientResult::Incremented(1));
+  Add(&h, 3, ClientOp::Increment("c", 1), 12, 15, ClientResult::Indeterminate());
+  Add(&h, 2, ClientOp::Read("c"), 20, 30, ClientResult::Seen(Int(2)));
+  Add(&h, 1, ClientOp::Increment("c", 1), 40, 50, ClientResult::Incremented(3));
   ExpectLinearizable(h);
 }
 
 TEST(HistoryTest, IncrementOfAValueThatIsNotACounter) {
   History h;
-  Add(&h, 1, Op::Write("c", "abc"), 0, 10, Result::Ok());
-  Add(&h, 2, Op::Increment("c", 1), 20, 30, Result::Indeterminate());  // failed, or never ran
-  Add(&h, 2, Op::Read("c"), 40, 50, Result::Seen("abc"));
+  Add(&h, 1, ClientOp::Write("c", "abc"), 0, 10, ClientResult::Ok());
+  Add(&h, 2, ClientOp::Increment("c", 1), 20, 30,
+      ClientResult::Indeterminate());  // failed, or never ran
+  Add(&h, 2, ClientOp::Read("c"), 40, 50, ClientResult::Seen("abc"));
   ExpectLinearizable(h);
-  int ok = Add(&h, 2, Op::Increment("c", 1), 60, 70, Result::Incremented(1));
+  int ok = Add(&h, 2, ClientOp::Increment("c", 1), 60, 70, ClientResult::Incremented(1));
   ExpectViolation(h, "c", {ok});
 }
 
@@ -225,37 +226,39 @@ TEST(HistoryTest, IncrementOfAValueThatIsNotACounter) {
 
 TEST(HistoryTest, CheckAndSetMatchesTheCurrentValue) {
   History h;
-  Add(&h, 1, Op::CheckAndSet("k", std::nullopt, "a"), 0, 10, Result::Matched(true));
-  Add(&h, 2, Op::CheckAndSet("k", std::nullopt, "b"), 20, 30, Result::Matched(false));
-  Add(&h, 1, Op::CheckAndSet("k", "a", "c"), 40, 50, Result::Matched(true));
-  Add(&h, 2, Op::Read("k"), 60, 70, Result::Seen("c"));
+  Add(&h, 1, ClientOp::CheckAndSet("k", std::nullopt, "a"), 0, 10, ClientResult::Matched(true));
+  Add(&h, 2, ClientOp::CheckAndSet("k", std::nullopt, "b"), 20, 30, ClientResult::Matched(false));
+  Add(&h, 1, ClientOp::CheckAndSet("k", "a", "c"), 40, 50, ClientResult::Matched(true));
+  Add(&h, 2, ClientOp::Read("k"), 60, 70, ClientResult::Seen("c"));
   ExpectLinearizable(h);
 }
 
 TEST(HistoryTest, CheckAndSetSucceedsAgainstAValueThatCannotBeCurrent) {
   History h;
-  Add(&h, 1, Op::Write("k", "a"), 0, 10, Result::Ok());
-  int b = Add(&h, 1, Op::Write("k", "b"), 20, 30, Result::Ok());
-  int cas = Add(&h, 2, Op::CheckAndSet("k", "a", "c"), 40, 50, Result::Matched(true));
+  Add(&h, 1, ClientOp::Write("k", "a"), 0, 10, ClientResult::Ok());
+  int b = Add(&h, 1, ClientOp::Write("k", "b"), 20, 30, ClientResult::Ok());
+  int cas = Add(&h, 2, ClientOp::CheckAndSet("k", "a", "c"), 40, 50, ClientResult::Matched(true));
   ExpectViolation(h, "k", {cas, b});
 }
 
 TEST(HistoryTest, CheckAndSetFailsAgainstTheCurrentValue) {
   History h;
-  Add(&h, 1, Op::Write("k", "a"), 0, 10, Result::Ok());
-  int cas = Add(&h, 2, Op::CheckAndSet("k", "a", "c"), 20, 30, Result::Matched(false));
+  Add(&h, 1, ClientOp::Write("k", "a"), 0, 10, ClientResult::Ok());
+  int cas = Add(&h, 2, ClientOp::CheckAndSet("k", "a", "c"), 20, 30, ClientResult::Matched(false));
   ExpectViolation(h, "k", {cas});
 }
 
 TEST(HistoryTest, TwoConcurrentCheckAndSetsCannotBothWin) {
   History h;
-  Add(&h, 1, Op::CheckAndSet("k", std::nullopt, "a"), 0, 30, Result::Matched(true));
-  Add(&h, 2, Op::CheckAndSet("k", std::nullopt, "b"), 10, 20, Result::Matched(true));
+  Add(&h, 1, ClientOp::CheckAndSet("k", std::nullopt, "a"), 0, 30, ClientResult::Matched(true));
+  Add(&h, 2, ClientOp::CheckAndSet("k", std::nullopt, "b"), 10, 20, ClientResult::Matched(true));
   ExpectViolation(h, "k", {0, 1});
   History one_wins;
-  Add(&one_wins, 1, Op::CheckAndSet("k", std::nullopt, "a"), 0, 30, Result::Matched(true));
-  Add(&one_wins, 2, Op::CheckAndSet("k", std::nullopt, "b"), 10, 20, Result::Matched(false));
-  Add(&one_wins, 2, Op::Read("k"), 40, 50, Result::Seen("a"));
+  Add(&one_wins, 1, ClientOp::CheckAndSet("k", std::nullopt, "a"), 0, 30,
+      ClientResult::Matched(true));
+  Add(&one_wins, 2, ClientOp::CheckAndSet("k", std::nullopt, "b"), 10, 20,
+      ClientResult::Matched(false));
+  Add(&one_wins, 2, ClientOp::Read("k"), 40, 50, ClientResult::Seen("a"));
   ExpectLinearizable(one_wins);
 }
 
@@ -263,12 +266,12 @@ TEST(HistoryTest, TwoConcurrentCheckAndSetsCannotBothWin) {
 
 TEST(HistoryTest, KeysAreCheckedApart) {
   History h;
-  Add(&h, 1, Op::Write("a", "1"), 0, 10, Result::Ok());
-  Add(&h, 1, Op::Write("b", "1"), 0, 10, Result::Ok());
-  Add(&h, 1, Op::Write("c", "1"), 0, 10, Result::Ok());
-  Add(&h, 2, Op::Read("a"), 20, 30, Result::Seen("1"));
-  int stale_b = Add(&h, 2, Op::Read("b"), 20, 30, Result::Seen(std::nullopt));
-  Add(&h, 2, Op::Read("c"), 20, 30, Result::Seen("2"));
+  Add(&h, 1, ClientOp::Write("a", "1"), 0, 10, ClientResult::Ok());
+  Add(&h, 1, ClientOp::Write("b", "1"), 0, 10, ClientResult::Ok());
+  Add(&h, 1, ClientOp::Write("c", "1"), 0, 10, ClientResult::Ok());
+  Add(&h, 2, ClientOp::Read("a"), 20, 30, ClientResult::Seen("1"));
+  int stale_b = Add(&h, 2, ClientOp::Read("b"), 20, 30, ClientResult::Seen(std::nullopt));
+  Add(&h, 2, ClientOp::Read("c"), 20, 30, ClientResult::Seen("2"));
   ExpectViolation(h, "b", {stale_b});
   EXPECT_NE(CheckLinearizable(h).explanation.find("also not linearizable: \"c\""),
             std::string::npos)
@@ -279,9 +282,9 @@ TEST(HistoryTest, KeysAreCheckedApart) {
 // every order of the writes before it can say no.
 void AddHardHistory(History* h) {
   for (int i = 0; i < 10; ++i) {
-    Add(h, i, Op::Write("k", absl::StrCat("v", i)), i, 100 + i, Result::Ok());
+    Add(h, i, ClientOp::Write("k", absl::StrCat("v", i)), i, 100 + i, ClientResult::Ok());
   }
-  Add(h, 10, Op::Read("k"), 200, 210, Result::Seen("none"));
+  Add(h, 10, ClientOp::Read("k"), 200, 210, ClientResult::Seen("none"));
 }
 
 TEST(HistoryTest, TheBoundGivesInconclusive) {
@@ -301,10 +304,10 @@ TEST(HistoryTest, TheBoundGivesInconclusive) {
 
 TEST(HistoryTest, DumpListsEveryOperation) {
   History h;
-  Add(&h, 1, Op::Write("k", "a"), 0, 10, Result::Ok());
-  Add(&h, 2, Op::Increment("c", 1), 5, 15, Result::Incremented(5));
-  Add(&h, 3, Op::CheckAndSet("k", std::nullopt, "b"), 20, 30, Result::Matched(false));
-  Add(&h, 4, Op::Read("k"), 40, kPending, Result::Ok());
+  Add(&h, 1, ClientOp::Write("k", "a"), 0, 10, ClientResult::Ok());
+  Add(&h, 2, ClientOp::Increment("c", 1), 5, 15, ClientResult::Incremented(5));
+  Add(&h, 3, ClientOp::CheckAndSet("k", std::nullopt, "b"), 20, 30, ClientResult::Matched(false));
+  Add(&h, 4, ClientOp::Read("k"), 40, kPending, ClientResult::Ok());
   EXPECT_EQ(h.Dump(),
             "#0 client 1 Write(\"k\", \"a\") -> ok [0us, 10us]\n"
             "#1 client 2 Increment(\"c\", +1) -> ok int 5 [5us, 15us]\n"
@@ -316,19 +319,19 @@ TEST(HistoryTest, DumpListsEveryOperation) {
 
 TEST(HistoryTest, NoLostWritesAcceptsTheLastAcknowledgedWrite) {
   History h;
-  Add(&h, 1, Op::Write("k", "a"), 0, 10, Result::Ok());
-  Add(&h, 1, Op::Write("k", "b"), 20, 30, Result::Ok());
-  Add(&h, 2, Op::Write("k", "c"), 25, 35, Result::Indeterminate());
-  Add(&h, 1, Op::Increment("n", 1), 0, 10, Result::Incremented(1));
-  Add(&h, 2, Op::Increment("n", 1), 5, 15, Result::Incremented(2));
+  Add(&h, 1, ClientOp::Write("k", "a"), 0, 10, ClientResult::Ok());
+  Add(&h, 1, ClientOp::Write("k", "b"), 20, 30, ClientResult::Ok());
+  Add(&h, 2, ClientOp::Write("k", "c"), 25, 35, ClientResult::Indeterminate());
+  Add(&h, 1, ClientOp::Increment("n", 1), 0, 10, ClientResult::Incremented(1));
+  Add(&h, 2, ClientOp::Increment("n", 1), 5, 15, ClientResult::Incremented(2));
   EXPECT_TRUE(CheckNoLostWrites(h, {{"k", "b"}, {"n", Int(2)}}, 100).ok());
   EXPECT_TRUE(CheckNoLostWrites(h, {{"k", "c"}, {"n", Int(2)}}, 100).ok());
 }
 
 TEST(HistoryTest, NoLostWritesNamesTheLostWrite) {
   History h;
-  Add(&h, 1, Op::Write("k", "a"), 0, 10, Result::Ok());
-  int b = Add(&h, 1, Op::Write("k", "b"), 20, 30, Result::Ok());
+  Add(&h, 1, ClientOp::Write("k", "a"), 0, 10, ClientResult::Ok());
+  int b = Add(&h, 1, ClientOp::Write("k", "b"), 20, 30, ClientResult::Ok());
   CheckResult result = CheckNoLostWrites(h, {{"k", "a"}}, 100);
   ASSERT_EQ(result.verdict, Verdict::kNotLinearizable);
   EXPECT_EQ(result.key, "k");
@@ -341,8 +344,8 @@ TEST(HistoryTest, NoLostWritesNamesTheLostWrite) {
 
 TEST(HistoryTest, NoLostWritesNamesALostIncrement) {
   History h;
-  Add(&h, 1, Op::Increment("n", 1), 0, 10, Result::Incremented(1));
-  int second = Add(&h, 2, Op::Increment("n", 1), 20, 30, Result::Incremented(2));
+  Add(&h, 1, ClientOp::Increment("n", 1), 0, 10, ClientResult::Incremented(1));
+  int second = Add(&h, 2, ClientOp::Increment("n", 1), 20, 30, ClientResult::Incremented(2));
   CheckResult result = CheckNoLostWrites(h, {{"n", Int(1)}}, 100);
   ASSERT_EQ(result.verdict, Verdict::kNotLinearizable);
   size_t lost = result.explanation.find("lost:");
@@ -353,8 +356,8 @@ TEST(HistoryTest, NoLostWritesNamesALostIncrement) {
 
 TEST(HistoryTest, NoLostWritesNeedsEveryWrittenKeyAndAReadAfterTheRun) {
   History h;
-  Add(&h, 1, Op::Write("k", "a"), 0, 10, Result::Ok());
-  Add(&h, 1, Op::Write("j", "a"), 0, 10, Result::Failed());
+  Add(&h, 1, ClientOp::Write("k", "a"), 0, 10, ClientResult::Ok());
+  Add(&h, 1, ClientOp::Write("j", "a"), 0, 10, ClientResult::Failed());
   CheckResult unread = CheckNoLostWrites(h, {}, 100);
   EXPECT_EQ(unread.verdict, Verdict::kInconclusive);
   EXPECT_EQ(unread.key, "k");
@@ -366,10 +369,10 @@ TEST(HistoryTest, NoLostWritesNeedsEveryWrittenKeyAndAReadAfterTheRun) {
 
 struct GenOp {
   int client;
-  Op op;
+  ClientOp op;
   int64_t from;
   int64_t to;  // kPending: never completed
-  Result result;
+  ClientResult result;
 };
 
 struct GenOptions {
@@ -383,57 +386,57 @@ struct GenOptions {
 // Runs random operations on one register, operation i taking effect at 10 * i inside a random
 // window around it: a linearizable history by construction.
 std::vector<GenOp> GenerateKey(Random* rnd, const std::string& key, const GenOptions& options) {
-  const std::vector<Value> values = {"a", "b", "c", Int(3), std::nullopt};
-  Value state;
+  const std::vector<RegisterValue> values = {"a", "b", "c", Int(3), std::nullopt};
+  RegisterValue state;
   std::vector<GenOp> ops;
   for (int i = 0; i < options.ops; ++i) {
     int64_t at = 10 * (i + 1);
-    GenOp g{static_cast<int>(rnd->Uniform(8)), Op::Read(key),
+    GenOp g{static_cast<int>(rnd->Uniform(8)), ClientOp::Read(key),
             at - static_cast<int64_t>(rnd->Uniform(options.max_window_us + 1)),
-            at + static_cast<int64_t>(rnd->Uniform(options.max_window_us + 1)), Result::Ok()};
+            at + static_cast<int64_t>(rnd->Uniform(options.max_window_us + 1)), ClientResult::Ok()};
     bool indeterminate =
         options.indeterminate_in > 0 && rnd->OneIn(static_cast<uint64_t>(options.indeterminate_in));
     bool failed = !indeterminate && rnd->OneIn(30);
     bool applies = !failed && (!indeterminate || rnd->OneIn(2));
-    Value pick = values[rnd->Uniform(values.size())];
+    RegisterValue pick = values[rnd->Uniform(values.size())];
     if (options.unique_values && pick.has_value()) pick = absl::StrCat("v", i);
     if (options.counter_key && pick.has_value() && pick->size() != 8) pick = Int(rnd->Uniform(4));
     switch (rnd->Uniform(4)) {
       case 0:
-        g.op = Op::Write(key, pick);
+        g.op = ClientOp::Write(key, pick);
         if (applies) state = pick;
         break;
       case 1:
-        g.result = Result::Seen(state);
+        g.result = ClientResult::Seen(state);
         break;
       case 2: {
         int64_t delta = static_cast<int64_t>(rnd->Uniform(9)) - 3;
-        g.op = Op::Increment(key, delta);
+        g.op = ClientOp::Increment(key, delta);
         if (state.has_value() && state->size() != 8) {
           failed = !indeterminate;  // Bigtable refuses to increment a value that is not 8 bytes
         } else {
           int64_t next = static_cast<int64_t>(state ? DecodeBigEndian64(state->data()) : 0) + delta;
-          g.result = Result::Incremented(next);
+          g.result = ClientResult::Incremented(next);
           if (applies) state = Int(next);
         }
         break;
       }
       case 3: {
-        Value expected = rnd->OneIn(2) ? state : pick;
-        Value next = values[rnd->Uniform(values.size())];
+        RegisterValue expected = rnd->OneIn(2) ? state : pick;
+        RegisterValue next = values[rnd->Uniform(values.size())];
         if (options.counter_key && next.has_value()) next = Int(rnd->Uniform(4));
         if (options.unique_values && next.has_value()) next = absl::StrCat("v", i);
-        g.op = Op::CheckAndSet(key, expected, next);
-        g.result = Result::Matched(expected == state);
+        g.op = ClientOp::CheckAndSet(key, expected, next);
+        g.result = ClientResult::Matched(expected == state);
         if (applies && expected == state) state = next;
         break;
       }
     }
     if (indeterminate) {
-      g.result = Result::Indeterminate();
+      g.result = ClientResult::Indeterminate();
       if (rnd->OneIn(2)) g.to = kPending;
     } else if (failed) {
-      g.result = Result::Failed();
+      g.result = ClientResult::Failed();
     }
     ops.push_back(std::move(g));
   }
@@ -477,7 +480,8 @@ std::vector<int> IdsInInvokeOrder(const std::vector<GenOp>& ops) {
 }
 
 bool IsOkRead(const GenOp& g) {
-  return g.op.kind == OpKind::kRead && g.to != kPending && g.result.outcome == Outcome::kOk;
+  return g.op.kind == ClientOpKind::kRead && g.to != kPending &&
+         g.result.outcome == ClientOutcome::kOk;
 }
 
 TEST(HistoryRandomTest, HistoriesOfARealRegisterAreLinearizable) {
@@ -507,7 +511,7 @@ TEST(HistoryRandomTest, AReadOfAValueNeverWrittenIsCaught) {
     }
     ASSERT_FALSE(reads.empty());
     size_t victim = reads[rnd.Uniform(reads.size())];
-    ops[victim].result = Result::Seen("never written");
+    ops[victim].result = ClientResult::Seen("never written");
     History h;
     Record(ops, &h);
     int id = IdsInInvokeOrder(ops)[victim];
@@ -532,8 +536,8 @@ TEST(HistoryRandomTest, AStaleReadAfterAnIsolatedWriteIsCaught) {
     std::vector<GenOp> ops = GenerateKey(&rnd, "row", options);
     for (size_t r = 1; r < ops.size(); ++r) {
       const GenOp& write = ops[r - 1];
-      if (!IsOkRead(ops[r]) || write.op.kind != OpKind::kWrite ||
-          write.result.outcome != Outcome::kOk) {
+      if (!IsOkRead(ops[r]) || write.op.kind != ClientOpKind::kWrite ||
+          write.result.outcome != ClientOutcome::kOk) {
         continue;
       }
       bool isolated = write.to < ops[r].from;
@@ -544,7 +548,7 @@ TEST(HistoryRandomTest, AStaleReadAfterAnIsolatedWriteIsCaught) {
       }
       if (!isolated) continue;
       std::vector<GenOp> mutated = ops;
-      mutated[r].result = Result::Seen(write.op.value == Value("a") ? "b" : "a");
+      mutated[r].result = ClientResult::Seen(write.op.value == RegisterValue("a") ? "b" : "a");
       History h;
       Record(mutated, &h);
       CheckResult result = CheckLinearizable(h);
@@ -562,22 +566,22 @@ TEST(HistoryRandomTest, AStaleReadAfterAnIsolatedWriteIsCaught) {
 // ---- Against a brute-force oracle ----
 
 // The model of history.h, written again in the plainest way, for the oracle.
-bool OracleStep(const HistoryEntry& e, bool indeterminate, Value* state) {
+bool OracleStep(const HistoryEntry& e, bool indeterminate, RegisterValue* state) {
   switch (e.op.kind) {
-    case OpKind::kWrite:
+    case ClientOpKind::kWrite:
       *state = e.op.value;
       return true;
-    case OpKind::kRead:
+    case ClientOpKind::kRead:
       return e.result->value == *state;
-    case OpKind::kIncrement: {
+    case ClientOpKind::kIncrement: {
       if (state->has_value() && (*state)->size() != 8) return indeterminate;
       uint64_t counter = state->has_value() ? DecodeBigEndian64((*state)->data()) : 0;
-      Value next = BigEndian64String(counter + static_cast<uint64_t>(e.op.delta));
+      RegisterValue next = BigEndian64String(counter + static_cast<uint64_t>(e.op.delta));
       if (!indeterminate && e.result->value != next) return false;
       *state = next;
       return true;
     }
-    case OpKind::kCheckAndSet: {
+    case ClientOpKind::kCheckAndSet: {
       bool matches = *state == e.op.expected;
       if (!indeterminate && e.result->matched != matches) return false;
       if (matches) *state = e.op.value;
@@ -590,7 +594,7 @@ bool OracleStep(const HistoryEntry& e, bool indeterminate, Value* state) {
 // Tries every order of the operations that respects real time: each definite operation once,
 // each indeterminate one at most once.
 bool OracleSearch(const std::vector<HistoryEntry>& ops, const std::vector<bool>& definite,
-                  std::vector<bool>* placed, const Value& state) {
+                  std::vector<bool>* placed, const RegisterValue& state) {
   auto precedes = [&](const HistoryEntry& a, const HistoryEntry& b) {
     return std::pair(*a.complete_us, a.complete_seq) < std::pair(b.invoke_us, b.invoke_seq);
   };
@@ -605,7 +609,7 @@ bool OracleSearch(const std::vector<HistoryEntry>& ops, const std::vector<bool>&
     for (size_t j = 0; j < ops.size(); ++j) {
       if (j != i && definite[j] && !(*placed)[j] && precedes(ops[j], ops[i])) ready = false;
     }
-    Value next = state;
+    RegisterValue next = state;
     if (!ready || !OracleStep(ops[i], !definite[i], &next)) continue;
     (*placed)[i] = true;
     bool found = OracleSearch(ops, definite, placed, next);
@@ -620,9 +624,9 @@ bool OracleLinearizable(const History& history) {
   std::vector<bool> definite;
   for (const HistoryEntry& e : history.Entries()) {
     bool answered = e.result.has_value();
-    if (answered && e.result->outcome == Outcome::kFailed) continue;
-    bool ok = answered && e.result->outcome == Outcome::kOk;
-    if (e.op.kind == OpKind::kRead && !ok) continue;
+    if (answered && e.result->outcome == ClientOutcome::kFailed) continue;
+    bool ok = answered && e.result->outcome == ClientOutcome::kOk;
+    if (e.op.kind == ClientOpKind::kRead && !ok) continue;
     ops.push_back(e);
     definite.push_back(ok);
   }
@@ -632,35 +636,36 @@ bool OracleLinearizable(const History& history) {
 
 // Small histories with random intervals and random answers, linearizable or not.
 std::vector<GenOp> RandomSmallHistory(Random* rnd) {
-  const std::vector<Value> values = {"a", "b", Int(1), std::nullopt};
+  const std::vector<RegisterValue> values = {"a", "b", Int(1), std::nullopt};
   auto value = [&] { return values[rnd->Uniform(values.size())]; };
   std::vector<GenOp> ops;
   int n = 2 + static_cast<int>(rnd->Uniform(6));
   for (int i = 0; i < n; ++i) {
     int64_t from = static_cast<int64_t>(rnd->Uniform(40));
-    GenOp g{i, Op::Read("k"), from, from + static_cast<int64_t>(rnd->Uniform(20)), Result::Ok()};
+    GenOp g{i, ClientOp::Read("k"), from, from + static_cast<int64_t>(rnd->Uniform(20)),
+            ClientResult::Ok()};
     switch (rnd->Uniform(4)) {
       case 0:
-        g.op = Op::Write("k", value());
+        g.op = ClientOp::Write("k", value());
         break;
       case 1:
-        g.result = Result::Seen(value());
+        g.result = ClientResult::Seen(value());
         break;
       case 2:
-        g.op = Op::Increment("k", static_cast<int64_t>(rnd->Uniform(3)));
-        g.result = Result::Incremented(static_cast<int64_t>(rnd->Uniform(4)));
+        g.op = ClientOp::Increment("k", static_cast<int64_t>(rnd->Uniform(3)));
+        g.result = ClientResult::Incremented(static_cast<int64_t>(rnd->Uniform(4)));
         break;
       case 3:
-        g.op = Op::CheckAndSet("k", value(), value());
-        g.result = Result::Matched(rnd->OneIn(2));
+        g.op = ClientOp::CheckAndSet("k", value(), value());
+        g.result = ClientResult::Matched(rnd->OneIn(2));
         break;
     }
     switch (rnd->Uniform(10)) {
       case 0:
-        g.result = Result::Failed();
+        g.result = ClientResult::Failed();
         break;
       case 1:
-        g.result = Result::Indeterminate();
+        g.result = ClientResult::Indeterminate();
         break;
       case 2:
         g.to = kPending;
@@ -728,7 +733,7 @@ TEST(HistoryRandomTest, AViolationAfterManyIndeterminateOperationsIsFound) {
     if (IsOkRead(ops[i])) last_read = i;
   }
   ASSERT_LT(last_read, ops.size());
-  ops[last_read].result = Result::Seen("never written");
+  ops[last_read].result = ClientResult::Seen("never written");
   History h;
   Record(ops, &h);
   CheckResult result = CheckLinearizable(h);

@@ -14,7 +14,7 @@ namespace tessera::testing {
 namespace {
 
 // The counter an increment sees in `value`, or nullopt when the value is not a counter.
-std::optional<uint64_t> Counter(const Value& value) {
+std::optional<uint64_t> Counter(const RegisterValue& value) {
   if (!value.has_value()) return 0;
   if (value->size() != 8) return std::nullopt;
   return DecodeBigEndian64(value->data());
@@ -153,7 +153,8 @@ class KeySearch {
     next_[last] = kTail;
     prev_[kTail] = last;
     // Bits: definite operations in D, indeterminate ones in I; classes of equal operations.
-    absl::flat_hash_map<std::tuple<OpKind, Value, Value, int64_t>, int> classes;
+    absl::flat_hash_map<std::tuple<ClientOpKind, RegisterValue, RegisterValue, int64_t>, int>
+        classes;
     for (const KeyOp& op : ops) {
       int& count = op.indeterminate ? indeterminate_ : definite_;
       bit_.push_back(count++);
@@ -171,19 +172,19 @@ class KeySearch {
       move.kind = op.op().kind;
       move.delta = op.op().delta;
       switch (move.kind) {
-        case OpKind::kWrite:
+        case ClientOpKind::kWrite:
           move.value = Intern(op.op().value);
           break;
-        case OpKind::kRead:
+        case ClientOpKind::kRead:
           move.value = Intern(op.result().value);
           break;
-        case OpKind::kIncrement:
+        case ClientOpKind::kIncrement:
           if (!op.indeterminate) {
             move.value = Intern(op.result().value);
             move.result_counter = counters_[move.value];
           }
           break;
-        case OpKind::kCheckAndSet:
+        case ClientOpKind::kCheckAndSet:
           move.value = Intern(op.op().value);
           move.expected = Intern(op.op().expected);
           move.matched = !op.indeterminate && op.result().matched;
@@ -226,7 +227,7 @@ class KeySearch {
       int state = top.state;
       // A write right after an indeterminate operation makes that operation's effect dead:
       // the same write without it (tried from the frame below) covers this.
-      if (top.op >= 0 && ops_[top.op].indeterminate && ops_[op].op().kind == OpKind::kWrite) {
+      if (top.op >= 0 && ops_[top.op].indeterminate && ops_[op].op().kind == ClientOpKind::kWrite) {
         continue;
       }
       int next_state = Step(op, state);
@@ -282,18 +283,18 @@ class KeySearch {
     const Move& move = moves_[op];
     bool indeterminate = ops_[op].indeterminate;
     switch (move.kind) {
-      case OpKind::kWrite:
+      case ClientOpKind::kWrite:
         return move.value;
-      case OpKind::kRead:
+      case ClientOpKind::kRead:
         return state == move.value ? state : -1;
-      case OpKind::kIncrement: {
+      case ClientOpKind::kIncrement: {
         const std::optional<uint64_t>& counter = counters_[state];
         if (!counter.has_value()) return indeterminate ? state : -1;
         uint64_t sum = *counter + static_cast<uint64_t>(move.delta);
         if (indeterminate) return Intern(BigEndian64String(sum));
         return move.result_counter == sum ? move.value : -1;
       }
-      case OpKind::kCheckAndSet: {
+      case ClientOpKind::kCheckAndSet: {
         bool matches = state == move.expected;
         if (!indeterminate && move.matched != matches) return -1;
         return matches ? move.value : state;
@@ -301,7 +302,7 @@ class KeySearch {
     }
     return -1;
   }
-  int Intern(const Value& value) {
+  int Intern(const RegisterValue& value) {
     auto [it, inserted] = state_ids_.try_emplace(value, static_cast<int>(counters_.size()));
     if (inserted) counters_.push_back(Counter(value));
     return it->second;
@@ -339,7 +340,7 @@ class KeySearch {
   // An operation with its values interned: `value` is what a write or check-and-set writes, what
   // a read saw, or the new value an increment answered (then also as `result_counter`).
   struct Move {
-    OpKind kind;
+    ClientOpKind kind;
     int value = -1;
     int expected = -1;
     int64_t delta = 0;
@@ -347,7 +348,7 @@ class KeySearch {
     bool matched = false;
   };
   std::vector<Move> moves_;
-  absl::flat_hash_map<Value, int> state_ids_;
+  absl::flat_hash_map<RegisterValue, int> state_ids_;
   std::vector<std::optional<uint64_t>> counters_;  // per state id: the counter it holds
   int64_t states_visited_ = 0;
 };

@@ -35,8 +35,8 @@ struct KeyOp {
   Stamp invoke;
   Stamp complete;
 
-  const Op& op() const { return entry->op; }
-  const Result& result() const { return *entry->result; }
+  const ClientOp& op() const { return entry->op; }
+  const ClientResult& result() const { return *entry->result; }
 };
 
 enum class SearchOutcome { kLinearizable, kNotLinearizable, kOutOfStates };
