@@ -61,8 +61,9 @@ StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const SpawnOptions& 
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   const char* out = options.log_path.empty() ? "/dev/null" : options.log_path.c_str();
-  posix_spawn_file_actions_addopen(
-      &actions, 1, out, O_WRONLY | O_CREAT | (options.append_log ? O_APPEND : O_TRUNC), 0644);
+  posix_spawn_file_actions_addopen(&actions, 1, out,
+                                   O_WRONLY | O_CREAT | (options.append_log ? O_APPEND : O_TRUNC),
+                                   0644);
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
   std::vector<std::string> args_copy = argv;
   std::vector<char*> args = CStrings(args_copy);

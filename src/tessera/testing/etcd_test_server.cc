@@ -95,31 +95,20 @@ StatusOr<std::unique_ptr<EtcdTestServer>> EtcdTestServer::Start(
     for (int i = 0; i < n && spawn_failed.ok(); ++i) {
       std::vector<std::string> argv = {
           binary,
-          "--name",
-          StrCat("m", i),
-          "--data-dir",
-          StrCat(dir, "/data", i),
-          "--listen-client-urls",
-          client_urls[i],
-          "--advertise-client-urls",
-          client_urls[i],
-          "--listen-peer-urls",
-          peer_urls[i],
-          "--initial-advertise-peer-urls",
-          peer_urls[i],
-          "--initial-cluster",
-          initial_cluster,
-          "--initial-cluster-token",
-          token,
-          "--initial-cluster-state",
-          "new",
+          "--name", StrCat("m", i),
+          "--data-dir", StrCat(dir, "/data", i),
+          "--listen-client-urls", client_urls[i],
+          "--advertise-client-urls", client_urls[i],
+          "--listen-peer-urls", peer_urls[i],
+          "--initial-advertise-peer-urls", peer_urls[i],
+          "--initial-cluster", initial_cluster,
+          "--initial-cluster-token", token,
+          "--initial-cluster-state", "new",
           // The minimum lease TTL is 1.5 election timeouts: these let etcd grant 1 s leases. A
           // cluster of several members gets a little more slack, so that a busy machine does
           // not set off elections.
-          "--heartbeat-interval",
-          n == 1 ? "20" : "50",
-          "--election-timeout",
-          n == 1 ? "200" : "500",
+          "--heartbeat-interval", n == 1 ? "20" : "50",
+          "--election-timeout", n == 1 ? "200" : "500",
       };
       StatusOr<pid_t> spawned = Spawn(argv, {.log_path = members[i].log_path});
       if (spawned.ok()) {
@@ -165,7 +154,8 @@ StatusOr<std::unique_ptr<EtcdTestServer>> EtcdTestServer::Start(
     std::filesystem::remove_all(dir);
     if (!exited) {
       return absl::UnavailableError(StrCat("etcd (", n, " members) did not answer within ",
-                                           options.start_timeout_ms, " ms; log tail:\n", last_log));
+                                           options.start_timeout_ms, " ms; log tail:\n",
+                                           last_log));
     }
   }
   return absl::UnavailableError(StrCat("etcd exited at start three times; log tail:\n", last_log));

@@ -246,21 +246,13 @@ uint64_t EstimateScenarioBytes(const ScenarioOptions& o) {
   const int64_t interval_ms = std::max<int64_t>(1, o.gossip.interval_ms);
   // Rounds the run lasts: convergence (a few rounds per doubling of the cluster), the steady
   // state, then the scenario's own.
-  int64_t rounds =
-      2 * static_cast<int64_t>(std::log2(std::max(2, o.nodes))) + 10 + o.measure_rounds;
+  int64_t rounds = 2 * static_cast<int64_t>(std::log2(std::max(2, o.nodes))) + 10 +
+                   o.measure_rounds;
   switch (o.scenario) {
-    case Scenario::kCrash:
-      rounds += int64_t{o.trials} * 60;
-      break;
-    case Scenario::kLoss:
-      rounds += o.duration_s * 1000 / interval_ms;
-      break;
-    case Scenario::kPartition:
-      rounds += o.partition_s * 1000 / interval_ms + 30;
-      break;
-    case Scenario::kJoin:
-      rounds += 30;
-      break;
+    case Scenario::kCrash: rounds += int64_t{o.trials} * 60; break;
+    case Scenario::kLoss: rounds += o.duration_s * 1000 / interval_ms; break;
+    case Scenario::kPartition: rounds += o.partition_s * 1000 / interval_ms + 30; break;
+    case Scenario::kJoin: rounds += 30; break;
   }
   const uint64_t samples =
       static_cast<uint64_t>(std::min<int64_t>(rounds, std::max(1, o.gossip.detector.window_size)));

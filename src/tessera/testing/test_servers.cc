@@ -50,8 +50,7 @@ std::vector<std::string> EnvironmentWith(const std::vector<std::string>& extra) 
     bool overridden = false;
     for (const std::string& x : extra) {
       const size_t eq = x.find('=');
-      if (eq != std::string::npos &&
-          entry.substr(0, eq + 1) == std::string_view(x).substr(0, eq + 1)) {
+      if (eq != std::string::npos && entry.substr(0, eq + 1) == std::string_view(x).substr(0, eq + 1)) {
         overridden = true;
       }
     }
@@ -282,9 +281,9 @@ StatusOr<ProcessResult> RunProcess(const std::vector<std::string>& argv,
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   if (timed_out) {
-    return absl::DeadlineExceededError(StrCat(argv[0], " did not finish within ", timeout.count(),
-                                              " ms; stdout so far:\n", result.out,
-                                              "\nstderr so far:\n", result.err));
+    return absl::DeadlineExceededError(StrCat(argv[0], " did not finish within ",
+                                              timeout.count(), " ms; stdout so far:\n",
+                                              result.out, "\nstderr so far:\n", result.err));
   }
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;

@@ -38,7 +38,8 @@ TempDir::~TempDir() {
 }
 
 bool WaitFor(const std::function<bool()>& done, int64_t timeout_ms, int64_t poll_ms) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (std::chrono::steady_clock::now() < deadline) {
     if (done()) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(poll_ms));
