@@ -100,7 +100,7 @@ void Coordinator::RunOnce(std::shared_ptr<Op> op) {
     if (!s.ok() && retryable && op->attempts < options_.max_attempts &&
         now + op->delay_us < op->deadline_us) {
       const int64_t delay = op->delay_us;
-      op->delay_us *= 2;
+      op->delay_us = std::min(2 * op->delay_us, options_.max_retry_delay_us);
       executor_->ScheduleAfter(delay, [this, op] { RunOnce(op); });
       return;
     }
@@ -130,7 +130,8 @@ void Coordinator::RunOnce(std::shared_ptr<Op> op) {
   t.set_epoch(op->epoch);
   t.set_write_level(static_cast<int>(op->write_level));
   t.set_read_level(static_cast<int>(op->read_level));
-  const int64_t timeout = std::max<int64_t>(1, op->deadline_us - clock_->MonotonicMicros());
+  const int64_t timeout = std::clamp<int64_t>(op->deadline_us - clock_->MonotonicMicros(), 1,
+                                              options_.attempt_timeout_us);
   channel_->Call(target, op->method, op->encode(t), timeout,
                  [op, retry_or_finish](StatusOr<std::string> response) {
                    if (!response.ok()) {
@@ -194,7 +195,6 @@ void Coordinator::Mutate(TableSnapshot table, model::RowMutation mutation,
   const catalog::TabletRef& t = table->TabletFor(mutation.row());
   op->tablet_id = t.id;
   op->table = std::move(table);
-  op->idempotent = true;
   op->write_level = options.write_level.value_or(options_.write_level);
   op->dc = options_.dc;
   op->deadline_us = clock_->MonotonicMicros() +

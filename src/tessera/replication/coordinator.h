@@ -11,11 +11,15 @@
 // its writes are committed at the level (reads: once what they saw is committed at QUORUM).
 //
 // Retries: an answer "not the primary", "stale epoch", "table not known here", or a refusal
-// before anything ran, makes the coordinator wait (retry_delay_us, doubling), read the
-// configuration again and retry, at most max_attempts times within the operation's timeout.
-// Mutate is idempotent (its timestamps are fixed before it gets here) and is retried after a
-// lost answer too; CheckAndMutate and ReadModifyWrite are not, and a lost answer is reported
-// as it is: Unavailable or DeadlineExceeded saying the operation may have been applied.
+// before anything ran, makes the coordinator wait (retry_delay_us, doubling up to
+// max_retry_delay_us), read the configuration again and retry, at most max_attempts times
+// within the operation's timeout; each try has attempt_timeout_us.
+// A write whose answer was lost is never retried here, not even a Mutate (whose timestamps are
+// fixed, so repeating it is harmless to its own cells): applied twice around another client's
+// write of the same cell it would take effect twice, which no single order explains (the
+// simulation's history check found exactly that). It is reported as it is: Unavailable or
+// DeadlineExceeded saying the write may have been applied; the client decides (the Bigtable
+// clients retry idempotent mutations, trading that order for availability).
 //
 // Thread-safety: every method may be called from any thread; callbacks run on the channel's or
 // executor's threads (or inline, when the answer is known at once), without locks held.
@@ -60,8 +64,13 @@ struct CoordinatorOptions {
   WriteLevel write_level = WriteLevel::kQuorum;
   ReadLevel read_level = ReadLevel::kPrimary;
   int64_t timeout_us = 10'000'000;
-  int max_attempts = 6;
+  // One try at the primary: a call not answered within this is lost (and, for Mutate, tried
+  // again), so a dead primary costs a try, not the whole timeout.
+  int64_t attempt_timeout_us = 1'000'000;
+  int max_attempts = 20;
+  // The wait before the next try: doubling from retry_delay_us up to max_retry_delay_us.
   int64_t retry_delay_us = 20'000;
+  int64_t max_retry_delay_us = 500'000;
   std::string dc;  // this node's data centre (LOCAL_QUORUM, and the nearest replica)
   // --- performance ---
   int64_t max_page_rows = 1000;

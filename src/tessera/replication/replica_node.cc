@@ -167,6 +167,20 @@ Status ReplicaNode::RaisePromise(Tablet* t, uint64_t promise) {
   return Status();
 }
 
+Status ReplicaNode::Restore(uint64_t tablet_id, uint64_t first_sequence, std::string mutation) {
+  ASSIGN_OR_RETURN(model::RowMutation m, model::RowMutation::FromEncoded(mutation));
+  if (m.empty()) return Status();
+  Tablet* t = FindOrAdd(tablet_id);
+  absl::MutexLock l(&mu_);
+  if (t->retained.empty() && t->floor < first_sequence - 1) t->floor = first_sequence - 1;
+  if (t->retained.empty() || t->retained.rbegin()->second.last + 1 == first_sequence) {
+    const uint64_t last = first_sequence + m.size() - 1;
+    RetainLocked(t, first_sequence, last, std::move(mutation));
+    t->last = std::max(t->last, last);
+  }
+  return Status();
+}
+
 // ---------------------------------------------------------------------------------------------
 // Configurations and roles
 
@@ -217,8 +231,11 @@ void ReplicaNode::BecomePrimary(Tablet* t, const TabletConfig& config, Effects* 
   StatusOr<uint64_t> last = engine_->LastSequence(t->id);
   if (!last.ok()) return;
   // The first epoch's primary is the lineage whatever it holds (a table made before it was
-  // replicated); a later one was chosen for holding exactly the start sequence.
-  if (config.epoch > 1 && *last != config.epoch_start_sequence) {
+  // replicated); a later one was chosen for holding exactly the start sequence, unless it
+  // took the epoch before (a restart: it has written in it since).
+  const bool took_it_before = JoinedOf(*promise) == config.epoch;
+  if (config.epoch > 1 && (took_it_before ? *last < config.epoch_start_sequence
+                                          : *last != config.epoch_start_sequence)) {
     TLOG_ERROR("replication: {} epoch {} starts at sequence {} but this node holds {}; not "
               "taking it",
               TabletName(t->id), config.epoch, config.epoch_start_sequence, *last);

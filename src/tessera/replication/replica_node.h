@@ -110,6 +110,12 @@ class ReplicaNode final : public TabletWriter {
   // Stops the tick, fails every waiting request (Unavailable) and unanswered seal. Idempotent.
   void Stop();
 
+  // A mutation this node's engine replayed from its commit log at open (EngineOptions::
+  // on_replayed), given before Start in log order: retained, so that after a restart the node
+  // can still pass on what its peers had not acknowledged. InvalidArgument if it does not
+  // decode.
+  Status Restore(uint64_t tablet_id, uint64_t first_sequence, std::string mutation);
+
   // A configuration read from the lock service (older epochs than the one known are ignored).
   // Makes this node the tablet's primary, or stops it being one.
   void UpdateConfig(const catalog::TabletConfig& config);

@@ -34,8 +34,22 @@ StatusOr<std::unique_ptr<NodeCore>> NodeCore::Open(const NodeCoreOptions& option
 
 Status NodeCore::OpenParts() {
   const Env& env = env_.env;
+  tablet::EngineOptions engine_options = options_.engine;
+  if (env_.replica_channel) {
+    // The replayed log is what a restarted primary still has to pass on to its replicas.
+    engine_options.on_replayed = [this](uint64_t tablet, uint64_t first, std::string_view m) {
+      constexpr size_t kMaxBytes = 64ull << 20;  // per tablet, as ReplicaNode retains
+      Replayed& r = replayed_[tablet];
+      r.records.emplace_back(first, std::string(m));
+      r.bytes += m.size();
+      while (r.bytes > kMaxBytes && !r.records.empty()) {
+        r.bytes -= r.records.front().second.size();
+        r.records.pop_front();
+      }
+    };
+  }
   ASSIGN_OR_RETURN(engine_,
-                   tablet::Engine::Open(options_.engine, Env{.fs = env.fs,
+                   tablet::Engine::Open(engine_options, Env{.fs = env.fs,
                                                              .clock = env.clock,
                                                              .executor = env_.engine_executor,
                                                              .seed = env.seed}));
@@ -151,6 +165,12 @@ Status NodeCore::StartReplication(const std::string& endpoint) {
   replication::ReplicatedStoreOptions ro;
   ro.coordinator.dc = options_.cluster.node.dc;
   store_ = std::make_unique<replication::ReplicatedStore>(std::move(re), ro);
+  for (auto& [tablet, r] : replayed_) {
+    for (auto& [first, mutation] : r.records) {
+      RETURN_IF_ERROR(store_->replicas()->Restore(tablet, first, std::move(mutation)));
+    }
+  }
+  replayed_.clear();
   store_->Start();
   replicated_.store(store_.get(), std::memory_order_release);
   return Status();

@@ -36,6 +36,8 @@
 #pragma once
 
 #include <atomic>
+#include <deque>
+#include <map>
 #include <functional>
 #include <memory>
 #include <string>
@@ -179,6 +181,12 @@ class NodeCore {
   std::unique_ptr<replication::ReplicatedStore> store_;
   std::unique_ptr<replication::RpcChannel> channel_;
   std::atomic<replication::ReplicatedStore*> replicated_{nullptr};
+  // What the engine replayed at open, per tablet (a bounded tail), for the store's retention.
+  struct Replayed {
+    std::deque<std::pair<uint64_t, std::string>> records;  // (first sequence, mutation)
+    size_t bytes = 0;
+  };
+  std::map<uint64_t, Replayed> replayed_;
   std::unique_ptr<AdminService> admin_;
   std::unique_ptr<cluster::ClusterNode> node_;
   // `node_` for request threads: requests may arrive before the node exists (a server joins

@@ -117,6 +117,15 @@ struct EngineOptions {
   int size_tier_min_files = 4;
   int size_tier_max_files = 32;
   double size_tier_ratio = 2.0;
+
+  // --- observers ---
+  // Called by Open() with each commit-log record it replays into a tablet (not with those
+  // already flushed or of dropped tablets), in log order: the tablet, the record's first
+  // sequence and the encoded mutation (valid during the call). A primary rebuilds from these
+  // the mutations its lagging replicas still need (docs/replication.md, "A replica that was
+  // away"). Null: none.
+  std::function<void(uint64_t tablet, uint64_t first_sequence, std::string_view mutation)>
+      on_replayed;
 };
 
 struct TabletDescriptor {

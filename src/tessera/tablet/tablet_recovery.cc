@@ -142,6 +142,7 @@ Status TabletManager::ReplayCommitLog() {
     }
     RETURN_IF_ERROR_CTX(t->Replay(segment, first, mutation),
                         StrCat(log_->SegmentPath(segment), ": bad mutation"));
+    if (options_.on_replayed) options_.on_replayed(id, first, mutation);
     ++replayed;
     return Status();
   });

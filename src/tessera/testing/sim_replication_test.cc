@@ -76,6 +76,28 @@ bool Configured(const SimCluster& c) {
   return true;
 }
 
+// Every node's view of its replicas, for a failure's message.
+std::string DescribeReplicas(const SimCluster& c) {
+  std::string out;
+  for (int i = 0; i < c.size(); ++i) {
+    if (c.core(i) == nullptr || c.core(i)->replicated() == nullptr) {
+      out += StrCat("node ", i, ": down\n");
+      continue;
+    }
+    for (const replication::TabletReplicaState& t : c.core(i)->replicated()->replicas()->States()) {
+      out += StrCat("node ", i, " tablet ", t.tablet_id, ": config epoch ", t.config_epoch,
+                    " promised ", t.promised_epoch, " joined ", t.joined_epoch,
+                    t.primary ? " PRIMARY" : "", " last ", t.last_sequence);
+      for (const auto& p : t.peers) {
+        out += StrCat(" [", p.endpoint, " acked ", p.acknowledged, p.answering ? "" : " silent",
+                      p.leased ? " leased" : "", p.needs_rebuild ? " REBUILD" : "", "]");
+      }
+      out += "\n";
+    }
+  }
+  return out;
+}
+
 // Starts the cluster and makes the table through node 1.
 void StartWithTable(SimCluster& c) {
   ASSERT_TRUE(c.Start().ok());
@@ -239,17 +261,17 @@ struct Workload {
   int next_value = 0;
 };
 
-Outcome OutcomeOf(const Status& s, bool is_read) {
-  if (s.ok()) return Outcome::kOk;
-  if (is_read) return Outcome::kFailed;
+ClientOutcome OutcomeOf(const Status& s, bool is_read) {
+  if (s.ok()) return ClientOutcome::kOk;
+  if (is_read) return ClientOutcome::kFailed;
   // Refused before anything ran, or a bad request: certainly not applied.
   if (absl::IsInvalidArgument(s) || absl::IsNotFound(s) || absl::IsFailedPrecondition(s)) {
-    return Outcome::kFailed;
+    return ClientOutcome::kFailed;
   }
   return std::string(s.message()).find("may have been applied") == std::string::npos &&
                  absl::IsUnavailable(s)
-             ? Outcome::kFailed
-             : Outcome::kIndeterminate;
+             ? ClientOutcome::kFailed
+             : ClientOutcome::kIndeterminate;
 }
 
 // One client: issues an operation through a random live node, and the next when it is answered.
@@ -275,7 +297,7 @@ void ClientStep(Workload* w, int client) {
   const int kind = static_cast<int>(w->random.Uniform(10));
   History* h = w->history;
   ++w->in_flight;
-  auto finish = [w, client, again](int id, Result r) {
+  auto finish = [w, client, again](int id, ClientResult r) {
     w->history->Complete(id, std::move(r), w->c->now_us());
     --w->in_flight;
     again(static_cast<int64_t>(w->random.Uniform(20)) * kMs);
@@ -283,32 +305,32 @@ void ClientStep(Workload* w, int client) {
   if (kind < 3) {  // write a register
     const std::string key = w->registers[w->random.Uniform(w->registers.size())];
     const std::string value = StrCat("c", client, "-", w->next_value++);
-    const int id = h->Invoke(client, Op::Write(key, value), c.now_us());
+    const int id = h->Invoke(client, ClientOp::Write(key, value), c.now_us());
     model::RowMutation m(key);
     m.SetCell("cf", "q", kCellTs, value);
     co->Mutate(table, std::move(m), o, [finish, id](Status s) {
-      finish(id, s.ok() ? Result::Ok()
-                        : Result{OutcomeOf(s, false), std::nullopt, false});
+      finish(id, s.ok() ? ClientResult::Ok()
+                        : ClientResult{OutcomeOf(s, false), std::nullopt, false});
     });
   } else if (kind < 6) {  // read a register or a counter
     const bool counter = w->random.Uniform(3) == 0;
     const std::string key = counter ? w->counters[w->random.Uniform(w->counters.size())]
                                     : w->registers[w->random.Uniform(w->registers.size())];
-    const int id = h->Invoke(client, Op::Read(key), c.now_us());
+    const int id = h->Invoke(client, ClientOp::Read(key), c.now_us());
     const size_t tablet = static_cast<size_t>(&table->TabletFor(key) - table->tablets.data());
     co->Read(table, tablet, {model::RowRange::SingleKey(key)}, nullptr, 0, false, o,
              [finish, id](StatusOr<replication::ReadPage> page) {
                if (!page.ok()) {
-                 finish(id, Result::Failed());
+                 finish(id, ClientResult::Failed());
                  return;
                }
-               Value v;
+               RegisterValue v;
                if (!page->rows.empty()) v = page->rows[0].cells[0].value;
-               finish(id, Result::Seen(std::move(v)));
+               finish(id, ClientResult::Seen(std::move(v)));
              });
   } else if (kind < 8) {  // increment a counter
     const std::string key = w->counters[w->random.Uniform(w->counters.size())];
-    const int id = h->Invoke(client, Op::Increment(key, 1), c.now_us());
+    const int id = h->Invoke(client, ClientOp::Increment(key, 1), c.now_us());
     replication::ReadModifyWriteRule rule;
     rule.family = "cf";
     rule.qualifier = rule.stored_qualifier = "q";
@@ -317,10 +339,10 @@ void ClientStep(Workload* w, int client) {
     co->ReadModifyWrite(table, key, {rule}, c.now_us(), 1 << 20, o,
                         [finish, id](StatusOr<model::Row> row) {
                           if (!row.ok()) {
-                            finish(id, Result{OutcomeOf(row.status(), false), std::nullopt, false});
+                            finish(id, ClientResult{OutcomeOf(row.status(), false), std::nullopt, false});
                             return;
                           }
-                          finish(id, Result::Incremented(static_cast<int64_t>(
+                          finish(id, ClientResult::Incremented(static_cast<int64_t>(
                                          DecodeBigEndian64(row->cells[0].value.data()))));
                         });
   } else {  // check-and-set a register
@@ -332,7 +354,7 @@ void ClientStep(Workload* w, int client) {
       expected = StrCat("c", w->random.Uniform(4), "-",
                         w->next_value > 2 ? w->random.Uniform(static_cast<uint64_t>(w->next_value)) : 0);
     }
-    const int id = h->Invoke(client, Op::CheckAndSet(key, expected, value), c.now_us());
+    const int id = h->Invoke(client, ClientOp::CheckAndSet(key, expected, value), c.now_us());
     model::RowMutation set(key);
     set.SetCell("cf", "q", kCellTs, value);
     // Expected absent: "any cell" must not match, and the write goes with no match.
@@ -342,10 +364,10 @@ void ClientStep(Workload* w, int client) {
         absent ? model::RowMutation(key) : set, absent ? set : model::RowMutation(key), o,
         [finish, id, absent](StatusOr<bool> matched) {
           if (!matched.ok()) {
-            finish(id, Result{OutcomeOf(matched.status(), false), std::nullopt, false});
+            finish(id, ClientResult{OutcomeOf(matched.status(), false), std::nullopt, false});
             return;
           }
-          finish(id, Result::Matched(absent ? !*matched : *matched));
+          finish(id, ClientResult::Matched(absent ? !*matched : *matched));
         });
   }
 }
@@ -404,7 +426,7 @@ CheckResult RunWorkload(uint64_t seed, int64_t seconds, std::string* trace) {
   // Quiet: every client's last operation ends.
   c.RunUntil([&] { return w.in_flight == 0; }, 30 * kSecond);
   c.RunFor(3 * kSecond);
-  std::map<std::string, Value> finals;
+  std::map<std::string, RegisterValue> finals;
   std::vector<std::string> keys = w.registers;
   keys.insert(keys.end(), w.counters.begin(), w.counters.end());
   for (const std::string& key : keys) {
@@ -414,7 +436,8 @@ CheckResult RunWorkload(uint64_t seed, int64_t seconds, std::string* trace) {
       if (!v.ok()) c.RunFor(500 * kMs);
     }
     if (!v.ok()) {
-      *trace += StrCat("final read of ", key, " failed: ", v.status().ToString());
+      *trace += StrCat("final read of ", key, " failed: ", v.status().ToString(), "\n",
+                       DescribeReplicas(c));
       CheckResult r;
       r.verdict = CheckResult::Verdict::kInconclusive;
       r.explanation = *trace;
@@ -422,6 +445,18 @@ CheckResult RunWorkload(uint64_t seed, int64_t seconds, std::string* trace) {
     }
     finals[key] = *v;
   }
+  int ok = 0, failed = 0, unknown = 0;
+  for (const HistoryEntry& e : history.Entries()) {
+    if (!e.result.has_value() || e.result->outcome == ClientOutcome::kIndeterminate) {
+      ++unknown;
+    } else if (e.result->outcome == ClientOutcome::kOk) {
+      ++ok;
+    } else {
+      ++failed;
+    }
+  }
+  std::printf("[ history ] seed %llu: %d ok, %d failed, %d indeterminate; faults: %s\n",
+              static_cast<unsigned long long>(seed), ok, failed, unknown, trace->c_str());
   CheckResult r = CheckNoLostWrites(history, finals, c.now_us() + 1);
   if (!r.ok()) *trace += "\n" + history.Dump();
   return r;
