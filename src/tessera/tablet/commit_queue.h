@@ -15,8 +15,9 @@
 // one gets a larger sequence. Schema changes, truncation, memtable switches and ingests run this
 // way, reading the sequence of the tablet they change.
 //
-// Commit-log record: varint64(tablet id) fixed64(first sequence) row-mutation bytes; the
-// mutation's i-th entry has the tablet's sequence first + i.
+// Commit-log record, one per mutation (a batch is several records of one append):
+// varint64(tablet id) fixed64(first sequence) row-mutation bytes; the mutation's i-th entry has
+// the tablet's sequence first + i. Replay needs nothing else to give every entry its number.
 //
 // Thread-safety: every method is safe to call from many threads. Lock order (docs/tablet.md):
 // CommitQueue::mu_ before TabletManager::mu_ before Tablet::mu_; the queue never holds mu_ while
