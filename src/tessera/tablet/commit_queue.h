@@ -6,7 +6,10 @@
 // last + k; docs/sequence_numbers.md) or checks the numbers a primary gave it, appends all their
 // commit-log records (one per mutation) with one write and, in kBatch mode, one fdatasync,
 // inserts them into the tablets' memtables, publishes each tablet's new last sequence and wakes
-// the followers. A group that fails to reach the log uses up no numbers. In kPeriodic mode the
+// the followers. A group whose records fail to reach the log uses up no numbers; one whose
+// records were appended whole but whose fdatasync (or flush) failed keeps them and is inserted
+// (the log's repair keeps whole records, so recovery would replay them), while its writers get
+// the error: their writes may have been applied. In kPeriodic mode the
 // leader acknowledges once the bytes reach the OS and a timer task on the executor given to
 // Start syncs every interval.
 //

@@ -260,7 +260,9 @@ class Engine {
   virtual StatusOr<uint64_t> ApplyReplicated(TabletId id, uint64_t first_sequence,
                                              std::span<const model::RowMutation> mutations) = 0;
   // The tablet's last published sequence: every write numbered up to it is in its memtables or
-  // files, readable, and durable as the sync mode says. Errors: NotFound.
+  // files, readable, and durable as the sync mode says (a write whose fdatasync failed after its
+  // record reached the log is published too, though its caller got the error; the next write
+  // or retransmit makes it durable before it returns). Errors: NotFound.
   virtual StatusOr<uint64_t> LastSequence(TabletId id) const = 0;
 
   // The replica epoch the tablet promised (docs/replication.md, "seal"): the engine keeps it
