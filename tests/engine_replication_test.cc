@@ -431,6 +431,32 @@ TEST_F(EngineReplicationTest, ACrashKeepsEveryAcknowledgedNumberAndRetransmitsAr
   EXPECT_EQ(with_lost, Entries(engine_.get(), 1));
 }
 
+// A failed fdatasync after the records were appended whole: the commit log's repair keeps
+// them, so recovery replays them. Their numbers stay used (the write may have been applied),
+// never given to the next write: two records of one number would replay into one tablet.
+TEST_F(EngineReplicationTest, AFailedSyncKeepsItsNumbers) {
+  ASSERT_NO_FATAL_FAILURE(Open());
+  ASSERT_NO_FATAL_FAILURE(Create(1, Descriptor()));
+  ASSERT_NO_FATAL_FAILURE(Put(1, "a", "f", "q", 1, "first"));
+  fs_.FailAfterOps(1);  // the append succeeds, the fdatasync fails
+  EXPECT_FALSE(engine_->ApplyReplicated(1, 2, Batch{Set("b", "sync failed")}).ok());
+  fs_.FailAfterOps(-1);
+  EXPECT_EQ(2u, Last(1));
+  EXPECT_EQ(2u, Replicate(1, 2, {Set("b", "sync failed")}));  // the retransmit: a duplicate
+  fs_.FailAfterOps(1);
+  EXPECT_FALSE(engine_->Apply(1, Set("c", "sync failed too")).ok());
+  fs_.FailAfterOps(-1);
+  StatusOr<SequenceRange> next = engine_->ApplyBatch(1, Batch{Set("d", "next")});
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ((SequenceRange{4, 4}), *next);
+  const std::map<uint64_t, std::string> entries = {
+      {1, "first"}, {2, "sync failed"}, {3, "sync failed too"}, {4, "next"}};
+  EXPECT_EQ(entries, Entries(engine_.get(), 1));
+  ASSERT_NO_FATAL_FAILURE(Reopen());
+  EXPECT_EQ(4u, Last(1));
+  EXPECT_EQ(entries, Entries(engine_.get(), 1));
+}
+
 // ------------------------------------------------------------------------------------------
 // The replica epoch
 

@@ -169,6 +169,10 @@ Status CommitQueue::WriteGroup(std::vector<Writer*>* group,
   Status s;
   std::vector<std::string_view> views(records.begin(), records.end());
   if (!views.empty()) s = log_->AddRecords(views).status();
+  // Once appended whole the records stay in the log even if the sync below fails (the log's
+  // repair keeps whole records), and recovery would replay them: their numbers are used, and
+  // the memtables get them now, as the writers' outcome is unknown either way.
+  const bool logged = s.ok();
   if (s.ok()) {
     if (sync_mode_ == SyncMode::kBatch) {
       s = log_->Sync();
@@ -180,7 +184,7 @@ Status CommitQueue::WriteGroup(std::vector<Writer*>* group,
       log_dirty_.store(true, std::memory_order_release);
     }
   }
-  if (s.ok()) {
+  if (logged) {
     for (Pending& p : pending) {
       const Writer& x = *p.writer;
       SequenceNumber first = p.prepared.first;
@@ -193,7 +197,7 @@ Status CommitQueue::WriteGroup(std::vector<Writer*>* group,
     }
   }
   mu_.Lock();
-  if (!s.ok()) {
+  if (!logged) {
     for (const Pending& p : pending) p.writer->tablet->AbandonNumbers();
     return s;
   }

@@ -6,7 +6,10 @@
 // last + k; docs/sequence_numbers.md) or checks the numbers a primary gave it, appends all their
 // commit-log records (one per mutation) with one write and, in kBatch mode, one fdatasync,
 // inserts them into the tablets' memtables, publishes each tablet's new last sequence and wakes
-// the followers. A group that fails to reach the log uses up no numbers. In kPeriodic mode the
+// the followers. A group whose records fail to reach the log uses up no numbers; one whose
+// records were appended whole but whose fdatasync (or flush) failed keeps them and is inserted
+// (the log's repair keeps whole records, so recovery would replay them), while its writers get
+// the error: their writes may have been applied. In kPeriodic mode the
 // leader acknowledges once the bytes reach the OS and a timer task on the executor given to
 // Start syncs every interval.
 //
@@ -15,8 +18,9 @@
 // one gets a larger sequence. Schema changes, truncation, memtable switches and ingests run this
 // way, reading the sequence of the tablet they change.
 //
-// Commit-log record: varint64(tablet id) fixed64(first sequence) row-mutation bytes; the
-// mutation's i-th entry has the tablet's sequence first + i.
+// Commit-log record, one per mutation (a batch is several records of one append):
+// varint64(tablet id) fixed64(first sequence) row-mutation bytes; the mutation's i-th entry has
+// the tablet's sequence first + i. Replay needs nothing else to give every entry its number.
 //
 // Thread-safety: every method is safe to call from many threads. Lock order (docs/tablet.md):
 // CommitQueue::mu_ before TabletManager::mu_ before Tablet::mu_; the queue never holds mu_ while

@@ -241,10 +241,11 @@ class Engine {
   // a crash; the batch as a whole is not: a crash before the call returns may keep a prefix of
   // it (never a later mutation without an earlier one). Returns the numbers the batch took, once
   // durable as the sync mode says. The span need live only during the call.
-  // Errors, and then nothing of the batch is applied: InvalidArgument for an empty batch or a
+  // Errors that apply nothing and take no number: InvalidArgument for an empty batch or a
   // mutation that does not validate (the message names its index when the batch has more than
-  // one), NotFound (tablet), Unavailable (not serving, or I/O), ResourceExhausted (disk full),
-  // FailedPrecondition (closed), a sticky background error.
+  // one), NotFound (tablet), Unavailable (not serving), FailedPrecondition (closed), a sticky
+  // background error. I/O errors (Unavailable, ResourceExhausted for a full disk) mean the batch
+  // was not acknowledged, as for Apply.
   virtual StatusOr<SequenceRange> ApplyBatch(TabletId id,
                                              std::span<const model::RowMutation> mutations) = 0;
   // A replica applies mutations its primary already numbered: mutation 0 takes the sequences
@@ -259,15 +260,18 @@ class Engine {
   // durability as ApplyBatch. Returns the tablet's last sequence after the batch (at least the
   // batch's last number). The engine does not check epochs: the caller compares the batch's
   // epoch with GetReplicaEpoch() before calling, under its own ordering.
-  // Errors (nothing of the batch applied): FailedPrecondition for a gap, with a message that says
-  // "gap" and the expected sequence, which ReplicationGapExpected() also reads; Internal when a
-  // mutation's numbers straddle the tablet's sequence (a part of one mutation cannot have been
-  // applied: the caller's numbering is wrong), naming the mutation; InvalidArgument (an empty
-  // batch, first_sequence 0, or as ApplyBatch); the other errors of ApplyBatch.
+  // Errors that apply nothing: FailedPrecondition for a gap, with a message that says "gap" and
+  // the expected sequence, which ReplicationGapExpected() also reads (LastSequence() may have
+  // moved on since); Internal when a mutation's numbers straddle the tablet's sequence (a part of
+  // one mutation cannot have been applied: the caller's numbering is wrong), naming the
+  // mutation; InvalidArgument (an empty batch, numbers outside 1 .. 2^56 - 1, or as ApplyBatch).
+  // Otherwise the errors of ApplyBatch; after an I/O error a retransmit skips what did arrive.
   virtual StatusOr<uint64_t> ApplyReplicated(TabletId id, uint64_t first_sequence,
                                              std::span<const model::RowMutation> mutations) = 0;
   // The tablet's last published sequence: every write numbered up to it is in its memtables or
-  // files, readable, and durable as the sync mode says. Errors: NotFound.
+  // files, readable, and durable as the sync mode says (a write whose fdatasync failed after its
+  // record reached the log is published too, though its caller got the error; the next write
+  // or retransmit makes it durable before it returns). Errors: NotFound.
   virtual StatusOr<uint64_t> LastSequence(TabletId id) const = 0;
 
   // The replica epoch the tablet promised (docs/replication.md, "seal"): the engine keeps it

@@ -6,7 +6,6 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/numbers.h"
-
 #include "tessera/model/cell_key.h"
 #include "tessera/model/cell_visibility.h"
 #include "tessera/tablet/compaction.h"
