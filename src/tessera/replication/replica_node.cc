@@ -39,6 +39,12 @@ struct ReplicaNode::Peer {
   bool answering = true;       // its last call succeeded (or none failed yet)
   bool stale = false;          // it refused our epoch
   bool rebuild = false;        // it diverged or needs what we no longer retain
+  // A rebuild under way: the copy, its id, and the sequence trimming must keep above.
+  bool copying = false;
+  uint64_t copy_id = 0;
+  uint64_t copy_sequence = 0;
+  uint64_t chunks_sent = 0;
+  std::shared_ptr<tablet::TabletCopySource> source;
 };
 
 struct ReplicaNode::Retained {
@@ -78,6 +84,9 @@ struct ReplicaNode::Tablet {
   uint64_t floor = 0;  // sequences <= floor are not retained
   uint64_t last = 0;   // the engine's last sequence, as last seen
   std::vector<Waiter> waiters;
+  // Replica side of a rebuild under way: the copy being received and its id.
+  std::unique_ptr<tablet::TabletCopySink> sink;
+  uint64_t sink_copy_id = 0;
 };
 
 ReplicaNode::ReplicaNode(tablet::Engine* engine, RpcChannel* channel, Executor* executor,
@@ -452,7 +461,11 @@ void ReplicaNode::TrimLocked(Tablet* t) {
   if (!t->primary) return;
   uint64_t everyone = t->last;
   for (const Peer& p : t->peers) {
-    if (!p.rebuild) everyone = std::min(everyone, p.known ? p.acked : 0);
+    if (p.copying) {
+      everyone = std::min(everyone, p.copy_sequence);  // it goes on from its copy
+    } else if (!p.rebuild) {
+      everyone = std::min(everyone, p.known ? p.acked : 0);
+    }
   }
   while (!t->retained.empty() && t->retained.begin()->second.last <= everyone) {
     auto oldest = t->retained.begin();
@@ -466,6 +479,15 @@ void ReplicaNode::PumpLocked(Tablet* t, Effects* fx) {
   if (!t->primary || !running_) return;
   const int64_t now = clock_->MonotonicMicros();
   for (Peer& p : t->peers) {
+    if (p.rebuild && !p.copying && !p.stale) {
+      // Hold trimming at what the copy will at least hold, then take it (outside the lock).
+      p.copying = true;
+      p.chunks_sent = 0;
+      p.copy_id = next_copy_id_++;
+      p.copy_sequence = t->last;
+      fx->push_back([this, id = t->id, peer = p.endpoint] { StartCopy(id, peer); });
+      continue;
+    }
     if (p.in_flight || p.stale || p.rebuild) continue;
     v1::TabletBatch batch;
     batch.set_tablet_id(t->id);
@@ -610,6 +632,10 @@ bool ReplicaNode::Handle(const std::string& from, const std::string& method, std
   }
   if (method == kSealMethod) {
     HandleSeal(request, std::move(respond));
+    return true;
+  }
+  if (method == kRebuildMethod) {
+    HandleRebuild(request, std::move(respond));
     return true;
   }
   return false;
@@ -774,6 +800,200 @@ void ReplicaNode::HandleSeal(const std::string& request, RpcChannel::Responder r
   RunAll(&fx);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Rebuilds
+
+void ReplicaNode::StartCopy(uint64_t tablet_id, const std::string& peer) {
+  StatusOr<std::unique_ptr<tablet::TabletCopySource>> source = engine_->BeginTabletCopy(tablet_id);
+  {
+    absl::MutexLock l(&mu_);
+    auto it = tablets_.find(tablet_id);
+    if (it == tablets_.end()) return;
+    for (Peer& p : it->second->peers) {
+      if (p.endpoint != peer || !p.copying) continue;
+      if (!source.ok()) {
+        TLOG_WARN("replication: {}: cannot copy it for {}: {}", TabletName(tablet_id), peer,
+                  source.status().ToString());
+        p.copying = false;  // the next pump tries again
+        return;
+      }
+      p.source = std::shared_ptr<tablet::TabletCopySource>(std::move(*source));
+      p.copy_sequence = p.source->sequence();
+      TLOG_INFO("replication: {}: rebuilding {} from a copy at sequence {}", TabletName(tablet_id),
+                peer, p.copy_sequence);
+    }
+  }
+  SendNextChunk(tablet_id, peer);
+}
+
+void ReplicaNode::SendNextChunk(uint64_t tablet_id, const std::string& peer) {
+  std::shared_ptr<tablet::TabletCopySource> source;
+  v1::RebuildRequest request;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = tablets_.find(tablet_id);
+    if (it == tablets_.end() || !it->second->primary) return;
+    for (Peer& p : it->second->peers) {
+      if (p.endpoint != peer || !p.copying || p.source == nullptr) continue;
+      source = p.source;
+      request.set_copy_id(p.copy_id);
+      request.set_first(p.chunks_sent++ == 0);
+    }
+    if (source == nullptr) return;
+    request.set_tablet_id(tablet_id);
+    request.set_epoch(it->second->epoch);
+    request.set_sequence(source->sequence());
+  }
+  StatusOr<std::string> chunk = source->NextChunk(options_.max_batch_bytes);
+  if (!chunk.ok()) {
+    OnRebuildDone(tablet_id, peer, request.copy_id(), false, chunk.status());
+    return;
+  }
+  request.set_last(chunk->empty());
+  request.set_chunk(*std::move(chunk));
+  if (request.last()) {
+    for (const auto& [family, sequence] : source->drop_marks()) {
+      v1::DropMark* m = request.add_drop_marks();
+      m->set_family(family);
+      m->set_sequence(sequence);
+    }
+  }
+  const uint64_t copy_id = request.copy_id();
+  const bool last = request.last();
+  channel_->Call(peer, kRebuildMethod, request.SerializeAsString(), options_.call_timeout_us,
+                 [this, tablet_id, peer, copy_id, last](StatusOr<std::string> response) {
+                   OnRebuildDone(tablet_id, peer, copy_id, last, std::move(response));
+                 });
+}
+
+void ReplicaNode::OnRebuildDone(uint64_t tablet_id, const std::string& peer, uint64_t copy_id,
+                                bool last, StatusOr<std::string> response) {
+  Effects fx;
+  bool next = false;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = tablets_.find(tablet_id);
+    if (it == tablets_.end()) return;
+    Tablet* t = it->second.get();
+    Peer* p = nullptr;
+    for (Peer& candidate : t->peers) {
+      if (candidate.endpoint == peer && candidate.copying && candidate.copy_id == copy_id) {
+        p = &candidate;
+      }
+    }
+    if (p == nullptr) return;
+    if (!response.ok()) {
+      TLOG_WARN("replication: {}: rebuilding {} failed: {}; trying again", TabletName(tablet_id),
+                peer, response.status().ToString());
+      p->copying = false;
+      p->source.reset();
+      p->last_send_us = clock_->MonotonicMicros();  // the next tick, not at once
+      return;
+    }
+    if (!last) {
+      next = true;
+    } else {
+      TLOG_INFO("replication: {}: {} rebuilt at sequence {}", TabletName(tablet_id), peer,
+                p->copy_sequence);
+      p->copying = false;
+      p->rebuild = false;
+      p->source.reset();
+      p->known = true;
+      p->acked = p->sent = p->copy_sequence;
+      p->answering = true;
+      CompleteWaitersLocked(t, &fx);
+      PumpLocked(t, &fx);
+    }
+  }
+  if (next) SendNextChunk(tablet_id, peer);
+  RunAll(&fx);
+}
+
+void ReplicaNode::HandleRebuild(const std::string& request, RpcChannel::Responder respond) {
+  v1::RebuildRequest r;
+  if (!r.ParseFromString(request)) {
+    respond(absl::InvalidArgumentError("malformed Rebuild call"));
+    return;
+  }
+  Tablet* t = FindOrAdd(r.tablet_id());
+  StatusOr<uint64_t> promise = LoadPromise(t);
+  if (!promise.ok()) {
+    respond(promise.status());
+    return;
+  }
+  Effects fx;
+  Status result;
+  {
+    absl::WriterMutexLock gate(&t->gate);
+    {
+      absl::MutexLock l(&mu_);
+      if (r.epoch() < PromisedOf(t->promise) || (t->primary && t->epoch >= r.epoch())) {
+        respond(absl::FailedPreconditionError(StrCat(TabletName(t->id), ": stale epoch ",
+                                                     r.epoch(), "; promised ",
+                                                     PromisedOf(t->promise))));
+        return;
+      }
+      if (!t->config.has_value() || t->config->epoch != r.epoch() ||
+          t->config->IndexOf(self()) < 0) {
+        respond(absl::UnavailableError(StrCat("the configuration of epoch ", r.epoch(),
+                                              " naming ", self(), " has not reached it")));
+        return;
+      }
+      if (t->primary) StepDownLocked(t, StrCat("a primary of epoch ", r.epoch(), " rebuilds it"), &fx);
+    }
+    if (r.first()) {
+      StatusOr<std::unique_ptr<tablet::TabletCopySink>> sink = engine_->BeginTabletRebuild(t->id);
+      if (!sink.ok()) {
+        respond(sink.status());
+        return;
+      }
+      absl::MutexLock l(&mu_);
+      t->sink = *std::move(sink);
+      t->sink_copy_id = r.copy_id();
+    }
+    tablet::TabletCopySink* sink = nullptr;
+    {
+      absl::MutexLock l(&mu_);
+      if (t->sink != nullptr && t->sink_copy_id == r.copy_id()) sink = t->sink.get();
+    }
+    if (sink == nullptr) {
+      respond(absl::FailedPreconditionError(
+          StrCat(TabletName(t->id), ": no copy ", r.copy_id(), " under way here")));
+      return;
+    }
+    if (!r.chunk().empty()) result = sink->Add(r.chunk());
+    if (result.ok() && r.last()) {
+      tablet::DropMarks marks;
+      for (const v1::DropMark& m : r.drop_marks()) marks[m.family()] = m.sequence();
+      result = sink->Finish(r.sequence(), marks);
+      if (result.ok()) {
+        // Its content is now the lineage of this epoch at the copy's sequence.
+        result = RaisePromise(t, MakePromise(std::max(PromisedOf(t->promise), r.epoch()),
+                                             r.epoch()));
+      }
+      absl::MutexLock l(&mu_);
+      t->sink.reset();
+      if (result.ok()) {
+        t->last = r.sequence();
+        t->retained.clear();
+        t->retained_bytes = 0;
+        t->floor = r.sequence();
+      }
+    } else if (!result.ok()) {
+      absl::MutexLock l(&mu_);
+      t->sink.reset();
+    }
+  }
+  RunAll(&fx);
+  if (!result.ok()) {
+    respond(result);
+    return;
+  }
+  v1::RebuildResponse response;
+  response.set_last_sequence(r.sequence());
+  respond(response.SerializeAsString());
+}
+
 void ReplicaNode::ScheduleTick() {
   tick_timer_ = executor_->ScheduleAfter(options_.tick_us, [this] { Tick(); });
 }
@@ -845,7 +1065,7 @@ std::vector<TabletReplicaState> ReplicaNode::States() const {
     s.retained_bytes = t->retained_bytes;
     for (const Peer& p : t->peers) {
       s.peers.push_back({p.endpoint, p.known ? p.acked : 0, p.answering, p.lease_until_us > now,
-                         p.rebuild});
+                         p.rebuild, p.copying});
     }
     out.push_back(std::move(s));
   }

@@ -8,6 +8,10 @@
 //   * a replica: it applies what the primary of an epoch it has not disowned sends, in order
 //     and without gaps (Engine::ApplyReplicated), grants read leases, and seals a new epoch
 //     for the master (durably refusing the older one, then waiting out its leases).
+// A replica that diverged (the lineage check below) or needs mutations the primary no longer
+// retains is rebuilt: the primary copies its tablet at a sequence S (Engine::BeginTabletCopy)
+// chunk by chunk, the replica replaces its tablet's content with the copy at exactly S
+// (Engine::BeginTabletRebuild), and the stream goes on from S + 1.
 //
 // The durable promise (per tablet, Engine::RaiseReplicaEpoch): promised << 32 | joined, see
 // the design. A replica refuses every message of an epoch below `promised`, and joins an
@@ -50,6 +54,7 @@ namespace tessera::replication {
 // Method names on the RpcChannel.
 inline constexpr std::string_view kReplicateMethod = "Replicate";
 inline constexpr std::string_view kSealMethod = "Seal";
+inline constexpr std::string_view kRebuildMethod = "Rebuild";
 
 struct ReplicaNodeOptions {
   // --- behaviour ---
@@ -83,6 +88,7 @@ struct TabletReplicaState {
     bool answering = true;      // its last call succeeded
     bool leased = false;        // its lease is held now
     bool needs_rebuild = false;
+    bool copying = false;  // a rebuild of it is under way
   };
   uint64_t tablet_id = 0;
   uint64_t config_epoch = 0;  // 0: no configuration known
@@ -143,7 +149,7 @@ class ReplicaNode final : public TabletWriter {
                    int64_t timeout_us, std::function<void(Status)> done);
 
   // --- incoming calls ---
-  // Serves kReplicateMethod and kSealMethod; false (and `respond` untouched) for any other.
+  // Serves kReplicateMethod, kSealMethod and kRebuildMethod; false (and `respond` untouched) for any other.
   bool Handle(const std::string& from, const std::string& method, std::string& request,
               RpcChannel::Responder& respond);
 
@@ -185,6 +191,13 @@ class ReplicaNode final : public TabletWriter {
   void HandleReplicate(const std::string& from, const std::string& request,
                        RpcChannel::Responder respond);
   void HandleSeal(const std::string& request, RpcChannel::Responder respond);
+  void HandleRebuild(const std::string& request, RpcChannel::Responder respond);
+  // The primary's side of a rebuild of `peer`: takes the copy, then sends its chunks one at a
+  // time; a failure drops the copy and the next pump starts another.
+  void StartCopy(uint64_t tablet_id, const std::string& peer);
+  void SendNextChunk(uint64_t tablet_id, const std::string& peer);
+  void OnRebuildDone(uint64_t tablet_id, const std::string& peer, uint64_t copy_id, bool last,
+                     StatusOr<std::string> response);
   // One tablet's share of a Replicate call.
   std::string ApplyFromPrimary(const std::string& batch_bytes);
 
@@ -203,6 +216,7 @@ class ReplicaNode final : public TabletWriter {
   bool running_ ABSL_GUARDED_BY(mu_) = false;
   bool ticking_ ABSL_GUARDED_BY(mu_) = false;  // a tick task is running
   TimerId tick_timer_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t next_copy_id_ ABSL_GUARDED_BY(mu_) = 1;
   int64_t started_at_us_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

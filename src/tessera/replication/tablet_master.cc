@@ -142,11 +142,13 @@ std::string TabletMaster::Step() {
 
   std::map<uint64_t, std::pair<TabletConfig, int64_t>> known;  // id -> (config, version)
   std::map<std::string, size_t> load;                         // endpoint -> replicas held
+  std::map<std::string, size_t> leading;                      // endpoint -> primaries held
   for (const coord::FileInfo& f : configs->files) {
     StatusOr<uint64_t> id = catalog::ParseTabletConfigName(f.name);
     StatusOr<TabletConfig> c = TabletConfig::Decode(f.value);
     if (!id.ok() || !c.ok()) continue;
     for (const std::string& r : c->replicas) ++load[r];
+    ++leading[c->primary_endpoint()];
     known.emplace(*id, std::make_pair(*std::move(c), f.version));
   }
 
@@ -176,10 +178,16 @@ std::string TabletMaster::Step() {
         c.epoch = 1;
         c.state = TabletConfigState::kServing;
         c.replicas = *chosen;
+        // The primary: the chosen replica leading the fewest tablets (then placement order),
+        // so that primaries, and with them the writes, spread over the nodes.
         c.primary = 0;
+        for (size_t i = 1; i < chosen->size(); ++i) {
+          if (leading[(*chosen)[i]] < leading[(*chosen)[c.primary]]) c.primary = i;
+        }
         c.history = {{1, 0}};
         if (WriteConfig(session_, c, 0, &log)) {
           for (const std::string& r : *chosen) ++load[r];
+          ++leading[c.primary_endpoint()];
           Append(&log, "placed ", table->full_name, " tablet ", t.id, " on ", Join(*chosen),
                  "; ");
         }

@@ -253,6 +253,7 @@ Status SimCluster::Pause(int i, int64_t micros) {
   Node& n = nodes_[i];
   if (n.core == nullptr) return absl::FailedPreconditionError(StrCat("node ", i, " is down"));
   n.executor->Hold(clock_.MonotonicMicros() + micros);
+  if (micros >= options_.node.session_ttl_ms * kMs) n.lock_service->StopRenewing();
   SetDown(i, true);
   sim_.ScheduleAfter(micros, [this, i] { SetDown(i, false); });
   return Status();

@@ -21,8 +21,9 @@
 //     commit log) and rejoins.
 //   * Partition(groups) / Heal(), SetLoss(p): the network (testing/sim_network.h).
 //   * Pause(i, d): the node's tasks are held for d of simulated time and it neither sends nor
-//     receives meanwhile. Its session stays alive (the shared embedded service renews every
-//     session that is not abandoned).
+//     receives meanwhile. A pause shorter than the session TTL keeps the session alive (the
+//     shared embedded service renews every session that is not abandoned); a longer one lets
+//     it expire, as etcd would, and the node finds it lost when it runs again.
 //   * SetClockDrift(i, offset, rate): the node's clock runs at `rate` from now on and its wall
 //     time is shifted by `offset`; its timers follow its clock.
 //
