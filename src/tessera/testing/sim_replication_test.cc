@@ -14,6 +14,7 @@
 #include "google/bigtable/admin/v2/bigtable_table_admin.pb.h"
 #include "google/bigtable/v2/data.pb.h"
 #include "gtest/gtest.h"
+#include "spdlog/spdlog.h"
 #include "tessera/replication/coordinator.h"
 #include "tessera/server/row_filter_proto.h"
 #include "tessera/testing/history.h"
@@ -234,6 +235,47 @@ TEST(SimReplicationTest, APrimaryCrashMovesItsTabletsWithoutLosingAnAcknowledged
   auto v = Read(c, primary, "after", ReadLevel::kOne);
   ASSERT_TRUE(v.ok()) << v.status();
   EXPECT_EQ(v->value_or("absent"), "restart");
+}
+
+Status WriteAt(SimCluster& c, int i, const std::string& key, replication::WriteLevel level) {
+  Coordinator* co = CoordinatorOf(c, i);
+  model::RowMutation m(key);
+  m.SetCell("cf", "q", kCellTs, "v");
+  OperationOptions o;
+  o.write_level = level;
+  std::optional<Status> s = RunCall<Status>(c, [&](std::function<void(Status)> done) {
+    co->Mutate(TableAt(c, i), m, o, std::move(done));
+  });
+  return s.value_or(absl::DeadlineExceededError("the simulation ran out"));
+}
+
+TEST(SimReplicationTest, ConsistencyLevelsCountTheReplicasThatAnswer) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE(StrCat("replay with TESSERA_SEED=", seed));
+  SimCluster c(Options(seed));
+  ASSERT_NO_FATAL_FAILURE(StartWithTable(c));
+  using replication::WriteLevel;
+  for (WriteLevel level : {WriteLevel::kOne, WriteLevel::kQuorum, WriteLevel::kAll}) {
+    EXPECT_TRUE(WriteAt(c, 0, "a", level).ok()) << WriteLevelName(level);
+  }
+  // One replica cut off (not a primary: the primaries stay where they are).
+  auto config = c.core(0)->replicated()->replicas()->GetConfig(TableAt(c, 0)->tablets[0].id);
+  int away = -1;
+  for (int i = 0; i < 3 && away < 0; ++i) {
+    if (SimCluster::Endpoint(i) != config->primary_endpoint()) away = i;
+  }
+  const int via = config->IndexOf(SimCluster::Endpoint((away + 1) % 3)) >= 0 ? (away + 1) % 3 : 0;
+  c.Partition({{away}});
+  c.RunFor(2 * kSecond);  // the primary notices the silent replica
+  EXPECT_TRUE(WriteAt(c, via, "a", WriteLevel::kOne).ok());
+  EXPECT_TRUE(WriteAt(c, via, "a", WriteLevel::kQuorum).ok());
+  Status all = WriteAt(c, via, "a", WriteLevel::kAll);
+  EXPECT_FALSE(all.ok());
+  EXPECT_TRUE(absl::IsUnavailable(all) || absl::IsDeadlineExceeded(all)) << all;
+  EXPECT_NE(std::string(all.message()).find("tablet"), std::string::npos) << all;
+  c.Heal();
+  c.RunFor(2 * kSecond);
+  EXPECT_TRUE(WriteAt(c, via, "a", WriteLevel::kAll).ok());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -463,9 +505,11 @@ CheckResult RunWorkload(uint64_t seed, int64_t seconds, std::string* trace) {
 }
 
 TEST(SimReplicationTest, ConcurrentClientsUnderFaultsSeeALinearizableStoreAndLoseNothing) {
+  // Hundreds of runs: only warnings are worth reading.
+  spdlog::set_level(spdlog::level::warn);
   const uint64_t first = TestSeed();
   const char* env = std::getenv("TESSERA_SIM_SEEDS");
-  const int seeds = env != nullptr ? std::atoi(env) : 8;
+  const int seeds = env != nullptr ? std::atoi(env) : 300;  // make soak: thousands
   for (int k = 0; k < seeds; ++k) {
     const uint64_t seed = first + static_cast<uint64_t>(k);
     SCOPED_TRACE(StrCat("replay with TESSERA_SEED=", seed, " TESSERA_SIM_SEEDS=1"));
