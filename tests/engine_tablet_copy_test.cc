@@ -7,13 +7,16 @@
 // discarded.
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "absl/synchronization/mutex.h"
 #include "tessera/model/gc_rule.h"
 #include "tessera/model/row_mutation.h"
+#include "tessera/tablet/copy_chunk.h"
 #include "tessera/tablet/tablet_manager.h"
 #include "tessera/util/sim_executor.h"
 #include "tests/engine_test_util.h"
@@ -67,6 +70,18 @@ std::vector<RawEntry> RawEntries(Engine* engine, TabletId id) {
   return out;
 }
 
+// The entries a copy carries: the source's raw entries at the copy's sequence, each once.
+std::vector<RawEntry> CopiedEntries(const std::vector<std::string>& chunks) {
+  std::vector<RawEntry> out;
+  for (const std::string& chunk : chunks) {
+    StatusOr<std::vector<tablet::ChunkEntry>> entries = tablet::DecodeChunk(chunk);
+    EXPECT_TRUE(entries.ok()) << entries.status();
+    if (!entries.ok()) continue;
+    for (const tablet::ChunkEntry& e : *entries) out.emplace_back(e.internal_key, e.value);
+  }
+  return out;
+}
+
 // "row family:qualifier@ts=value" for every visible cell.
 std::vector<std::string> Lines(const Engine& engine, TabletId id) {
   std::vector<std::string> out;
@@ -91,6 +106,7 @@ uint64_t Last(const Engine& engine, TabletId id) {
 // Everything a source gave, to feed a sink.
 struct Copy {
   std::vector<std::string> chunks;
+  std::vector<RawEntry> entries;  // of the chunks
   uint64_t sequence = 0;
   DropMarks marks;
 };
@@ -108,6 +124,7 @@ Copy ReadCopy(Engine* source, TabletId id, size_t max_bytes) {
     if (!chunk.ok() || chunk->empty()) break;
     copy.chunks.push_back(*std::move(chunk));
   }
+  copy.entries = CopiedEntries(copy.chunks);
   return copy;
 }
 
@@ -223,11 +240,12 @@ class EngineTabletCopyTest : public EngineTestBase {
     }
   }
 
-  // After the rebuild: the replica is the source at `copy.sequence`.
+  // After the rebuild: the replica is the source at `copy.sequence` (whose own raw entries
+  // change as its flushes and compactions drop shadowed versions: the copy keeps them).
   void ExpectSameAsSource(const Copy& copy) {
     EXPECT_EQ(Last(*engine_, kTablet), copy.sequence);
     EXPECT_EQ(DropMarksOf(*engine_, kTablet), copy.marks);
-    EXPECT_EQ(RawEntries(engine_.get(), kTablet), RawEntries(source_.get(), kTablet));
+    EXPECT_EQ(RawEntries(engine_.get(), kTablet), copy.entries);
     EXPECT_EQ(Lines(*engine_, kTablet), Lines(*source_, kTablet));
   }
 
@@ -263,7 +281,10 @@ TEST_F(EngineTabletCopyTest, IntoAnEmptyReplica) {
   ASSERT_NO_FATAL_FAILURE(FillSource(60));
   ASSERT_TRUE(engine_->CreateTablet(kTablet, Descriptor()).ok());
   ASSERT_TRUE(engine_->RaiseReplicaEpoch(kTablet, 3).ok());
+  ASSERT_TRUE(source_->WaitForBackgroundWork().ok());  // its raw entries stay put now
+  const std::vector<RawEntry> source_entries = RawEntries(source_.get(), kTablet);
   const Copy copy = ReadCopy(source_.get(), kTablet, 4096);
+  EXPECT_EQ(copy.entries, source_entries);
   ASSERT_GT(copy.chunks.size(), 1u);
   EXPECT_EQ(copy.sequence, Last(*source_, kTablet));
   EXPECT_EQ(copy.marks.count("g"), 1u);
@@ -272,7 +293,8 @@ TEST_F(EngineTabletCopyTest, IntoAnEmptyReplica) {
   EXPECT_EQ(engine_->GetReplicaEpoch(kTablet).value_or(0), 3u);
   EXPECT_EQ(engine_->GetTablet(kTablet)->Encode(), Descriptor().Encode());
   ASSERT_NO_FATAL_FAILURE(ContinueBoth(copy.sequence));
-  EXPECT_EQ(RawEntries(engine_.get(), kTablet), RawEntries(source_.get(), kTablet));
+  EXPECT_EQ(RawEntries(engine_.get(), kTablet).size(), copy.entries.size() + 1);
+  EXPECT_EQ(Lines(*engine_, kTablet), Lines(*source_, kTablet));
   // Flush and compaction work on the copy as on any tablet.
   ASSERT_TRUE(engine_->CompactTablet(kTablet).ok());
   ASSERT_TRUE(source_->CompactTablet(kTablet).ok());
@@ -320,9 +342,10 @@ TEST_F(EngineTabletCopyTest, IntoADivergedReplicaAndThroughACrash) {
   ASSERT_NO_FATAL_FAILURE(ExpectSameAsSource(copy));
   EXPECT_EQ(engine_->GetReplicaEpoch(kTablet).value_or(0), 7u);
   ASSERT_NO_FATAL_FAILURE(ContinueBoth(copy.sequence));
-  const std::vector<RawEntry> expected = RawEntries(source_.get(), kTablet);
+  const std::vector<RawEntry> expected = RawEntries(engine_.get(), kTablet);
   const std::vector<std::string> expected_lines = Lines(*source_, kTablet);
-  ASSERT_EQ(RawEntries(engine_.get(), kTablet), expected);
+  ASSERT_EQ(expected.size(), copy.entries.size() + 1);
+  ASSERT_EQ(Lines(*engine_, kTablet), expected_lines);
 
   ASSERT_NO_FATAL_FAILURE(CrashReplica());
   EXPECT_EQ(Last(*engine_, kTablet), copy.sequence + 1);
@@ -450,6 +473,115 @@ TEST_F(EngineTabletCopyTest, LargeTabletInManyChunks) {
   ASSERT_NO_FATAL_FAILURE(ExpectSameAsSource(copy));
 }
 
+// A FileSystem that holds every SyncDir of `dir` made by a thread other than the test's while
+// armed: a background flush stops there, its input picked and its file written, until released.
+class GatedFileSystem final : public FileSystem {
+ public:
+  GatedFileSystem(FileSystem* base, std::string dir) : base_(base), dir_(std::move(dir)) {}
+
+  void Arm() {
+    absl::MutexLock l(&mu_);
+    armed_ = true;
+  }
+  // Waits until a background thread is held.
+  void AwaitHeld() {
+    absl::MutexLock l(&mu_);
+    mu_.Await(absl::Condition(&held_));
+  }
+  void Release() {
+    absl::MutexLock l(&mu_);
+    armed_ = false;
+  }
+
+  Status SyncDir(const std::string& dir) override {
+    if (dir == dir_ && std::this_thread::get_id() != test_thread_) {
+      absl::MutexLock l(&mu_);
+      if (armed_) {
+        held_ = true;
+        mu_.Await(absl::Condition(
+            +[](bool* armed) { return !*armed; }, &armed_));
+      }
+    }
+    return base_->SyncDir(dir);
+  }
+  StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override {
+    return base_->NewWritableFile(path);
+  }
+  StatusOr<std::unique_ptr<WritableFile>> NewAppendableFile(const std::string& path) override {
+    return base_->NewAppendableFile(path);
+  }
+  StatusOr<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
+      const std::string& path) override {
+    return base_->NewRandomAccessFile(path);
+  }
+  StatusOr<std::unique_ptr<SequentialFile>> NewSequentialFile(const std::string& path) override {
+    return base_->NewSequentialFile(path);
+  }
+  bool FileExists(const std::string& path) override { return base_->FileExists(path); }
+  StatusOr<std::vector<std::string>> GetChildren(const std::string& dir) override {
+    return base_->GetChildren(dir);
+  }
+  StatusOr<uint64_t> GetFileSize(const std::string& path) override {
+    return base_->GetFileSize(path);
+  }
+  Status RemoveFile(const std::string& path) override { return base_->RemoveFile(path); }
+  Status RenameFile(const std::string& from, const std::string& to) override {
+    return base_->RenameFile(from, to);
+  }
+  Status CreateDirs(const std::string& dir) override { return base_->CreateDirs(dir); }
+  Status RemoveDir(const std::string& dir) override { return base_->RemoveDir(dir); }
+  Status Truncate(const std::string& path, uint64_t size) override {
+    return base_->Truncate(path, size);
+  }
+  StatusOr<std::unique_ptr<FileLock>> LockFile(const std::string& path) override {
+    return base_->LockFile(path);
+  }
+
+ private:
+  FileSystem* const base_;
+  const std::string dir_;
+  const std::thread::id test_thread_ = std::this_thread::get_id();
+  absl::Mutex mu_;
+  bool armed_ ABSL_GUARDED_BY(mu_) = false;
+  bool held_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+class EngineTabletCopyRaceTest : public EngineTabletCopyTest {
+ protected:
+  EngineTabletCopyRaceTest() : gated_(&fs_, "/replica") { env_.fs = &gated_; }
+
+  void TearDown() override {
+    EngineTabletCopyTest::TearDown();
+    if (engine_ != nullptr) EXPECT_TRUE(engine_->Close().ok());
+    engine_.reset();  // before the file system it uses
+  }
+
+  GatedFileSystem gated_;
+};
+
+// A flush of the replica's old content picked its memtable and wrote its file before the
+// rebuild, and installs after it: the file must not become part of the new content.
+TEST_F(EngineTabletCopyRaceTest, FlushOfTheOldContentIsDiscarded) {
+  ASSERT_NO_FATAL_FAILURE(FillSource(100));
+  ASSERT_TRUE(engine_->CreateTablet(kTablet, Descriptor()).ok());
+  const Copy copy = ReadCopy(source_.get(), kTablet, 64 << 10);
+  const std::vector<RawEntry>& expected = copy.entries;
+  gated_.Arm();
+  for (int i = 0; i < 150; ++i) {  // more than a memtable: a flush starts, and is held
+    RowMutation d(StrCat("r", 1000 + i));
+    d.SetCell("f", "a", 1, std::string(1000, 'd'));
+    ASSERT_TRUE(engine_->ApplyReplicated(kTablet, Last(*engine_, kTablet) + 1, Batch{d}).ok());
+  }
+  gated_.AwaitHeld();
+  ASSERT_NO_FATAL_FAILURE(Rebuild(engine_.get(), kTablet, copy));
+  gated_.Release();
+  ASSERT_TRUE(engine_->WaitForBackgroundWork().ok());
+  EXPECT_EQ(RawEntries(engine_.get(), kTablet), expected);
+  EXPECT_EQ(Last(*engine_, kTablet), copy.sequence);
+  ASSERT_NO_FATAL_FAILURE(Reopen());
+  EXPECT_EQ(RawEntries(engine_.get(), kTablet), expected);
+}
+
 // On a SimExecutor: the rebuild runs inside the simulation's thread without waiting for
 // background work, and a flush of the old content that was queued before it is discarded.
 class EngineTabletCopySimTest : public EngineTabletCopyTest {
@@ -482,13 +614,13 @@ TEST_F(EngineTabletCopySimTest, RebuildWaitsForNoBackgroundWork) {
   // On the thread that drives the simulation: waiting for the queued flushes would hang.
   ASSERT_GT(sim_.pending(), 0u);
   ASSERT_NO_FATAL_FAILURE(Rebuild(engine_.get(), kTablet, copy));
-  EXPECT_EQ(RawEntries(engine_.get(), kTablet), RawEntries(source_.get(), kTablet));
+  EXPECT_EQ(RawEntries(engine_.get(), kTablet), copy.entries);
   sim_.RunReady();  // the old flushes run now and are discarded
   ASSERT_TRUE(engine_->WaitForBackgroundWork().ok());
   EXPECT_EQ(Last(*engine_, kTablet), copy.sequence);
-  EXPECT_EQ(RawEntries(engine_.get(), kTablet), RawEntries(source_.get(), kTablet));
+  EXPECT_EQ(RawEntries(engine_.get(), kTablet), copy.entries);
   ASSERT_NO_FATAL_FAILURE(Reopen());
-  EXPECT_EQ(RawEntries(engine_.get(), kTablet), RawEntries(source_.get(), kTablet));
+  EXPECT_EQ(RawEntries(engine_.get(), kTablet), copy.entries);
 }
 
 }  // namespace
