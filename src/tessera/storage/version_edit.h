@@ -97,6 +97,15 @@ struct VersionEdit {
   std::vector<DataState> data_states;
   std::vector<DropMarks> drop_marks;
   std::vector<ReplicaEpoch> replica_epochs;
+  struct ReplayFrom {
+    uint64_t tablet_id = 0;
+    // Replay skips the tablet's commit-log records in segments numbered below this one: they
+    // belong to content the tablet no longer has (tablet::Engine::BeginTabletRebuild). A
+    // tablet no edit gave one has 0 (every segment is replayed).
+    uint64_t segment = 0;
+    bool operator==(const ReplayFrom&) const = default;
+  };
+  std::vector<ReplayFrom> replay_from;
 
   void AddTablet(uint64_t tablet_id, std::string descriptor) {
     tablets.push_back({tablet_id, std::move(descriptor)});
@@ -120,6 +129,9 @@ struct VersionEdit {
 
   void SetReplicaEpoch(uint64_t tablet_id, uint64_t epoch) {
     replica_epochs.push_back({tablet_id, epoch});
+  }
+  void SetReplayFrom(uint64_t tablet_id, uint64_t segment) {
+    replay_from.push_back({tablet_id, segment});
   }
 
   // Appends the encoding to `*dst`.

@@ -45,6 +45,8 @@ VersionEdit FullEdit() {
   e.SetDropMarks(7, {{"gone", 17}, {std::string("n\0ul", 4), kMaxSequenceNumber}});
   e.SetDropMarks(0, {});
   e.SetReplicaEpoch(7, std::numeric_limits<uint64_t>::max());
+  e.SetReplayFrom(7, std::numeric_limits<uint64_t>::max());
+  e.SetReplayFrom(0, 1);
   e.tablet_sequences = true;
   return e;
 }
@@ -90,7 +92,7 @@ TEST(VersionEditTest, EditWithoutDataStateReadsAsBefore) {
 TEST(VersionEditTest, UnknownTagIsDataLoss) {
   std::string encoded;
   FullEdit().EncodeTo(&encoded);
-  for (uint32_t tag : {0u, 13u, 100u, 1u << 20}) {  // 13: the first unused tag
+  for (uint32_t tag : {0u, 14u, 100u, 1u << 20}) {  // 14: the first unused tag
     std::string bad = encoded;
     PutVarint32(&bad, tag);
     PutVarint64(&bad, 1);
@@ -141,7 +143,10 @@ TEST(ManifestStateTest, ApplyAndSnapshot) {
   e2.AddTablet(1, "t1 v2");
   e2.SetFlushed(1, 90);
   e2.SetDataState(1, 1);
+  e2.SetReplayFrom(1, 4);
   TESSERA_ASSERT_OK(state.Apply(e2));
+  EXPECT_EQ(4u, state.tablets[1].replay_from_segment);
+  EXPECT_EQ(0u, state.tablets[2].replay_from_segment);
   EXPECT_EQ(1u, state.tablets[1].data_state);
   EXPECT_EQ(0u, state.tablets[2].data_state);
   EXPECT_EQ("t1 v2", state.tablets[1].descriptor);
@@ -256,7 +261,7 @@ TEST(ManifestStateTest, InapplicableEditsLeaveTheStateUnchanged) {
   TESSERA_ASSERT_OK(state.Apply(base));
   const ManifestState before = state;
 
-  std::vector<VersionEdit> bad(12);
+  std::vector<VersionEdit> bad(13);
   bad[0].AddFile(2, MakeFile(4));  // unknown tablet
   bad[1].DeleteFile(1, 99);        // unknown file
   bad[2].DeleteFile(2, 3);         // unknown tablet
@@ -273,6 +278,7 @@ TEST(ManifestStateTest, InapplicableEditsLeaveTheStateUnchanged) {
   bad[9].SetDataState(9, 1);            // unknown tablet
   bad[10].SetDropMarks(9, {{"g", 1}});  // unknown tablet
   bad[11].SetReplicaEpoch(9, 1);        // unknown tablet
+  bad[12].SetReplayFrom(9, 1);          // unknown tablet
   for (size_t i = 0; i < bad.size(); ++i) {
     bad[i].last_sequence = 77;  // must not leak into the state either
     Status s = state.Apply(bad[i]);

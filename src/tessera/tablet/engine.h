@@ -28,19 +28,22 @@
 // of a tablet's files into one. Writers stall only when all memtables together pass
 // memory_hard_limit_bytes. A background I/O error is sticky: every later write fails with it.
 //
-// Replication (docs/replication.md) needs three more things of a tablet, and the engine gives
+// Replication (docs/replication.md) needs four more things of a tablet, and the engine gives
 // them without interpreting them: the numbers its writes took (ApplyBatch's SequenceRange), its
-// last sequence (LastSequence), and a durable replica epoch it promised (RaiseReplicaEpoch).
+// last sequence (LastSequence), a durable replica epoch it promised (RaiseReplicaEpoch), and a
+// copy of its whole state that rebuilds a replica (BeginTabletCopy, BeginTabletRebuild).
 //
 // Recovery: Open() reads the manifest (tablets and their files), then replays the commit log into
 // memtables, skipping what each tablet had already flushed. Every log record carries its
 // tablet's first sequence, so replay gives each entry the number it had (a primary's or a
 // replica's alike). Each tablet's new writes are numbered
 // above every sequence its log records and its marks (flushed, dropped family, file) name, so
-// replay never skips one. A data folder written with one node-wide counter is upgraded on open:
-// every tablet starts at least at that counter, and the drop marks its schemas held become the
-// tablets' marks. A torn log tail is cut off; corruption in the middle of the log, a manifest or an
-// SSTable is a DataLoss error naming file and offset.
+// replay never skips one — except after a rebuild, which may lower the tablet's sequence: its
+// records from before the rebuild lie in earlier log segments, which replay skips for it. A data
+// folder written with one node-wide counter is upgraded on open: every tablet starts at least at
+// that counter, and the drop marks its schemas held become the tablets' marks. A torn log tail is
+// cut off; corruption in the middle of the log, a manifest or an SSTable is a DataLoss error naming
+// file and offset.
 //
 // Thread-safety: every method is safe to call from many threads.
 #pragma once
@@ -168,6 +171,58 @@ class RowIterator {
   virtual Status status() const = 0;
 };
 
+// The primary side of a tablet copy (Engine::BeginTabletCopy): every raw entry of the tablet at
+// one snapshot — memtables and SSTables, tombstones, shadowed versions and entries of dropped
+// families included, each once — in internal-key order, in chunks (tablet/copy_chunk.h: a
+// self-contained, checksummed byte string). With sequence() and drop_marks() the chunks are
+// everything a replica needs to become this tablet at that sequence.
+// Keeps the snapshot's memtables and files alive (and on disk) until destroyed.
+// Not thread-safe.
+class TabletCopySource {
+ public:
+  virtual ~TabletCopySource() = default;
+  // The tablet's last sequence at the snapshot: every entry numbered up to it is in the copy,
+  // none above it.
+  virtual uint64_t sequence() const = 0;
+  // The tablet's drop marks at the snapshot (each at most sequence()).
+  virtual const DropMarks& drop_marks() const = 0;
+  // The next chunk: the following entries, at most `max_bytes` bytes (at least one entry, even
+  // when that entry alone is larger). An empty string once every entry was returned.
+  // Errors: DataLoss (a damaged SSTable block), I/O errors; after one, every call returns it.
+  virtual StatusOr<std::string> NextChunk(size_t max_bytes) = 0;
+};
+
+// The replica side of a tablet copy (Engine::BeginTabletRebuild): takes the source's chunks in
+// order, writing their entries to new SSTables as they come (on the calling thread), then
+// replaces the tablet's whole content with them at Finish. Destroyed before Finish succeeded
+// (abandoned, or after an error), it removes its files and the tablet is unchanged.
+// Not thread-safe.
+class TabletCopySink {
+ public:
+  virtual ~TabletCopySink() = default;
+  // Adds the next chunk (a string NextChunk returned, in the order returned). A refused chunk
+  // writes nothing and the sink stays usable: DataLoss when its checksum or encoding is bad,
+  // InvalidArgument when its entries do not follow the entries added before in internal-key
+  // order, or hold a malformed key or a row outside the tablet. FailedPrecondition after
+  // Finish or after an I/O error (Unavailable, ResourceExhausted), which spoils the sink.
+  virtual Status Add(std::string_view chunk) = 0;
+  // Atomically and durably replaces the tablet's memtables and files with the added entries,
+  // its drop marks with `marks` and its last sequence with exactly `sequence` (the source's
+  // sequence() and drop_marks(); it may be below the tablet's last sequence). Keeps the
+  // tablet's descriptor, data state and replica epoch. No commit-log record of the tablet
+  // written before the call is ever replayed into it again (its records above `sequence`
+  // included); writes after it are numbered from sequence + 1, as ApplyReplicated expects. Runs
+  // in the group-commit queue and never waits for background work: a flush or compaction of
+  // the old content that is running or queued discards its output. Writes to the tablet that
+  // the queue ordered before Finish are replaced with the rest of the old content; those after
+  // it apply on top. After a crash either the old content or the new one is there, whole.
+  // Errors: InvalidArgument (an added entry or a mark above `sequence`, `sequence` above
+  // 2^56 - 1), NotFound (the tablet was dropped since BeginTabletRebuild), FailedPrecondition
+  // (called twice, the sink spoilt, the engine closed), Unavailable / ResourceExhausted (I/O),
+  // a sticky background error. On error the tablet is unchanged and the sink is spent.
+  virtual Status Finish(uint64_t sequence, const DropMarks& marks) = 0;
+};
+
 struct EngineStats {
   uint64_t memtable_bytes = 0;  // all tablets, active and immutable
   uint64_t sstable_files = 0;
@@ -285,6 +340,19 @@ class Engine {
   virtual Status RaiseReplicaEpoch(TabletId id, uint64_t epoch) = 0;
   // Errors: NotFound.
   virtual StatusOr<uint64_t> GetReplicaEpoch(TabletId id) const = 0;
+
+  // Copying a tablet to a replica that lags too far or diverged (docs/tablet.md, "Copying a
+  // tablet"). BeginTabletCopy takes a snapshot of the tablet at its turn in the group-commit
+  // queue (so its sequence and drop marks agree) and streams its raw entries
+  // (TabletCopySource). Errors: NotFound, Unavailable (not serving), FailedPrecondition
+  // (closed), a sticky background error.
+  virtual StatusOr<std::unique_ptr<TabletCopySource>> BeginTabletCopy(TabletId id) = 0;
+  // Starts rebuilding tablet `id` (already created, any data state) from a copy
+  // (TabletCopySink); the tablet keeps serving its old content until Finish. Safe to drive from
+  // a simulation task: neither this nor the sink waits for background work. Writes during a
+  // rebuild are accepted and ordered before or after Finish (see there); the replication layer
+  // does not write to a tablet it rebuilds. Errors: NotFound, FailedPrecondition (closed).
+  virtual StatusOr<std::unique_ptr<TabletCopySink>> BeginTabletRebuild(TabletId id) = 0;
 
   // One row; nullopt when the row has no visible cell matching `spec`.
   virtual StatusOr<std::optional<model::Row>> ReadRow(TabletId id, std::string_view row,

@@ -428,6 +428,7 @@ std::optional<FlushInput> Tablet::PickFlush() const {
   absl::MutexLock l(&mu_);
   if (imm_.empty()) return std::nullopt;
   FlushInput in;
+  in.generation = generation_;
   in.mem = imm_.front().mem;
   in.descriptor = descriptor_;
   in.drop_marks = drop_marks_;
@@ -443,6 +444,7 @@ std::optional<CompactionInput> Tablet::PickCompaction(LocalityGroup group,
                                                       bool purge) const {
   absl::MutexLock l(&mu_);
   CompactionInput in;
+  in.generation = generation_;
   in.descriptor = descriptor_;  // with the time, as in PickFlush
   in.drop_marks = drop_marks_;
   in.now_micros = context_.clock->NowMicros();
@@ -517,6 +519,38 @@ void Tablet::Truncate(SequenceNumber truncated_at) {
   mem_first_segment_ = 0;
   imm_.clear();
   flushed_sequence_ = std::max(flushed_sequence_, truncated_at);
+}
+
+void Tablet::ReplaceContent(std::vector<std::shared_ptr<TableFile>> files, DropMarks drop_marks,
+                            SequenceNumber sequence) {
+  absl::MutexLock l(&mu_);
+  for (const auto& f : files_->files) f->MarkObsolete();
+  auto file_set = std::make_shared<FileSet>();
+  file_set->files = std::move(files);
+  std::stable_sort(
+      file_set->files.begin(), file_set->files.end(),
+      [](const auto& a, const auto& b) { return a->meta().max_sequence > b->meta().max_sequence; });
+  // As at Open: the files' entries are not read to find deletes of some versions.
+  some_versions_deleted_ = 0;
+  for (const auto& f : file_set->files) {
+    some_versions_deleted_ = std::max(some_versions_deleted_, f->meta().max_sequence);
+  }
+  files_ = std::move(file_set);
+  mem_ = NewMemTable();
+  mem_first_segment_ = 0;
+  imm_.clear();
+  drop_marks_ = std::make_shared<const DropMarks>(std::move(drop_marks));
+  flushed_sequence_ = sequence;
+  ++generation_;
+  // No group is in flight: nothing was assigned beyond the published sequence. given_out_ keeps
+  // the old content's largest number, which its log records may still hold.
+  assigned_ = sequence;
+  last_sequence_.store(sequence, std::memory_order_release);
+}
+
+uint64_t Tablet::generation() const {
+  absl::MutexLock l(&mu_);
+  return generation_;
 }
 
 void Tablet::SetDescriptor(TabletDescriptor descriptor, DropMarks drop_marks) {

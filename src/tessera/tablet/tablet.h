@@ -86,6 +86,7 @@ Status ReplicationGapError(TabletId id, storage::SequenceNumber expected,
 
 // The input of a flush of a tablet's oldest immutable memtable.
 struct FlushInput {
+  uint64_t generation = 0;  // of the tablet's content (Tablet::generation)
   std::shared_ptr<storage::MemTable> mem;
   // The schema and the time are read together: GC applies the rules in force at that instant.
   std::shared_ptr<const TabletDescriptor> descriptor;
@@ -97,6 +98,7 @@ struct FlushInput {
 
 // The input of a compaction of some files of one locality group.
 struct CompactionInput {
+  uint64_t generation = 0;  // of the tablet's content (Tablet::generation)
   std::vector<std::shared_ptr<TableFile>> files;
   std::shared_ptr<const TabletDescriptor> descriptor;
   std::shared_ptr<const DropMarks> drop_marks;
@@ -238,6 +240,15 @@ class Tablet : public std::enable_shared_from_this<Tablet> {
   void PopFlushed(const storage::MemTable* mem);
   // Deletes every memtable and file (after the manifest recorded it) and raises the flushed mark.
   void Truncate(storage::SequenceNumber truncated_at);
+  // A rebuild (after the manifest recorded it): replaces every memtable and file by `files`,
+  // the drop marks by `drop_marks`, and sets the flushed mark and the last sequence to exactly
+  // `sequence` (possibly lower). Starts a new generation. REQUIRES: an operation running alone
+  // in the queue; every entry and mark of `files` and `drop_marks` is <= sequence.
+  void ReplaceContent(std::vector<std::shared_ptr<TableFile>> files, DropMarks drop_marks,
+                      storage::SequenceNumber sequence);
+  // The generation of the tablet's content: 0 at creation, one more at each ReplaceContent. A
+  // flush or compaction picked in an older generation must not install its files.
+  uint64_t generation() const;
   void SetDescriptor(TabletDescriptor descriptor, DropMarks drop_marks);
   // Marks every file obsolete (the tablet was dropped).
   void MarkFilesObsolete();
@@ -277,6 +288,7 @@ class Tablet : public std::enable_shared_from_this<Tablet> {
   std::deque<Immutable> imm_ ABSL_GUARDED_BY(mu_);  // oldest first
   std::shared_ptr<const FileSet> files_ ABSL_GUARDED_BY(mu_);
   storage::SequenceNumber flushed_sequence_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
   // The newest sequence of an entry that deletes some versions of a column only (a column
   // tombstone with a time range), or after Open of any entry in the files (they are not read
   // to find out). A flush or compaction counts versions for GC only when its inputs reach this

@@ -3,12 +3,13 @@
 // tablet_recovery.cc), creates, drops and lists tablets, and owns what the tablets share: the
 // Manifest, the CommitLog with its CommitQueue, the BlockCache and the background executor.
 // It schedules and runs flushes and compactions and records their files in the manifest
-// (background.cc); it pins a tablet's files for copying and creates a tablet from copied files
-// (tablet_copy.cc); it stalls writers above the memory limit and keeps the sticky background
-// error. engine.h documents every Engine method; docs/tablet.md the design.
+// (background.cc); it pins a tablet's files for copying, creates a tablet from copied files and
+// copies a tablet's entries into another's (tablet_copy.cc, tablet_rebuild.cc); it stalls writers
+// above the memory limit and keeps the sticky background error. engine.h documents every Engine
+// method; docs/tablet.md the design.
 //
 // Thread-safety: every method is safe to call from many threads. Lock order (docs/tablet.md):
-// admin_mu_ > CommitQueue::mu_ > mu_ > Tablet::mu_.
+// admin_mu_ > CommitQueue::mu_ > install_mu_ > mu_ > Tablet::mu_.
 #pragma once
 
 #include <atomic>
@@ -75,6 +76,8 @@ class TabletManager final : public Engine {
   StatusOr<uint64_t> LastSequence(TabletId id) const override;
   Status RaiseReplicaEpoch(TabletId id, uint64_t epoch) override;
   StatusOr<uint64_t> GetReplicaEpoch(TabletId id) const override;
+  StatusOr<std::unique_ptr<TabletCopySource>> BeginTabletCopy(TabletId id) override;
+  StatusOr<std::unique_ptr<TabletCopySink>> BeginTabletRebuild(TabletId id) override;
   StatusOr<std::optional<model::Row>> ReadRow(TabletId id, std::string_view row,
                                               const model::ReadSpec& spec) const override;
   using Engine::Scan;
@@ -93,6 +96,16 @@ class TabletManager final : public Engine {
 
  private:
   TabletManager(const EngineOptions& options, const Env& env);
+
+  // --- tablet copies (tablet_copy.cc) ---
+  friend class RebuildSink;
+  // The end of a rebuild of `t` (TabletCopySink::Finish): installs the finished files
+  // `outputs` as the tablet's whole content at `sequence` with `marks`, in one manifest edit
+  // that also makes replay skip every log segment written before (CommitLog::StartNewSegment).
+  // On error the files are removed.
+  Status InstallRebuild(const std::shared_ptr<Tablet>& t,
+                        const std::vector<storage::FileMeta>& outputs,
+                        storage::SequenceNumber sequence, const DropMarks& marks);
 
   // --- recovery (tablet_recovery.cc) ---
   Status Recover();
@@ -142,8 +155,10 @@ class TabletManager final : public Engine {
   // picks a size-tiered run. REQUIRES: a compaction of t started (TryStart*Compaction).
   Status CompactFiles(Tablet* t, LocalityGroup group,
                       std::vector<std::shared_ptr<TableFile>> inputs, bool purge);
-  // Installs new files for `t`, replacing `removed`, after logging the edit.
-  Status InstallFiles(Tablet* t, const std::vector<storage::FileMeta>& added,
+  // Installs new files for `t`, replacing `removed`, after logging the edit — unless the tablet
+  // was dropped or left content `generation` (Tablet::generation) meanwhile: then the files are
+  // removed and the call is OK.
+  Status InstallFiles(Tablet* t, uint64_t generation, const std::vector<storage::FileMeta>& added,
                       const std::vector<std::shared_ptr<TableFile>>& removed,
                       std::optional<storage::SequenceNumber> flushed) ABSL_LOCKS_EXCLUDED(mu_);
   void DeleteObsoleteLogSegments() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -176,6 +191,10 @@ class TabletManager final : public Engine {
   // Serializes tablet creation, removal, schema changes, truncation and replica epochs (manifest
   // writes included).
   absl::Mutex admin_mu_;
+
+  // Held by InstallFiles from its check of the tablet to the install, and by a rebuild while it
+  // replaces the content, so that no job installs files of content that was replaced.
+  absl::Mutex install_mu_;
 
   mutable absl::Mutex mu_;
   absl::CondVar bg_cv_;  // signalled when background work finishes
