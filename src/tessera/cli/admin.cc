@@ -39,13 +39,21 @@ grpc::Status AskStatus(const std::string& addr, int64_t timeout_ms, v1::ClusterS
   return stub->GetClusterStatus(&ctx, v1::GetClusterStatusRequest(), status);
 }
 
-// Every node of `status` that may hold tablets (registered, or the answering node), asked
-// for its tablets at once; each answer or why there is none, in the status's order.
-std::vector<NodeAnswer> AskTablets(const v1::ClusterStatus& status, const std::string& table,
-                                   int64_t timeout_ms) {
+// Which nodes of a status to ask for their tablets.
+enum class Ask {
+  kRegistered,  // every node that may hold tablets: registered, or the answering node
+  kUp,          // of those, only the ones seen up (a status is not held up by a dead node)
+};
+
+// The nodes `ask` names, asked for their tablets at once; each answer or why there is none, in
+// the status's order.
+std::vector<NodeAnswer> AskTablets(const v1::ClusterStatus& status, Ask ask,
+                                   const std::string& table, int64_t timeout_ms) {
   std::vector<NodeAnswer> answers;
   for (const v1::NodeStatus& n : status.nodes()) {
-    if (n.registered() || n.is_self()) answers.push_back(NodeAnswer{n.endpoint(), {}, ""});
+    if (!n.registered() && !n.is_self()) continue;
+    if (ask == Ask::kUp && n.liveness() != "up") continue;
+    answers.push_back(NodeAnswer{n.endpoint(), {}, ""});
   }
   std::vector<std::thread> askers;
   for (NodeAnswer& answer : answers) {
@@ -125,8 +133,9 @@ int RunStatus(const std::string& addr, int64_t timeout_ms, bool json) {
                  rpc.error_message().c_str());
     return 1;
   }
-  // A node that cannot say shows "?" (null in JSON): the status is still the status.
-  const std::vector<NodeAnswer> tablets = AskTablets(status, "", timeout_ms);
+  // A node that cannot say, or is not up, shows "?" (null in JSON): the status is still the
+  // status.
+  const std::vector<NodeAnswer> tablets = AskTablets(status, Ask::kUp, "", timeout_ms);
   if (json) {
     nlohmann::json j = ProtoToJson(status);
     for (nlohmann::json& node : j["nodes"]) {
@@ -151,7 +160,7 @@ int RunTablets(const std::string& addr, int64_t timeout_ms, bool json, const std
                  rpc.error_message().c_str());
     return 1;
   }
-  const TabletsView view = MergeTablets(AskTablets(status, table, timeout_ms));
+  const TabletsView view = MergeTablets(AskTablets(status, Ask::kRegistered, table, timeout_ms));
   if (json) {
     std::printf("%s\n", TabletsToJson(view).dump().c_str());
   } else {
