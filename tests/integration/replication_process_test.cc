@@ -61,6 +61,19 @@ StatusOr<std::string> ReadRow(const ServerProcess& node, const std::string& key)
   return value;
 }
 
+// Table r (family cf, one version kept) in two tablets split at "m", made through `node`.
+grpc::Status CreateTableR(const ServerProcess& node) {
+  auto stub = admin::BigtableTableAdmin::NewStub(node.NewChannel());
+  grpc::ClientContext ctx;
+  admin::CreateTableRequest req;
+  req.set_parent("projects/p/instances/i");
+  req.set_table_id("r");
+  (*req.mutable_table()->mutable_column_families())["cf"].mutable_gc_rule()->set_max_num_versions(1);
+  req.add_initial_splits()->set_key("m");
+  admin::Table created;
+  return stub->CreateTable(&ctx, req, &created);
+}
+
 bool Retryable(const grpc::Status& s) {
   return s.error_code() == grpc::StatusCode::UNAVAILABLE ||
          s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
@@ -70,15 +83,7 @@ TEST_F(ClusterTest, RowsWrittenThroughOneNodeAreReadThroughAnotherAndSurviveAKil
   StartCluster(3);
   ASSERT_TRUE(WaitFor([&] { return Converged(Endpoints()); }, std::chrono::milliseconds(20'000)));
   {
-    auto stub = admin::BigtableTableAdmin::NewStub(nodes_[0]->NewChannel());
-    grpc::ClientContext ctx;
-    admin::CreateTableRequest req;
-    req.set_parent("projects/p/instances/i");
-    req.set_table_id("r");
-    (*req.mutable_table()->mutable_column_families())["cf"].mutable_gc_rule()->set_max_num_versions(1);
-    req.add_initial_splits()->set_key("m");
-    admin::Table created;
-    grpc::Status s = stub->CreateTable(&ctx, req, &created);
+    grpc::Status s = CreateTableR(*nodes_[0]);
     ASSERT_TRUE(s.ok()) << s.error_message();
   }
   // The first write waits for the tablets' configurations to reach the nodes.
@@ -144,18 +149,8 @@ TEST_F(ClusterTest, RowsWrittenThroughOneNodeAreReadThroughAnotherAndSurviveAKil
 TEST_F(ClusterTest, AdminTabletsShowsEveryTabletsReplicasPrimaryAndLag) {
   StartCluster(3);
   ASSERT_TRUE(WaitFor([&] { return Converged(Endpoints()); }, std::chrono::milliseconds(20'000)));
-  {
-    auto stub = admin::BigtableTableAdmin::NewStub(nodes_[0]->NewChannel());
-    grpc::ClientContext ctx;
-    admin::CreateTableRequest req;
-    req.set_parent("projects/p/instances/i");
-    req.set_table_id("r");
-    (*req.mutable_table()->mutable_column_families())["cf"];
-    req.add_initial_splits()->set_key("m");
-    admin::Table created;
-    grpc::Status s = stub->CreateTable(&ctx, req, &created);
-    ASSERT_TRUE(s.ok()) << s.error_message();
-  }
+  const grpc::Status created = CreateTableR(*nodes_[0]);
+  ASSERT_TRUE(created.ok()) << created.error_message();
   ASSERT_TRUE(WaitFor([&] { return WriteRow(*nodes_[1], "a", "1").ok(); },
                       std::chrono::milliseconds(15'000)))
       << FullLog(*nodes_[1]);
