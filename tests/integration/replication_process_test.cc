@@ -2,7 +2,8 @@
 // etcd and three `tessera serve` on 127.0.0.1. A table made through node 0 is written through
 // node 1 and read through node 2; killing (kill -9) a node under writes loses no acknowledged
 // row, and a client that retries UNAVAILABLE and DEADLINE_EXCEEDED on another node within a
-// 10 s budget sees every write succeed; the longest stall it saw is printed.
+// 10 s budget sees every write succeed; the longest stall it saw is printed. `tessera admin
+// tablets` shows each tablet's replicas, primary and lag.
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -13,6 +14,7 @@
 #include "google/bigtable/admin/v2/bigtable_table_admin.grpc.pb.h"
 #include "google/bigtable/v2/bigtable.grpc.pb.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 
 namespace tessera::integration {
 namespace {
@@ -59,6 +61,19 @@ StatusOr<std::string> ReadRow(const ServerProcess& node, const std::string& key)
   return value;
 }
 
+// Table r (family cf, one version kept) in two tablets split at "m", made through `node`.
+grpc::Status CreateTableR(const ServerProcess& node) {
+  auto stub = admin::BigtableTableAdmin::NewStub(node.NewChannel());
+  grpc::ClientContext ctx;
+  admin::CreateTableRequest req;
+  req.set_parent("projects/p/instances/i");
+  req.set_table_id("r");
+  (*req.mutable_table()->mutable_column_families())["cf"].mutable_gc_rule()->set_max_num_versions(1);
+  req.add_initial_splits()->set_key("m");
+  admin::Table created;
+  return stub->CreateTable(&ctx, req, &created);
+}
+
 bool Retryable(const grpc::Status& s) {
   return s.error_code() == grpc::StatusCode::UNAVAILABLE ||
          s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
@@ -68,15 +83,7 @@ TEST_F(ClusterTest, RowsWrittenThroughOneNodeAreReadThroughAnotherAndSurviveAKil
   StartCluster(3);
   ASSERT_TRUE(WaitFor([&] { return Converged(Endpoints()); }, std::chrono::milliseconds(20'000)));
   {
-    auto stub = admin::BigtableTableAdmin::NewStub(nodes_[0]->NewChannel());
-    grpc::ClientContext ctx;
-    admin::CreateTableRequest req;
-    req.set_parent("projects/p/instances/i");
-    req.set_table_id("r");
-    (*req.mutable_table()->mutable_column_families())["cf"].mutable_gc_rule()->set_max_num_versions(1);
-    req.add_initial_splits()->set_key("m");
-    admin::Table created;
-    grpc::Status s = stub->CreateTable(&ctx, req, &created);
+    grpc::Status s = CreateTableR(*nodes_[0]);
     ASSERT_TRUE(s.ok()) << s.error_message();
   }
   // The first write waits for the tablets' configurations to reach the nodes.
@@ -135,6 +142,76 @@ TEST_F(ClusterTest, RowsWrittenThroughOneNodeAreReadThroughAnotherAndSurviveAKil
       EXPECT_FALSE(v->empty()) << key << " was acknowledged and is lost (node " << i << ")";
     }
   }
+}
+
+// `tessera admin tablets` through node 1 of the cluster: both tablets of r, each on the three
+// nodes with one primary, every replica caught up once writes are quiet; --json parses.
+TEST_F(ClusterTest, AdminTabletsShowsEveryTabletsReplicasPrimaryAndLag) {
+  StartCluster(3);
+  ASSERT_TRUE(WaitFor([&] { return Converged(Endpoints()); }, std::chrono::milliseconds(20'000)));
+  const grpc::Status created = CreateTableR(*nodes_[0]);
+  ASSERT_TRUE(created.ok()) << created.error_message();
+  ASSERT_TRUE(WaitFor([&] { return WriteRow(*nodes_[1], "a", "1").ok(); },
+                      std::chrono::milliseconds(15'000)))
+      << FullLog(*nodes_[1]);
+  for (const char* key : {"b", "n", "z"}) ASSERT_TRUE(WriteRow(*nodes_[2], key, "2").ok()) << key;
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+
+  const std::string command =
+      StrCat(g_tessera_binary, " admin tablets --table r --addr ", nodes_[1]->endpoint());
+  // The followers catch up within the quiet second; a loaded machine gets a few more.
+  std::string out;
+  int exit_code = -1;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        out.clear();
+        exit_code = RunCommand(command, &out);
+        return exit_code == 0 && Count(out, " lag 0") == 4;  // two followers per tablet
+      },
+      std::chrono::milliseconds(10'000)))
+      << "exit " << exit_code << "\n"
+      << out;
+  std::printf("%s", out.c_str());
+  EXPECT_NE(out.find("2 tablets of 1 table in projects/p/instances/i, from 3 of 3 nodes"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(Count(out, "lag ?"), 0u) << out;
+
+  out.clear();
+  ASSERT_EQ(RunCommand(command + " --json", &out), 0) << out;
+  const nlohmann::json j = nlohmann::json::parse(out, nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(j.is_discarded()) << out;
+  ASSERT_EQ(j["tablets"].size(), 2u) << out;
+  EXPECT_EQ(j["tablets"][0]["end_row"], "m");
+  EXPECT_EQ(j["tablets"][1]["start_row"], "m");
+  for (const nlohmann::json& t : j["tablets"]) {
+    EXPECT_EQ(t["table"], kTableName);
+    EXPECT_TRUE(t["primary_acting"].get<bool>()) << t;
+    ASSERT_EQ(t["replicas"].size(), 3u) << t;
+    int primaries = 0;
+    for (const nlohmann::json& r : t["replicas"]) {
+      primaries += r["primary"].get<bool>() ? 1 : 0;
+      EXPECT_EQ(r["lag"], 0) << t;
+      EXPECT_TRUE(r["answering"].get<bool>()) << t;
+    }
+    EXPECT_EQ(primaries, 1) << t;
+  }
+  // `admin status` counts them: six replicas over three nodes, two primaries.
+  out.clear();
+  ASSERT_EQ(
+      RunCommand(StrCat(g_tessera_binary, " admin status --json --addr ", nodes_[0]->endpoint()),
+                 &out),
+      0)
+      << out;
+  const nlohmann::json status = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(status.is_discarded()) << out;
+  int tablets = 0, primaries = 0;
+  for (const nlohmann::json& n : status["nodes"]) {
+    tablets += n["tablets"].get<int>();
+    primaries += n["primaries"].get<int>();
+  }
+  EXPECT_EQ(tablets, 6) << out;
+  EXPECT_EQ(primaries, 2) << out;
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "tessera/cluster/status_service.h"
 #include "tessera/server/grpc_rpc_channel.h"
 #include "tessera/server/instance_admin_service.h"
+#include "tessera/server/tablet_admin_service.h"
 #include "tessera/server/unimplemented_service.h"
 #include "tessera/util/env.h"
 #include "tessera/util/executor.h"
@@ -100,6 +101,7 @@ struct Server::State {
   std::unique_ptr<cluster::GrpcTransport> transport;
   std::unique_ptr<cluster::GossipService> gossip_service;
   std::unique_ptr<cluster::ClusterAdminService> cluster_admin;
+  std::unique_ptr<TabletAdminService> tablet_admin;
   // The replication protocol (cluster schema only): its callbacks' threads and its service.
   std::unique_ptr<Executor> replica_executor;
   std::unique_ptr<LateReplicaService> replica_service;
@@ -132,6 +134,7 @@ Status Server::State::Stop() {
   unimplemented.reset();
   data.reset();
   cluster_admin.reset();
+  tablet_admin.reset();
   gossip_service.reset();
   transport.reset();
   if (core == nullptr) return Status();
@@ -197,6 +200,7 @@ Status Server::StartServices(State* s) {
       std::max<int64_t>(1000, 2 * options.cluster.node.gossip.interval_ms), 4});
   s->gossip_service = std::make_unique<cluster::GossipService>(s->transport.get());
   s->cluster_admin = std::make_unique<cluster::ClusterAdminService>();
+  s->tablet_admin = std::make_unique<TabletAdminService>(core);
 
   s->workers = NewThreadPoolExecutor(options.worker_threads);
   // One check for every Bigtable call, data and admin alike.
@@ -243,6 +247,7 @@ Status Server::StartServices(State* s) {
   builder.RegisterService(s->instance_admin.get());
   builder.RegisterService(s->gossip_service.get());
   builder.RegisterService(s->cluster_admin.get());
+  builder.RegisterService(s->tablet_admin.get());
   builder.RegisterService(s->replica_service.get());
   builder.RegisterCallbackGenericService(s->unimplemented.get());
   s->grpc_server = builder.BuildAndStart();
