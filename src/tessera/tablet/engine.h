@@ -176,8 +176,8 @@ class RowIterator {
 // families included, each once — in internal-key order, in chunks (tablet/copy_chunk.h: a
 // self-contained, checksummed byte string). With sequence() and drop_marks() the chunks are
 // everything a replica needs to become this tablet at that sequence.
-// Keeps the snapshot's memtables and files alive (and on disk) until destroyed.
-// Not thread-safe.
+// Keeps the snapshot's memtables and files alive (and on disk) until destroyed; must not
+// outlive its engine. Not thread-safe.
 class TabletCopySource {
  public:
   virtual ~TabletCopySource() = default;
@@ -195,8 +195,8 @@ class TabletCopySource {
 // The replica side of a tablet copy (Engine::BeginTabletRebuild): takes the source's chunks in
 // order, writing their entries to new SSTables as they come (on the calling thread), then
 // replaces the tablet's whole content with them at Finish. Destroyed before Finish succeeded
-// (abandoned, or after an error), it removes its files and the tablet is unchanged.
-// Not thread-safe.
+// (abandoned, or after an error), it removes its files and the tablet is unchanged. Must not
+// outlive its engine. Not thread-safe.
 class TabletCopySink {
  public:
   virtual ~TabletCopySink() = default;

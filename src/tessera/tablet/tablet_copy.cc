@@ -4,6 +4,9 @@
 // tablet_manager.h and docs/tablet.md ("Checkpoint and ingest", "Copying a tablet", "Tablet
 // data state").
 #include <algorithm>
+#include <memory>
+#include <optional>
+#include <string>
 
 #include "tessera/tablet/copy_chunk.h"
 #include "tessera/tablet/tablet_manager.h"

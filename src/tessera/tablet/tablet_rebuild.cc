@@ -1,6 +1,11 @@
 // The replica side of a tablet copy: a sink that writes the copied entries to new SSTables on
 // the caller's thread, and the one manifest edit that makes them the tablet's whole content.
 // See engine.h (TabletCopySink) and docs/tablet.md ("Copying a tablet").
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "tessera/model/cell_key.h"
 #include "tessera/storage/comparator.h"
 #include "tessera/tablet/compaction.h"
