@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "tessera/catalog/tablet_id.h"
 #include "tessera/util/logging.h"
 #include "tessera/v1/replica.pb.h"
 
@@ -85,6 +86,22 @@ Coordinator::Coordinator(ReplicaNode* replicas, LocalTableAccess* access, RpcCha
 // ---------------------------------------------------------------------------------------------
 // Running an operation
 
+std::shared_ptr<Coordinator::Op> Coordinator::NewOp(TableSnapshot table, uint64_t tablet_id,
+                                                    const OperationOptions& options,
+                                                    std::string_view method, bool is_read) {
+  auto op = std::make_shared<Op>();
+  op->table = std::move(table);
+  op->tablet_id = tablet_id;
+  op->is_read = is_read;
+  op->write_level = options.write_level.value_or(options_.write_level);
+  op->read_level = options.read_level.value_or(options_.read_level);
+  op->dc = options_.dc;
+  op->deadline_us = clock_->MonotonicMicros() +
+                    (options.timeout_us > 0 ? options.timeout_us : options_.timeout_us);
+  op->method = std::string(method);
+  return op;
+}
+
 void Coordinator::Run(std::shared_ptr<Op> op) {
   op->delay_us = options_.retry_delay_us;
   RunOnce(std::move(op));
@@ -106,6 +123,12 @@ void Coordinator::RunOnce(std::shared_ptr<Op> op) {
     }
     Finish(op, std::move(s), maybe_applied);
   };
+  if (!catalog::IsClusterTabletId(op->tablet_id)) {
+    // This node's own tablet (a table it had before it joined the cluster): served here.
+    Status s = op->run_local();
+    Finish(op, std::move(s), false);
+    return;
+  }
   std::optional<catalog::TabletConfig> config = replicas_->GetConfig(op->tablet_id);
   if (!config.has_value()) {
     retry_or_finish(absl::UnavailableError(StrCat("tablet ", op->tablet_id, " of ",
@@ -191,15 +214,9 @@ void Coordinator::RunHere(std::shared_ptr<Op> op,
 
 void Coordinator::Mutate(TableSnapshot table, model::RowMutation mutation,
                          const OperationOptions& options, std::function<void(Status)> done) {
-  auto op = std::make_shared<Op>();
-  const catalog::TabletRef& t = table->TabletFor(mutation.row());
-  op->tablet_id = t.id;
-  op->table = std::move(table);
-  op->write_level = options.write_level.value_or(options_.write_level);
-  op->dc = options_.dc;
-  op->deadline_us = clock_->MonotonicMicros() +
-                    (options.timeout_us > 0 ? options.timeout_us : options_.timeout_us);
-  op->method = std::string(kForwardMutateMethod);
+  const uint64_t tablet_id = table->TabletFor(mutation.row()).id;
+  std::shared_ptr<Op> op =
+      NewOp(std::move(table), tablet_id, options, kForwardMutateMethod, /*is_read=*/false);
   auto m = std::make_shared<model::RowMutation>(std::move(mutation));
   op->run_local = [this, op = op.get(), m] { return access_->Mutate(*op->table, *m); };
   op->encode = [m](const v1::ForwardTarget& target) {
@@ -222,14 +239,9 @@ void Coordinator::CheckAndMutate(TableSnapshot table, std::string row_key,
                                  model::RowMutation on_true, model::RowMutation on_false,
                                  const OperationOptions& options,
                                  std::function<void(StatusOr<bool>)> done) {
-  auto op = std::make_shared<Op>();
-  op->tablet_id = table->TabletFor(row_key).id;
-  op->table = std::move(table);
-  op->write_level = options.write_level.value_or(options_.write_level);
-  op->dc = options_.dc;
-  op->deadline_us = clock_->MonotonicMicros() +
-                    (options.timeout_us > 0 ? options.timeout_us : options_.timeout_us);
-  op->method = std::string(kForwardCheckAndMutateMethod);
+  const uint64_t tablet_id = table->TabletFor(row_key).id;
+  std::shared_ptr<Op> op = NewOp(std::move(table), tablet_id, options,
+                                 kForwardCheckAndMutateMethod, /*is_read=*/false);
   struct State {
     std::string row;
     std::shared_ptr<model::RowFilter> predicate;
@@ -277,14 +289,9 @@ void Coordinator::ReadModifyWrite(TableSnapshot table, std::string row_key,
                                   std::vector<ReadModifyWriteRule> rules, int64_t now_micros,
                                   size_t max_value_bytes, const OperationOptions& options,
                                   std::function<void(StatusOr<model::Row>)> done) {
-  auto op = std::make_shared<Op>();
-  op->tablet_id = table->TabletFor(row_key).id;
-  op->table = std::move(table);
-  op->write_level = options.write_level.value_or(options_.write_level);
-  op->dc = options_.dc;
-  op->deadline_us = clock_->MonotonicMicros() +
-                    (options.timeout_us > 0 ? options.timeout_us : options_.timeout_us);
-  op->method = std::string(kForwardReadModifyWriteMethod);
+  const uint64_t tablet_id = table->TabletFor(row_key).id;
+  std::shared_ptr<Op> op = NewOp(std::move(table), tablet_id, options,
+                                 kForwardReadModifyWriteMethod, /*is_read=*/false);
   struct State {
     std::string row;
     std::vector<ReadModifyWriteRule> rules;
@@ -392,15 +399,9 @@ void Coordinator::Read(TableSnapshot table, size_t tablet_index,
                        std::shared_ptr<model::RowFilter> filter, int64_t rows_limit,
                        bool reversed, const OperationOptions& options,
                        std::function<void(StatusOr<ReadPage>)> done) {
-  auto op = std::make_shared<Op>();
-  op->tablet_id = table->tablets[tablet_index].id;
-  op->table = std::move(table);
-  op->is_read = true;
-  op->read_level = options.read_level.value_or(options_.read_level);
-  op->dc = options_.dc;
-  op->deadline_us = clock_->MonotonicMicros() +
-                    (options.timeout_us > 0 ? options.timeout_us : options_.timeout_us);
-  op->method = std::string(kForwardReadMethod);
+  const uint64_t tablet_id = table->tablets[tablet_index].id;
+  std::shared_ptr<Op> op =
+      NewOp(std::move(table), tablet_id, options, kForwardReadMethod, /*is_read=*/true);
   auto st = std::make_shared<PageState>();
   st->ranges = std::move(ranges);
   st->filter_source = filter != nullptr ? filter->source() : std::string();

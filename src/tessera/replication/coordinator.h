@@ -10,6 +10,10 @@
 // the node's LocalTableAccess (whose writes go through the ReplicaNode), and answered once
 // its writes are committed at the level (reads: once what they saw is committed at QUORUM).
 //
+// A tablet the cluster did not make (catalog::IsClusterTabletId false: a node's own table that
+// joined the cluster) is not replicated: each node runs its operations on its own copy, as
+// before the distributed store.
+//
 // Retries: an answer "not the primary", "stale epoch", "table not known here", or a refusal
 // before anything ran, makes the coordinator wait (retry_delay_us, doubling up to
 // max_retry_delay_us), read the configuration again and retry, at most max_attempts times
@@ -129,6 +133,10 @@ class Coordinator {
   // The operation, as it runs at a tablet's primary (or a replica, for a read at ONE).
   struct Op;
 
+  // An operation on `tablet_id` of `table` with `options` filled in from the defaults.
+  std::shared_ptr<Op> NewOp(TableSnapshot table, uint64_t tablet_id,
+                            const OperationOptions& options, std::string_view method,
+                            bool is_read);
   // Runs `op` at its target, retrying as the top of this file says.
   void Run(std::shared_ptr<Op> op);
   void RunOnce(std::shared_ptr<Op> op);

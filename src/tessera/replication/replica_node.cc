@@ -5,6 +5,7 @@
 #include <span>
 #include <utility>
 
+#include "tessera/catalog/tablet_id.h"
 #include "tessera/util/logging.h"
 #include "tessera/v1/replica.pb.h"
 
@@ -334,6 +335,8 @@ Status ReplicaNode::CheckPrimary(uint64_t tablet_id, uint64_t epoch) const {
 }
 
 Status ReplicaNode::Write(tablet::TabletId id, const model::RowMutation& mutation) {
+  // A tablet the cluster did not make is this node's own: written here, replicated nowhere.
+  if (!catalog::IsClusterTabletId(id)) return engine_->Apply(id, mutation);
   Tablet* t = Find(id);
   if (t == nullptr) return CheckPrimary(id, 0);
   absl::ReaderMutexLock gate(&t->gate);

@@ -6,6 +6,7 @@
 
 #include "nlohmann/json.hpp"
 #include "tessera/catalog/placement.h"
+#include "tessera/catalog/tablet_id.h"
 #include "tessera/replication/consistency.h"
 #include "tessera/replication/replica_node.h"
 #include "tessera/util/logging.h"
@@ -156,7 +157,8 @@ std::string TabletMaster::Step() {
   if (!live.empty()) {
     for (const std::shared_ptr<const catalog::TableInfo>& table : tables_()) {
       for (const catalog::TabletRef& t : table->tablets) {
-        if (known.count(t.id) != 0) continue;
+        // Only the cluster's own tablets are placed; a node's own stay where they are.
+        if (known.count(t.id) != 0 || !catalog::IsClusterTabletId(t.id)) continue;
         // The `tablets` strategy until tables choose theirs (tessera_options).
         catalog::PlacementPolicy policy;
         policy.strategy = catalog::PlacementPolicy::Strategy::kTablets;

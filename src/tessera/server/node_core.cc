@@ -136,7 +136,7 @@ Status NodeCore::StartReplication(const std::string& endpoint) {
   replication::ReplicatedStoreEnv re;
   re.engine = engine_.get();
   re.channel = channel_.get();
-  re.executor = env_.env.executor;
+  re.executor = env_.replica_executor != nullptr ? env_.replica_executor : env_.env.executor;
   re.clock = env_.env.clock;
   catalog::TableCatalog* catalog = catalog_.get();
   re.lookup = [catalog](const std::string& name) -> StatusOr<replication::TableSnapshot> {

@@ -95,6 +95,10 @@ struct NodeCoreEnv {
   // operation. Null: the node serves its own copy of every table (LocalTableAccess).
   std::function<StatusOr<std::unique_ptr<replication::RpcChannel>>(const std::string& endpoint)>
       replica_channel;
+  // Runs the replicated store's ticks, the master's steps and the coordinator's retries. Null:
+  // env.executor. A server gives it threads of its own, so that a slow lock-service call of
+  // the master's step never holds up the node's rounds (its session's renewal among them).
+  Executor* replica_executor = nullptr;
 };
 
 class NodeCore {

@@ -164,6 +164,7 @@ StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   NodeCoreEnv env{.env = s->cluster_env->env()};
   // A cluster replicates its tables over the Replica service on the node's one port.
   s->replica_executor = NewThreadPoolExecutor(4);
+  env.replica_executor = s->replica_executor.get();
   s->replica_service = std::make_unique<LateReplicaService>();
   env.replica_channel = [s, cluster_name = options.cluster.node.cluster_name,
                          max_bytes = options.max_message_bytes](const std::string& self)
