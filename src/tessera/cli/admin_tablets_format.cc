@@ -69,6 +69,7 @@ TabletLine MergeOne(uint64_t id, const std::vector<Seen>& seen) {
         if (p.endpoint() != endpoint) continue;
         r.answering = p.answering();
         r.needs_rebuild = r.needs_rebuild || p.needs_rebuild();
+        r.copying = p.copying();
       }
       if (r.last_sequence.has_value()) {
         r.lag = static_cast<int64_t>(*line.primary_last) - static_cast<int64_t>(*r.last_sequence);
@@ -94,6 +95,7 @@ std::string Replicas(const TabletLine& t) {
     out += r.endpoint + " @" + (r.last_sequence ? std::to_string(*r.last_sequence) : "?");
     if (!r.primary) out += " lag " + (r.lag ? std::to_string(*r.lag) : std::string("?"));
     if (!r.answering) out += " (not answering)";
+    if (r.copying) out += " (copying)";
   }
   return out;
 }
@@ -222,7 +224,8 @@ nlohmann::json TabletsToJson(const TabletsView& view) {
                           {"last_sequence", OrNull(r.last_sequence)},
                           {"lag", OrNull(r.lag)},
                           {"answering", r.answering},
-                          {"needs_rebuild", r.needs_rebuild}});
+                          {"needs_rebuild", r.needs_rebuild},
+                          {"copying", r.copying}});
     }
     tablets.push_back({{"table", t.table_name},
                        {"start_row", shell::EscapeBytes(t.start_row)},

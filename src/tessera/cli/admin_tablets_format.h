@@ -4,9 +4,10 @@
 //
 // Merging: a tablet's configuration (epoch, replicas, primary, rebuild marks) is the newest any
 // answer holds; its primary's last sequence comes from the primary's own answer, when that node
-// acts as primary; each replica's applied sequence from that replica's own answer; "answering"
-// and the hints pending (retained bytes) from the primary's view of its peers. A lag is the
-// primary's last sequence minus the replica's: unknown ("?") when either node did not answer.
+// acts as primary; each replica's applied sequence from that replica's own answer; "answering",
+// "copying" (a rebuild from a copy under way) and the hints pending (retained bytes) from the
+// primary's view of its peers. A lag is the primary's last sequence minus the replica's:
+// unknown ("?") when either node did not answer.
 //
 // Thread-safety: pure functions over values.
 #pragma once
@@ -35,6 +36,7 @@ struct ReplicaLine {
   std::optional<int64_t> lag;             // behind the acting primary
   bool answering = true;                  // as the acting primary sees it
   bool needs_rebuild = false;
+  bool copying = false;  // the acting primary is rebuilding it from a copy
 };
 
 struct TabletLine {
@@ -69,8 +71,8 @@ std::string FormatTablets(const TabletsView& view);
 // The merged view as one object: {"nodes": [{endpoint, answered, error, replicated, note,
 // tablets, primaries}], "tablets": [{table, start_row, end_row, tablet_id (16 hex digits),
 // epoch, state, primary, primary_acting, primary_last_sequence, hints_bytes, replicas:
-// [{endpoint, primary, last_sequence, lag, answering, needs_rebuild}]}]}. Rows are escaped as
-// in the table; unknown numbers are null.
+// [{endpoint, primary, last_sequence, lag, answering, needs_rebuild, copying}]}]}. Rows are escaped
+// as in the table; unknown numbers are null.
 nlohmann::json TabletsToJson(const TabletsView& view);
 
 // How many tablets a node holds and how many of them it leads, for `admin status`.

@@ -54,7 +54,9 @@ NodeAnswer Answer(const std::string& endpoint, std::vector<v1::TabletReplicaView
 std::vector<NodeAnswer> TwoTabletsOneNodeDown() {
   v1::TabletReplicaView first = View(0xab00000000000000, "", "m", kA, 17, true);
   AddPeer(&first, kB, 17, true);
-  AddPeer(&first, kC, 15, false)->set_needs_rebuild(true);
+  v1::PeerProgress* c = AddPeer(&first, kC, 15, false);
+  c->set_needs_rebuild(true);
+  c->set_copying(true);
   first.set_retained_bytes(2048);
   v1::TabletReplicaView second = View(0xab00000000000001, "m", "", kB, 9, true);
   AddPeer(&second, kA, 9, true);
@@ -86,6 +88,7 @@ TEST(AdminTabletsFormatTest, MergesEachTabletsViewsIntoOneLine) {
   EXPECT_FALSE(first.replicas[2].lag.has_value());
   EXPECT_FALSE(first.replicas[2].answering);
   EXPECT_TRUE(first.replicas[2].needs_rebuild);
+  EXPECT_TRUE(first.replicas[2].copying);
   EXPECT_EQ(view.tablets[1].start_row, "m");
   EXPECT_EQ(view.tablets[1].primary, kB);
 }
@@ -94,12 +97,12 @@ TEST(AdminTabletsFormatTest, TheTableHasALinePerTabletAndNamesWhoCouldNotBeAsked
   const std::string text = FormatTablets(MergeTablets(TwoTabletsOneNodeDown()));
   EXPECT_THAT(text, HasSubstr("2 tablets of 1 table in projects/p/instances/i, from 2 of 3 nodes"));
   EXPECT_THAT(text, HasSubstr("TABLE  START..END  TABLET ID"));
-  EXPECT_THAT(text, HasSubstr(std::string("r      \"\"..\"m\"     ab00000000000000  2      ") +
-                              kA + "  " + kC + "  2.0 KiB  " + kA + " @17, " + kB +
-                              " @16 lag 1, " + kC + " @? lag ? (not answering)\n"));
+  EXPECT_THAT(text, HasSubstr(std::string("r      \"\"..\"m\"     ab00000000000000  2      ") + kA +
+                              "  " + kC + "  2.0 KiB  " + kA + " @17, " + kB + " @16 lag 1, " + kC +
+                              " @? lag ? (not answering) (copying)\n"));
   EXPECT_THAT(text, HasSubstr(std::string("r      \"m\"..       ab00000000000001  2      ") + kB +
-                              "  -           0 B      " + kA + " @9 lag 0, " + kB + " @9, " +
-                              kC + " @? lag ?\n"));
+                              "  -           0 B      " + kA + " @9 lag 0, " + kB + " @9, " + kC +
+                              " @? lag ?\n"));
   EXPECT_THAT(text, HasSubstr(std::string(kC) + ": could not be asked: connection refused\n"));
 }
 
@@ -130,6 +133,8 @@ TEST(AdminTabletsFormatTest, JsonHoldsTheMergedViewWithNullsForTheUnknown) {
   EXPECT_EQ(t["replicas"][1]["lag"], 1);
   EXPECT_TRUE(t["replicas"][2]["last_sequence"].is_null());
   EXPECT_TRUE(t["replicas"][2]["needs_rebuild"]);
+  EXPECT_TRUE(t["replicas"][2]["copying"]);
+  EXPECT_FALSE(t["replicas"][1]["copying"]);
 }
 
 TEST(AdminTabletsFormatTest, ASingleNodesNoteIsPrinted) {

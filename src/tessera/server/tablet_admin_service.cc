@@ -70,6 +70,7 @@ void FillReplicated(const replication::ReplicaNode& replicas, const tablet::Engi
       peer->set_answering(p.answering);
       peer->set_leased(p.leased);
       peer->set_needs_rebuild(p.needs_rebuild);
+      peer->set_copying(p.copying);
     }
     view.set_retained_bytes(s.retained_bytes);
     *out->add_tablets() = std::move(view);
