@@ -201,7 +201,7 @@ class ReplicaNode final : public TabletWriter {
   // One tablet's share of a Replicate call.
   std::string ApplyFromPrimary(const std::string& batch_bytes);
 
-  void ScheduleTick();
+  void ScheduleTick() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Tick();
 
   tablet::Engine* const engine_;

@@ -201,7 +201,8 @@ std::string TabletMaster::Step() {
   std::vector<uint64_t> finished;
   {
     absl::MutexLock l(&mu_);
-    for (const auto& [id, entry] : known) {
+    for (const auto& [known_id, entry] : known) {
+      const uint64_t id = known_id;  // a variable the lambdas below can capture
       const TabletConfig& c = entry.first;
       auto p = promotions_.find(id);
       if (p != promotions_.end()) {

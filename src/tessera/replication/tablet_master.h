@@ -76,7 +76,7 @@ class TabletMaster {
 
  private:
   struct Promotion;
-  void ScheduleStep();
+  void ScheduleStep() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Writes `config` over `version` (0: create). False when another writer won.
   bool WriteConfig(coord::Session* session, const catalog::TabletConfig& config, int64_t version,
                    std::string* log);
