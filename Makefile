@@ -10,6 +10,9 @@
 #                scripts/bench_server.sh); the cluster simulator's detection and gossip figures
 #   make fuzz    run every fuzzer for FUZZ_SECONDS each (default 20)
 #   make inbox-search  the Cassandra paper's inbox search example, end to end
+#   make test-cluster  only the multi-process suites (etcd and several `tessera serve`)
+#   make soak    the distributed store's simulation over SOAK_SEEDS seeds (default 5000;
+#                `make test` runs 300 of them)
 
 BUILD_DIR    ?= build
 FUZZ_DIR     := build-fuzz
@@ -20,9 +23,10 @@ FUZZ_SECONDS ?= 20
 CTEST_ARGS   ?=
 BENCH_ARGS   ?=
 SERVE_ARGS   ?=
+SOAK_SEEDS   ?= 5000
 
 .PHONY: all deps configure build run test unit-test fuzz fuzz-build tsan tsan-build \
-        check-thread-safety bench inbox-search clean
+        check-thread-safety bench inbox-search clean test-cluster soak
 
 all: build
 
@@ -42,6 +46,14 @@ run: build
 
 unit-test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+
+test-cluster: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -L integration $(CTEST_ARGS)
+
+# Faults and concurrent clients over many seeds; a failing seed prints how to replay it.
+soak: build
+	TESSERA_SIM_SEEDS=$(SOAK_SEEDS) $(BUILD_DIR)/src/tessera/testing/sim_replication_test \
+	  --gtest_filter='*ConcurrentClients*' | grep -v '^\[20'
 
 # The fuzz preset (CMakePresets.json) builds into build-fuzz/.
 fuzz-build: deps

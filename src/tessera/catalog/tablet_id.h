@@ -43,6 +43,13 @@ inline uint64_t MakeTabletId(uint64_t prefix, size_t ordinal) {
   return prefix << kTabletOrdinalBits | static_cast<uint64_t>(ordinal);
 }
 inline uint64_t TabletIdPrefix(uint64_t id) { return id >> kTabletOrdinalBits; }
+// True for a tablet of a table the cluster made (prefix in [1, 2^47)): the only tablets that
+// are replicated. The others (a node's own tables that joined a cluster, tablets from before
+// cluster-wide ids) stay on the node that holds them, served by it alone (docs/replication.md).
+inline bool IsClusterTabletId(uint64_t id) {
+  const uint64_t prefix = TabletIdPrefix(id);
+  return prefix >= 1 && prefix < kLocalPrefixBit;
+}
 inline size_t TabletIdOrdinal(uint64_t id) { return id & (kMaxInitialTablets - 1); }
 
 // The prefix of a table made by the cluster, from its record's create revision.

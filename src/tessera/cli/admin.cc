@@ -1,35 +1,91 @@
 // `tessera admin`: operator commands against a running node. `status` shows the cluster as the
-// node sees it (tessera.v1.ClusterAdmin/GetClusterStatus); `removenode HOST:PORT` forgets a dead
-// node on every node (ClusterAdmin/RemoveNode), like Cassandra's `nodetool removenode`.
+// node sees it (tessera.v1.ClusterAdmin/GetClusterStatus) with the tablets each node holds;
+// `tablets` asks every registered node for its tablets (tessera.v1.TabletAdmin/GetTablets) and
+// prints them merged (admin_tablets_format.h); `removenode HOST:PORT` forgets a dead node on
+// every node (ClusterAdmin/RemoveNode), like Cassandra's `nodetool removenode`.
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "fmt/format.h"
 #include "grpcpp/grpcpp.h"
+#include "tessera/catalog/table_definition.h"
+#include "tessera/cli/admin_tablets_format.h"
 #include "tessera/cli/cli_flags.h"
 #include "tessera/cli/commands.h"
 #include "tessera/cli/proto_json.h"
 #include "tessera/v1/cluster.grpc.pb.h"
+#include "tessera/v1/tablet_admin.grpc.pb.h"
 
 namespace tessera::cli {
 
 namespace {
 
-std::string HumanBytes(int64_t bytes) {
-  if (bytes < 0) return "?";
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", v, units[u]);
+namespace v1 = ::tessera::v1;
+
+std::chrono::system_clock::time_point Deadline(int64_t timeout_ms) {
+  return std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms);
 }
 
-void PrintStatus(const ::tessera::v1::ClusterStatus& s) {
+grpc::Status AskStatus(const std::string& addr, int64_t timeout_ms, v1::ClusterStatus* status) {
+  auto stub =
+      v1::ClusterAdmin::NewStub(grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(Deadline(timeout_ms));
+  return stub->GetClusterStatus(&ctx, v1::GetClusterStatusRequest(), status);
+}
+
+// Which nodes of a status to ask for their tablets.
+enum class Ask {
+  kRegistered,  // every node that may hold tablets: registered, or the answering node
+  kUp,          // of those, only the ones seen up (a status is not held up by a dead node)
+};
+
+// The nodes `ask` names, asked for their tablets at once; each answer or why there is none, in
+// the status's order.
+std::vector<NodeAnswer> AskTablets(const v1::ClusterStatus& status, Ask ask,
+                                   const std::string& table, int64_t timeout_ms) {
+  std::vector<NodeAnswer> answers;
+  for (const v1::NodeStatus& n : status.nodes()) {
+    if (!n.registered() && !n.is_self()) continue;
+    if (ask == Ask::kUp && n.liveness() != "up") continue;
+    answers.push_back(NodeAnswer{n.endpoint(), {}, ""});
+  }
+  std::vector<std::thread> askers;
+  for (NodeAnswer& answer : answers) {
+    askers.emplace_back([&answer, &table, timeout_ms] {
+      auto stub = v1::TabletAdmin::NewStub(
+          grpc::CreateChannel(answer.endpoint, grpc::InsecureChannelCredentials()));
+      grpc::ClientContext ctx;
+      ctx.set_deadline(Deadline(timeout_ms));
+      v1::GetTabletsRequest request;
+      request.set_table_name(table);
+      v1::NodeTablets tablets;
+      grpc::Status rpc = stub->GetTablets(&ctx, request, &tablets);
+      if (rpc.ok()) {
+        answer.tablets = std::move(tablets);
+      } else {
+        answer.error = rpc.error_message();
+      }
+    });
+  }
+  for (std::thread& t : askers) t.join();
+  return answers;
+}
+
+std::optional<TabletCounts> CountsOf(const std::vector<NodeAnswer>& answers,
+                                     const std::string& endpoint) {
+  for (const NodeAnswer& a : answers) {
+    if (a.endpoint == endpoint && a.tablets.has_value()) return CountTablets(*a.tablets);
+  }
+  return std::nullopt;
+}
+
+void PrintStatus(const v1::ClusterStatus& s, const std::vector<NodeAnswer>& tablets) {
   std::string master =
       s.master().empty() ? "none" : fmt::format("{} (term {})", s.master(), s.master_term());
   fmt::print("cluster '{}': {} node{}, master {}, {} lock service; answered by {}{}\n",
@@ -45,52 +101,84 @@ void PrintStatus(const ::tessera::v1::ClusterStatus& s) {
   }
   size_t width = 8;
   for (const auto& n : s.nodes()) width = std::max(width, n.endpoint().size());
-  fmt::print("{:<{}}  {:<6} {:<8} {:<8} {:>6} {:>10} {:>11} {:>9}  {:<8} {}\n", "ENDPOINT",
-             width, "DC", "RACK", "STATE", "PHI", "LOAD", "GENERATION", "HEARTBEAT", "STATUS",
-             "ROLE");
+  std::vector<std::string> roles;
+  size_t role_width = 4;
   for (const auto& n : s.nodes()) {
     std::string role;
     if (n.is_master()) role += "master ";
     if (n.is_self()) role += "(this node) ";
     if (!n.registered()) role += "unregistered";
     while (!role.empty() && role.back() == ' ') role.pop_back();
-    fmt::print("{:<{}}  {:<6} {:<8} {:<8} {:>6.2f} {:>10} {:>11} {:>9}  {:<8} {}\n",
+    role_width = std::max(role_width, role.size());
+    roles.push_back(std::move(role));
+  }
+  fmt::print("{:<{}}  {:<6} {:<8} {:<8} {:>6} {:>10} {:>11} {:>9}  {:<8} {:<{}} {:>7} {:>9}\n",
+             "ENDPOINT", width, "DC", "RACK", "STATE", "PHI", "LOAD", "GENERATION", "HEARTBEAT",
+             "STATUS", "ROLE", role_width, "TABLETS", "PRIMARIES");
+  for (int i = 0; i < s.nodes_size(); ++i) {
+    const v1::NodeStatus& n = s.nodes(i);
+    const std::optional<TabletCounts> counts = CountsOf(tablets, n.endpoint());
+    fmt::print("{:<{}}  {:<6} {:<8} {:<8} {:>6.2f} {:>10} {:>11} {:>9}  {:<8} {:<{}} {:>7} {:>9}\n",
                n.endpoint(), width, n.dc(), n.rack(), n.liveness(), n.phi(),
-               HumanBytes(n.load_bytes()), n.generation(), n.heartbeat(), n.status(), role);
+               HumanBytes(n.load_bytes()), n.generation(), n.heartbeat(), n.status(), roles[i],
+               role_width, counts ? std::to_string(counts->tablets) : "?",
+               counts ? std::to_string(counts->primaries) : "?");
   }
 }
 
 int RunStatus(const std::string& addr, int64_t timeout_ms, bool json) {
-  auto channel = grpc::CreateChannel(addr, grpc::InsecureChannelCredentials());
-  auto stub = ::tessera::v1::ClusterAdmin::NewStub(channel);
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));
-  ::tessera::v1::GetClusterStatusRequest request;
-  ::tessera::v1::ClusterStatus status;
-  grpc::Status rpc = stub->GetClusterStatus(&ctx, request, &status);
-  if (!rpc.ok()) {
+  v1::ClusterStatus status;
+  if (grpc::Status rpc = AskStatus(addr, timeout_ms, &status); !rpc.ok()) {
     std::fprintf(stderr, "tessera admin status: %s: %s\n", addr.c_str(),
                  rpc.error_message().c_str());
     return 1;
   }
+  // A node that cannot say, or is not up, shows "?" (null in JSON): the status is still the
+  // status.
+  const std::vector<NodeAnswer> tablets = AskTablets(status, Ask::kUp, "", timeout_ms);
   if (json) {
-    std::printf("%s\n", ProtoToJson(status).dump().c_str());
+    nlohmann::json j = ProtoToJson(status);
+    for (nlohmann::json& node : j["nodes"]) {
+      const std::optional<TabletCounts> counts =
+          CountsOf(tablets, node["endpoint"].get<std::string>());
+      node["tablets"] = counts ? nlohmann::json(counts->tablets) : nullptr;
+      node["primaries"] = counts ? nlohmann::json(counts->primaries) : nullptr;
+    }
+    std::printf("%s\n", j.dump().c_str());
   } else {
-    PrintStatus(status);
+    PrintStatus(status, tablets);
   }
   return 0;
 }
 
+// Exit status: 0, 1 (the node at `addr` cannot be reached), 3 (some node could not be asked;
+// what the others said is printed).
+int RunTablets(const std::string& addr, int64_t timeout_ms, bool json, const std::string& table) {
+  v1::ClusterStatus status;
+  if (grpc::Status rpc = AskStatus(addr, timeout_ms, &status); !rpc.ok()) {
+    std::fprintf(stderr, "tessera admin tablets: %s: %s\n", addr.c_str(),
+                 rpc.error_message().c_str());
+    return 1;
+  }
+  const TabletsView view = MergeTablets(AskTablets(status, Ask::kRegistered, table, timeout_ms));
+  if (json) {
+    std::printf("%s\n", TabletsToJson(view).dump().c_str());
+  } else {
+    std::fputs(FormatTablets(view).c_str(), stdout);
+  }
+  return view.complete() ? 0 : 3;
+}
+
 int RunRemoveNode(const std::string& addr, int64_t timeout_ms, const std::string& endpoint,
                   bool force) {
-  auto channel = grpc::CreateChannel(addr, grpc::InsecureChannelCredentials());
-  auto stub = ::tessera::v1::ClusterAdmin::NewStub(channel);
+  auto stub =
+      v1::ClusterAdmin::NewStub(grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
   grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));
-  ::tessera::v1::RemoveNodeRequest request;
+  ctx.set_deadline(Deadline(timeout_ms));
+  v1::RemoveNodeRequest request;
   request.set_endpoint(endpoint);
   request.set_force(force);
-  ::tessera::v1::RemoveNodeResponse response;
+  v1::RemoveNodeResponse response;
   grpc::Status rpc = stub->RemoveNode(&ctx, request, &response);
   if (!rpc.ok()) {
     std::fprintf(stderr, "tessera admin removenode: %s: %s\n", addr.c_str(),
@@ -99,6 +187,11 @@ int RunRemoveNode(const std::string& addr, int64_t timeout_ms, const std::string
   }
   std::printf("%s\n", response.message().c_str());
   return 0;
+}
+
+std::string EnvOr(const char* name, std::string fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::string(v) : std::move(fallback);
 }
 
 }  // namespace
@@ -112,18 +205,45 @@ int RunAdmin(int argc, char** argv) {
   std::string addr = from_env ? env : "127.0.0.1:8086";
   int64_t timeout_ms = 10000;
   bool json = false;
+  const auto add_addr = [&](CLI::App* command, const std::string& which) {
+    command
+        ->add_option("--addr", addr,
+                     "HOST:PORT of " + which +
+                         " (default: $BIGTABLE_EMULATOR_HOST or "
+                         "127.0.0.1:8086)")
+        ->check(HostPortCheck())
+        ->capture_default_str();
+    command->add_option("--timeout-ms", timeout_ms, "give up after this long (per node)")
+        ->check(CLI::Range(int64_t{1}, int64_t{600000}))
+        ->capture_default_str();
+  };
   CLI::App* status = app.add_subcommand(
       "status",
       "every node of the cluster as the node at --addr sees it: address, dc/rack, "
-      "up/suspect/down with phi, load, generation, and which one is master");
-  status->add_option("--addr", addr, "HOST:PORT of any node (default: $BIGTABLE_EMULATOR_HOST "
-                                     "or 127.0.0.1:8086)")
-      ->check(HostPortCheck())
-      ->capture_default_str();
-  status->add_option("--timeout-ms", timeout_ms, "give up after this long")
-      ->check(CLI::Range(int64_t{1}, int64_t{600000}))
-      ->capture_default_str();
+      "up/suspect/down with phi, load, generation, which one is master, and how many tablets "
+      "each holds and leads");
+  add_addr(status, "any node");
   status->add_flag("--json", json, "print the status as one JSON object");
+  std::string table;
+  std::string project = EnvOr("TESSERA_PROJECT", "p");
+  std::string instance = EnvOr("TESSERA_INSTANCE", "i");
+  CLI::App* tablets = app.add_subcommand(
+      "tablets",
+      "every tablet of the cluster, asked of every registered node: its rows, id, epoch, "
+      "primary, replicas with their applied sequence and lag behind the primary, rebuild "
+      "marks and hints pending.\nExit status: 0; 1 when the node at --addr cannot be reached; "
+      "2 on bad flags; 3 when some node could not be asked (what the others said is printed)");
+  add_addr(tablets, "any node");
+  tablets->add_flag("--json", json, "print the merged view as one JSON object");
+  tablets->add_option("--table", table,
+                      "only this table: its id in --project/--instance, or a full name "
+                      "projects/P/instances/I/tables/T");
+  tablets->add_option("--project", project,
+                      "project of --table (default: $TESSERA_PROJECT, "
+                      "else p)");
+  tablets->add_option("--instance", instance,
+                      "instance of --table (default: "
+                      "$TESSERA_INSTANCE, else i)");
   std::string endpoint;
   bool force = false;
   CLI::App* removenode = app.add_subcommand(
@@ -133,13 +253,7 @@ int RunAdmin(int argc, char** argv) {
   removenode->add_option("endpoint", endpoint, "HOST:PORT of the dead node, as `status` lists it")
       ->check(HostPortCheck())
       ->required();
-  removenode->add_option("--addr", addr, "HOST:PORT of any live node (default: "
-                                         "$BIGTABLE_EMULATOR_HOST or 127.0.0.1:8086)")
-      ->check(HostPortCheck())
-      ->capture_default_str();
-  removenode->add_option("--timeout-ms", timeout_ms, "give up after this long")
-      ->check(CLI::Range(int64_t{1}, int64_t{600000}))
-      ->capture_default_str();
+  add_addr(removenode, "any live node");
   removenode->add_flag("--force", force,
                        "also when the node, though down in gossip, is still registered (a hung "
                        "process keeps its lock-service session): end that session");
@@ -148,7 +262,7 @@ int RunAdmin(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return ExitForParseError(app, e);
   }
-  CLI::App* command = status->parsed() ? status : removenode;
+  CLI::App* command = status->parsed() ? status : tablets->parsed() ? tablets : removenode;
   if (command->get_option("--addr")->count() == 0 && from_env) {
     if (Status s = CheckHostPort("$BIGTABLE_EMULATOR_HOST", addr); !s.ok()) {
       std::fprintf(stderr, "tessera admin: %s\n", std::string(s.message()).c_str());
@@ -156,6 +270,20 @@ int RunAdmin(int argc, char** argv) {
     }
   }
   if (status->parsed()) return RunStatus(addr, timeout_ms, json);
+  if (tablets->parsed()) {
+    std::string full;
+    if (!table.empty()) {
+      full = table.find('/') != std::string::npos
+                 ? table
+                 : StrCat("projects/", project, "/instances/", instance, "/tables/", table);
+      if (StatusOr<catalog::TableName> name = catalog::TableName::Parse(full); !name.ok()) {
+        std::fprintf(stderr, "tessera admin tablets: --table: %s\n",
+                     std::string(name.status().message()).c_str());
+        return 2;
+      }
+    }
+    return RunTablets(addr, timeout_ms, json, full);
+  }
   if (removenode->parsed()) return RunRemoveNode(addr, timeout_ms, endpoint, force);
   return 2;
 }

@@ -1,7 +1,8 @@
 // The `tessera` binary's command-line edges, as a user meets them (issue 9): exit status 2 for
 // usage errors in every subcommand, --version everywhere, HOST:PORT flags checked, strict
 // config files, no raw gRPC log lines, switch defaults in --help, numbers in `admin status
-// --json`, and `sim` refusing a cluster that does not fit in memory.
+// --json`, `admin tablets` on one node, and `sim` refusing a cluster that does not fit in
+// memory.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -249,6 +250,48 @@ TEST(CliProcessTest, AdminStatusJsonPrintsNumbers) {
   EXPECT_TRUE(j["refused_messages"].is_number_integer()) << r.out;
   EXPECT_EQ(node["endpoint"], (*server)->endpoint());
   EXPECT_TRUE(j.contains("lock_service_error")) << r.out;  // empty fields are kept
+}
+
+// One node does not replicate: `admin tablets` still lists its tablets, RF 1, itself primary,
+// with the sequences its writes took; exit 1 when --addr does not answer, 2 for a bad --table.
+TEST(CliProcessTest, AdminTabletsOnOneNodeListsItsTabletsAsRf1) {
+  testing::TempDir dir;
+  auto server = testing::TestServer::StartTesseraServe(TESSERA_BINARY_PATH, dir.path());
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::string addr = (*server)->endpoint();
+  const std::vector<std::string> shell = {
+      "shell", "--endpoint", addr, "-e",
+      "create table t families=cf splits=m; put t a cf:q=1; put t b cf:q=2; put t x cf:q=3"};
+  ProcessResult made = Tessera(shell);
+  ASSERT_EQ(made.exit_code, 0) << Show(shell, made);
+
+  ProcessResult r = Tessera({"admin", "tablets", "--table", "t", "--addr", addr});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("2 tablets of 1 table in projects/p/instances/i, from 1 of 1 node"));
+  EXPECT_THAT(r.out, HasSubstr("this node does not replicate its tables (single node)"));
+  EXPECT_THAT(r.out, HasSubstr(addr + " @2\n")) << r.out;  // "".."m" took a and b
+  EXPECT_THAT(r.out, HasSubstr(addr + " @1\n")) << r.out;  // "m".. took x
+
+  r = Tessera({"admin", "tablets", "--json", "--addr", addr, "--table",
+               "projects/p/instances/i/tables/t"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["tablets"].size(), 2u) << r.out;
+  for (const nlohmann::json& t : j["tablets"]) {
+    ASSERT_EQ(t["replicas"].size(), 1u) << r.out;
+    EXPECT_EQ(t["primary"], addr);
+    EXPECT_EQ(t["replicas"][0]["lag"], 0);
+  }
+  EXPECT_EQ(j["tablets"][0]["primary_last_sequence"], 2);
+  EXPECT_EQ(j["nodes"][0]["replicated"], false);
+
+  PortHolder silent;  // accepts, never answers
+  r = Tessera({"admin", "tablets", "--timeout-ms", "300", "--addr",
+               "127.0.0.1:" + std::to_string(silent.port())});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  r = Tessera({"admin", "tablets", "--table", "a/b", "--addr", addr});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--table"));
 }
 
 // `tessera sim --nodes 3000` aborted with std::bad_alloc under `ulimit -v`; it now refuses what

@@ -136,11 +136,17 @@ class RowFilter {
   // What the read may be restricted to; computed once at construction.
   const FilterPushdown& pushdown() const { return pushdown_; }
 
+  // The encoded wire filter (google.bigtable.v2.RowFilter) this one was compiled from, so that
+  // a coordinator can send it on to the node that reads; empty for a filter built in code.
+  const std::string& source() const { return source_; }
+  void set_source(std::string source) { source_ = std::move(source); }
+
  private:
   std::unique_ptr<FilterNode> root_;
   FilterPushdown pushdown_;
   bool pass_all_ = false;
   Random random_;
+  std::string source_;
 };
 
 }  // namespace tessera::model

@@ -13,14 +13,19 @@
 
 namespace tessera::replication {
 
-LocalTableAccess::LocalTableAccess(tablet::Engine* engine, LocalTableAccessOptions options)
-    : engine_(engine), locks_(options.row_lock_stripes) {}
+LocalTableAccess::LocalTableAccess(tablet::Engine* engine, LocalTableAccessOptions options,
+                                   TabletWriter* writer)
+    : engine_(engine), writer_(writer), locks_(options.row_lock_stripes) {}
+
+Status LocalTableAccess::Write(tablet::TabletId id, const model::RowMutation& mutation) {
+  return writer_ != nullptr ? writer_->Write(id, mutation) : engine_->Apply(id, mutation);
+}
 
 Status LocalTableAccess::Mutate(const catalog::TableInfo& table,
                                 const model::RowMutation& mutation) {
   const catalog::TabletRef& t = table.TabletFor(mutation.row());
   tablet::RowLocks::Guard guard = locks_.LockForWrite(table.full_name, mutation.row());
-  Status s = engine_->Apply(t.id, mutation);
+  Status s = Write(t.id, mutation);
   return s.ok() ? s : EngineError(table, s);
 }
 
@@ -55,7 +60,7 @@ StatusOr<bool> LocalTableAccess::CheckAndMutate(const catalog::TableInfo& table,
   }
   const model::RowMutation& chosen = matched ? on_true : on_false;
   if (!chosen.empty()) {
-    Status s = engine_->Apply(t.id, chosen);
+    Status s = Write(t.id, chosen);
     if (!s.ok()) return EngineError(table, s);
   }
   return matched;
@@ -137,7 +142,7 @@ StatusOr<model::Row> LocalTableAccess::ReadModifyWrite(
     out.cells.push_back(
         model::Cell{key.first, std::move(col.presented), ts, std::move(col.value), {}});
   }
-  Status s = engine_->Apply(t.id, m);
+  Status s = Write(t.id, m);
   if (!s.ok()) return EngineError(table, s);
   return out;
 }
@@ -201,7 +206,7 @@ StatusOr<uint64_t> LocalTableAccess::DropRowRange(const catalog::TableInfo& tabl
       model::RowMutation m(it->row().key);
       m.DeleteFromRow();
       tablet::RowLocks::Guard guard = locks_.LockForWrite(table.full_name, it->row().key);
-      RETURN_IF_ERROR(engine_->Apply(t.id, m));
+      RETURN_IF_ERROR(Write(t.id, m));
       ++deleted;
     }
     RETURN_IF_ERROR(it->status());

@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "tessera/replication/table_access.h"
+#include "tessera/replication/tablet_writer.h"
 #include "tessera/tablet/engine.h"
 #include "tessera/tablet/row_locks.h"
 
@@ -29,9 +30,11 @@ struct LocalTableAccessOptions {
 
 class LocalTableAccess final : public TableAccess {
  public:
-  // `engine` must outlive this object and every stream it returns.
+  // `engine` must outlive this object and every stream it returns. Writes go to `writer` when
+  // given (it must outlive this object), else straight into the engine.
   explicit LocalTableAccess(tablet::Engine* engine,
-                            LocalTableAccessOptions options = LocalTableAccessOptions());
+                            LocalTableAccessOptions options = LocalTableAccessOptions(),
+                            TabletWriter* writer = nullptr);
 
   LocalTableAccess(const LocalTableAccess&) = delete;
   LocalTableAccess& operator=(const LocalTableAccess&) = delete;
@@ -50,7 +53,10 @@ class LocalTableAccess final : public TableAccess {
                                   std::string_view prefix) override;
 
  private:
+  Status Write(tablet::TabletId id, const model::RowMutation& mutation);
+
   tablet::Engine* const engine_;
+  TabletWriter* const writer_;
   tablet::RowLocks locks_;
 };
 

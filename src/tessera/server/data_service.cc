@@ -72,13 +72,6 @@ v2::FeatureFlags ClientFeatures(const grpc::CallbackServerContext* ctx) {
   return flags;
 }
 
-FilterOptions FilterOptionsFor(const model::TableSchema& schema, uint64_t seed) {
-  FilterOptions options;
-  options.millisecond_granularity = schema.granularity == model::TimestampGranularity::kMillis;
-  options.sample_seed = seed;
-  return options;
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------

@@ -3,6 +3,8 @@
 #include <utility>
 
 #include "tessera/coord/open_lock_service.h"
+#include "tessera/replication/cluster_table_access.h"
+#include "tessera/server/row_filter_proto.h"
 #include "tessera/util/logging.h"
 
 namespace tessera::server {
@@ -32,8 +34,22 @@ StatusOr<std::unique_ptr<NodeCore>> NodeCore::Open(const NodeCoreOptions& option
 
 Status NodeCore::OpenParts() {
   const Env& env = env_.env;
+  tablet::EngineOptions engine_options = options_.engine;
+  if (env_.replica_channel) {
+    // The replayed log is what a restarted primary still has to pass on to its replicas.
+    engine_options.on_replayed = [this](uint64_t tablet, uint64_t first, std::string_view m) {
+      constexpr size_t kMaxBytes = 64ull << 20;  // per tablet, as ReplicaNode retains
+      Replayed& r = replayed_[tablet];
+      r.records.emplace_back(first, std::string(m));
+      r.bytes += m.size();
+      while (r.bytes > kMaxBytes && !r.records.empty()) {
+        r.bytes -= r.records.front().second.size();
+        r.records.pop_front();
+      }
+    };
+  }
   ASSIGN_OR_RETURN(engine_,
-                   tablet::Engine::Open(options_.engine, Env{.fs = env.fs,
+                   tablet::Engine::Open(engine_options, Env{.fs = env.fs,
                                                              .clock = env.clock,
                                                              .executor = env_.engine_executor,
                                                              .seed = env.seed}));
@@ -60,7 +76,17 @@ Status NodeCore::OpenParts() {
     ASSIGN_OR_RETURN(schema_, ClusterDefinitions::Open(catalog_.get(), schema_options));
   }
   ASSIGN_OR_RETURN(profiles_, AppProfileStore::Open(AppProfileStoreOptions{}));
-  access_ = std::make_unique<replication::LocalTableAccess>(engine_.get());
+  local_access_ = std::make_unique<replication::LocalTableAccess>(engine_.get());
+  if (env_.replica_channel && schema_ != nullptr) {
+    access_ = std::make_unique<replication::ClusterTableAccess>(
+        [this]() -> replication::Coordinator* {
+          replication::ReplicatedStore* store = replicated();
+          return store != nullptr ? store->coordinator() : nullptr;
+        },
+        local_access_.get());
+  } else {
+    access_ = std::make_unique<replication::LocalTableAccess>(engine_.get());
+  }
   admin_ = std::make_unique<AdminService>(catalog_.get(), access_.get(), schema_.get(),
                                           [this] { return CheckServing(); });
   return Status();
@@ -89,19 +115,69 @@ cluster::NodeHooks NodeCore::Hooks() const {
   hooks.on_fatal = options_.cluster.on_fatal;
   catalog::SchemaStore* schema = schema_ != nullptr ? schema_->store() : nullptr;
   AppProfileStore* profiles = profiles_.get();
-  hooks.on_registered = [schema, profiles](coord::Session* session) {
+  replication::ReplicatedStore* store = store_.get();
+  hooks.on_registered = [schema, profiles, store](coord::Session* session) {
     if (schema != nullptr) RETURN_IF_ERROR(schema->Attach(session));
     profiles->Attach(session);
+    if (store != nullptr) RETURN_IF_ERROR(store->Attach(session));
     return Status();
   };
-  hooks.on_session_lost = [schema, profiles] {
+  hooks.on_session_lost = [schema, profiles, store] {
+    if (store != nullptr) store->Detach();
     profiles->Detach();
     if (schema != nullptr) schema->Detach();
   };
   return hooks;
 }
 
+Status NodeCore::StartReplication(const std::string& endpoint) {
+  if (!env_.replica_channel || schema_ == nullptr || store_ != nullptr) return Status();
+  ASSIGN_OR_RETURN(channel_, env_.replica_channel(endpoint));
+  replication::ReplicatedStoreEnv re;
+  re.engine = engine_.get();
+  re.channel = channel_.get();
+  re.executor = env_.replica_executor != nullptr ? env_.replica_executor : env_.env.executor;
+  re.clock = env_.env.clock;
+  catalog::TableCatalog* catalog = catalog_.get();
+  re.lookup = [catalog](const std::string& name) -> StatusOr<replication::TableSnapshot> {
+    return catalog->GetTable(name);
+  };
+  auto seeds = std::make_shared<Random>(env_.env.NewRandom("filters"));
+  auto seeds_mu = std::make_shared<absl::Mutex>();
+  re.compile = [seeds, seeds_mu](const catalog::TableInfo& table,
+                                 std::string_view encoded) -> StatusOr<model::RowFilter> {
+    google::bigtable::v2::RowFilter proto;
+    if (!proto.ParseFromString(std::string(encoded))) {
+      return absl::InvalidArgumentError("a forwarded RowFilter does not parse");
+    }
+    uint64_t seed = 0;
+    {
+      absl::MutexLock l(seeds_mu.get());
+      seed = seeds->Next64();
+    }
+    return CompileRowFilter(proto, FilterOptionsFor(table.schema, seed));
+  };
+  re.tables = [catalog] { return catalog->ListAllTables(); };
+  re.is_master = [this] {
+    cluster::ClusterNode* node = serving_node();
+    return node != nullptr && node->is_master();
+  };
+  replication::ReplicatedStoreOptions ro;
+  ro.coordinator.dc = options_.cluster.node.dc;
+  store_ = std::make_unique<replication::ReplicatedStore>(std::move(re), ro);
+  for (auto& [tablet, r] : replayed_) {
+    for (auto& [first, mutation] : r.records) {
+      RETURN_IF_ERROR(store_->replicas()->Restore(tablet, first, std::move(mutation)));
+    }
+  }
+  replayed_.clear();
+  store_->Start();
+  replicated_.store(store_.get(), std::memory_order_release);
+  return Status();
+}
+
 Status NodeCore::StartNode(const std::string& endpoint, cluster::Transport* transport) {
+  RETURN_IF_ERROR(StartReplication(endpoint));
   ASSIGN_OR_RETURN(node_, cluster::ClusterNode::Start(NodeOptionsFor(endpoint), lock_service_,
                                                       transport, Hooks(), env_.env));
   serving_node_.store(node_.get(), std::memory_order_release);
@@ -110,6 +186,7 @@ Status NodeCore::StartNode(const std::string& endpoint, cluster::Transport* tran
 
 Status NodeCore::BeginNode(const std::string& endpoint, cluster::Transport* transport,
                            std::function<void(Status)> on_started) {
+  RETURN_IF_ERROR(StartReplication(endpoint));
   ASSIGN_OR_RETURN(node_,
                    cluster::ClusterNode::Begin(NodeOptionsFor(endpoint), lock_service_, transport,
                                                Hooks(), env_.env, std::move(on_started)));
@@ -138,8 +215,13 @@ Status NodeCore::Close() {
   if (closed_) return Status();
   closed_ = true;
   StopNode();
+  replicated_.store(nullptr);
+  if (store_ != nullptr) store_->Stop();
+  channel_.reset();  // its pending calls end into the stopped store
+  store_.reset();
   admin_.reset();
   access_.reset();
+  local_access_.reset();
   schema_.reset();
   profiles_.reset();
   own_lock_service_.reset();

@@ -36,6 +36,8 @@
 #pragma once
 
 #include <atomic>
+#include <deque>
+#include <map>
 #include <functional>
 #include <memory>
 #include <string>
@@ -46,6 +48,8 @@
 #include "tessera/cluster/transport.h"
 #include "tessera/coord/lock_service.h"
 #include "tessera/replication/local_table_access.h"
+#include "tessera/replication/replicated_store.h"
+#include "tessera/replication/rpc_channel.h"
 #include "tessera/server/admin_service.h"
 #include "tessera/server/app_profile_store.h"
 #include "tessera/server/cluster_definitions.h"
@@ -85,6 +89,16 @@ struct NodeCoreEnv {
   Executor* engine_executor = nullptr;
   // The lock service shared by every node of the cluster (see the top of this file), or null.
   coord::LockService* shared_lock_service = nullptr;
+  // Makes the channel of the replication protocol for the node at `endpoint`
+  // (replication/rpc_channel.h). Set, and with the cluster's schema: the node's tables are the
+  // cluster's, replicated (replication/replicated_store.h), and access() coordinates every
+  // operation. Null: the node serves its own copy of every table (LocalTableAccess).
+  std::function<StatusOr<std::unique_ptr<replication::RpcChannel>>(const std::string& endpoint)>
+      replica_channel;
+  // Runs the replicated store's ticks, the master's steps and the coordinator's retries. Null:
+  // env.executor. A server gives it threads of its own, so that a slow lock-service call of
+  // the master's step never holds up the node's rounds (its session's renewal among them).
+  Executor* replica_executor = nullptr;
 };
 
 class NodeCore {
@@ -126,6 +140,11 @@ class NodeCore {
   // Null unless the schema is the cluster's.
   ClusterDefinitions* cluster_definitions() const { return schema_.get(); }
   replication::TableAccess* access() const { return access_.get(); }
+  // Null unless the tables are replicated (NodeCoreEnv::replica_channel), and before the node
+  // has begun.
+  replication::ReplicatedStore* replicated() const {
+    return replicated_.load(std::memory_order_acquire);
+  }
   AdminService* admin() const { return admin_.get(); }
   AppProfileStore* profiles() const { return profiles_.get(); }
   coord::LockService* lock_service() const { return lock_service_; }
@@ -145,6 +164,8 @@ class NodeCore {
   // The node's options and hooks for `endpoint`.
   cluster::NodeOptions NodeOptionsFor(const std::string& endpoint) const;
   cluster::NodeHooks Hooks() const;
+  // Makes the channel and the replicated store for `endpoint` and starts them (once).
+  Status StartReplication(const std::string& endpoint);
 
   const NodeCoreOptions options_;
   const NodeCoreEnv env_;
@@ -155,8 +176,21 @@ class NodeCore {
   // Cluster schema only: the schema decided in the lock service.
   std::unique_ptr<ClusterDefinitions> schema_;
   std::unique_ptr<AppProfileStore> profiles_;
-  // Every data operation (docs/replication.md).
-  std::unique_ptr<replication::LocalTableAccess> access_;
+  // This node's engine behind the seam; every data operation goes through access_
+  // (docs/replication.md): local_access_ itself, or the coordinator of the replicated store.
+  std::unique_ptr<replication::LocalTableAccess> local_access_;
+  std::unique_ptr<replication::TableAccess> access_;
+  // The replicated store and its channel, from BeginNode/StartNode to Close; the channel goes
+  // first (its pending calls end into a store still alive).
+  std::unique_ptr<replication::ReplicatedStore> store_;
+  std::unique_ptr<replication::RpcChannel> channel_;
+  std::atomic<replication::ReplicatedStore*> replicated_{nullptr};
+  // What the engine replayed at open, per tablet (a bounded tail), for the store's retention.
+  struct Replayed {
+    std::deque<std::pair<uint64_t, std::string>> records;  // (first sequence, mutation)
+    size_t bytes = 0;
+  };
+  std::map<uint64_t, Replayed> replayed_;
   std::unique_ptr<AdminService> admin_;
   std::unique_ptr<cluster::ClusterNode> node_;
   // `node_` for request threads: requests may arrive before the node exists (a server joins

@@ -434,7 +434,16 @@ StatusOr<model::RowFilter> CompileRowFilter(const v2::RowFilter& proto,
                                              options.max_copies_per_cell,
                                              " times (nested interleaves); restructure it"));
   }
-  return model::RowFilter(std::move(root), options.sample_seed);
+  model::RowFilter filter(std::move(root), options.sample_seed);
+  if (size > 0) filter.set_source(proto.SerializeAsString());  // to be sent on (coordinator.h)
+  return filter;
+}
+
+FilterOptions FilterOptionsFor(const model::TableSchema& schema, uint64_t seed) {
+  FilterOptions options;
+  options.millisecond_granularity = schema.granularity == model::TimestampGranularity::kMillis;
+  options.sample_seed = seed;
+  return options;
 }
 
 }  // namespace tessera::server

@@ -24,6 +24,7 @@
 
 #include "google/bigtable/v2/data.pb.h"
 #include "tessera/model/row_filter.h"
+#include "tessera/model/schema.h"
 #include "tessera/util/status.h"
 
 namespace tessera::server {
@@ -58,7 +59,11 @@ struct FilterOptions {
 
 // Validates `proto` and compiles it. A RowFilter with no member of `filter` set passes
 // everything. InvalidArgument naming the first problem found.
+// The compiled filter keeps the encoded proto as its source (model::RowFilter::source).
 StatusOr<model::RowFilter> CompileRowFilter(const google::bigtable::v2::RowFilter& proto,
                                             const FilterOptions& options);
+
+// The options for a table of `schema`, with a fresh `seed` for its row samples.
+FilterOptions FilterOptionsFor(const model::TableSchema& schema, uint64_t seed);
 
 }  // namespace tessera::server

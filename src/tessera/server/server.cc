@@ -1,5 +1,7 @@
 #include "tessera/server/server.h"
 
+#include "tessera/server/grpc_rpc_channel.h"
+
 #include <netdb.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -11,7 +13,9 @@
 #include "grpcpp/grpcpp.h"
 #include "tessera/cluster/grpc_transport.h"
 #include "tessera/cluster/status_service.h"
+#include "tessera/server/grpc_rpc_channel.h"
 #include "tessera/server/instance_admin_service.h"
+#include "tessera/server/tablet_admin_service.h"
 #include "tessera/server/unimplemented_service.h"
 #include "tessera/util/env.h"
 #include "tessera/util/executor.h"
@@ -55,6 +59,34 @@ std::string ListenFailure(const std::string& listen) {
 
 }  // namespace
 
+// The replication protocol's service, registered before the node's address (and so its
+// channel) is known: calls wait for nothing, they are refused until the channel is made.
+class LateReplicaService final : public ::tessera::v1::Replica::CallbackService {
+ public:
+  void Set(std::unique_ptr<ReplicaService> service) {
+    absl::MutexLock l(&mu_);
+    service_ = std::move(service);
+  }
+  grpc::ServerUnaryReactor* Call(grpc::CallbackServerContext* context,
+                                 const ::tessera::v1::ReplicaCall* request,
+                                 ::tessera::v1::ReplicaReply* reply) override {
+    ReplicaService* service = nullptr;
+    {
+      absl::MutexLock l(&mu_);
+      service = service_.get();
+    }
+    if (service != nullptr) return service->Call(context, request, reply);
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                 "this node does not replicate yet"));
+    return reactor;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::unique_ptr<ReplicaService> service_ ABSL_GUARDED_BY(mu_);  // set once, kept to the end
+};
+
 struct Server::State {
   ServerOptions options;
   // The node's rounds (gossip, election, re-registration) run here: two threads, so that a
@@ -69,6 +101,10 @@ struct Server::State {
   std::unique_ptr<cluster::GrpcTransport> transport;
   std::unique_ptr<cluster::GossipService> gossip_service;
   std::unique_ptr<cluster::ClusterAdminService> cluster_admin;
+  std::unique_ptr<TabletAdminService> tablet_admin;
+  // The replication protocol (cluster schema only): its callbacks' threads and its service.
+  std::unique_ptr<Executor> replica_executor;
+  std::unique_ptr<LateReplicaService> replica_service;
   std::unique_ptr<grpc::Server> grpc_server;
   int port = 0;
   std::string address;
@@ -98,10 +134,14 @@ Status Server::State::Stop() {
   unimplemented.reset();
   data.reset();
   cluster_admin.reset();
+  tablet_admin.reset();
   gossip_service.reset();
   transport.reset();
   if (core == nullptr) return Status();
-  return core->Close();
+  Status closed = core->Close();  // the replication channel goes here, its callbacks run
+  replica_service.reset();
+  replica_executor.reset();
+  return closed;
 }
 
 Server::Server(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -122,6 +162,21 @@ StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   s->cluster_env = std::make_unique<SystemEnv>(/*threads=*/2);
   // The real machine: the engine on its own threads, the lock service the options name.
   NodeCoreEnv env{.env = s->cluster_env->env()};
+  // A cluster replicates its tables over the Replica service on the node's one port.
+  s->replica_executor = NewThreadPoolExecutor(4);
+  env.replica_executor = s->replica_executor.get();
+  s->replica_service = std::make_unique<LateReplicaService>();
+  env.replica_channel = [s, cluster_name = options.cluster.node.cluster_name,
+                         max_bytes = options.max_message_bytes](const std::string& self)
+      -> StatusOr<std::unique_ptr<replication::RpcChannel>> {
+    GrpcRpcChannelOptions o;
+    o.self = self;
+    o.cluster_name = cluster_name;
+    o.max_message_bytes = static_cast<int>(max_bytes);
+    auto channel = std::make_unique<GrpcRpcChannel>(o, s->replica_executor.get());
+    s->replica_service->Set(std::make_unique<ReplicaService>(channel.get()));
+    return std::unique_ptr<replication::RpcChannel>(std::move(channel));
+  };
   ASSIGN_OR_RETURN(s->core, NodeCore::Open(NodeCoreOptions{options.engine, options.cluster}, env));
   Status started = StartServices(s);
   if (!started.ok()) {
@@ -146,6 +201,7 @@ Status Server::StartServices(State* s) {
       std::max<int64_t>(1000, 2 * options.cluster.node.gossip.interval_ms), 4});
   s->gossip_service = std::make_unique<cluster::GossipService>(s->transport.get());
   s->cluster_admin = std::make_unique<cluster::ClusterAdminService>();
+  s->tablet_admin = std::make_unique<TabletAdminService>(core);
 
   s->workers = NewThreadPoolExecutor(options.worker_threads);
   // One check for every Bigtable call, data and admin alike.
@@ -192,6 +248,8 @@ Status Server::StartServices(State* s) {
   builder.RegisterService(s->instance_admin.get());
   builder.RegisterService(s->gossip_service.get());
   builder.RegisterService(s->cluster_admin.get());
+  builder.RegisterService(s->tablet_admin.get());
+  builder.RegisterService(s->replica_service.get());
   builder.RegisterCallbackGenericService(s->unimplemented.get());
   s->grpc_server = builder.BuildAndStart();
   if (s->grpc_server == nullptr || s->port == 0) {

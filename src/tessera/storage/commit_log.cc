@@ -200,6 +200,14 @@ StatusOr<uint64_t> CommitLog::AddRecords(std::span<const std::string_view> recor
   return file_number_;
 }
 
+StatusOr<uint64_t> CommitLog::StartNewSegment() {
+  if (closed_) return absl::FailedPreconditionError("commit log is closed");
+  wrote_ = true;
+  if (needs_repair_) RETURN_IF_ERROR(Repair());
+  RETURN_IF_ERROR(Roll());
+  return file_number_;
+}
+
 Status CommitLog::Sync() {
   if (closed_) return absl::FailedPreconditionError("commit log is closed");
   if (needs_repair_) return Repair();  // the repair leaves every whole record durable

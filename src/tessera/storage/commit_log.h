@@ -23,9 +23,10 @@
 // nothing acknowledged is lost and the directory stays replayable at any point.
 //
 // Thread-safety: the log is NOT internally synchronized for writing. Replay, AddRecord,
-// AddRecords, Sync and Close REQUIRE external serialization (the engine's group-commit leader
-// is the single writer; a periodic syncer must take the same role). current_segment(),
-// LiveSegments() and DeleteSegmentsBefore() may be called from any thread at any time.
+// AddRecords, StartNewSegment, Sync and Close REQUIRE external serialization (the engine's
+// group-commit leader is the single writer; a periodic syncer must take the same role).
+// current_segment(), LiveSegments() and DeleteSegmentsBefore() may be called from any thread at any
+// time.
 #pragma once
 
 #include <cstdint>
@@ -89,6 +90,12 @@ class CommitLog {
   // the same segment, whose number is returned. InvalidArgument when a record is larger than
   // log::kMaxRecordSize (nothing written).
   StatusOr<uint64_t> AddRecords(std::span<const std::string_view> records);
+
+  // Rolls now: makes the current segment durable, closes it and creates the next one, whose
+  // number is returned. Every record added before the call is in a lower segment, every later
+  // one in this segment or a higher one: a barrier in the log (a rebuilt tablet replays only
+  // what follows it). Errors as for AddRecords.
+  StatusOr<uint64_t> StartNewSegment();
 
   // Makes every record added so far durable (fdatasync of the current segment; earlier segments
   // were synced when the log rolled). OK when there is nothing to sync.

@@ -93,6 +93,32 @@ TEST(CommitLogTest, AddCloseReopenReplay) {
   for (int i = 0; i < 100; ++i) EXPECT_EQ(RecordText(i), r.records[i]);
 }
 
+// A barrier: what was added before StartNewSegment is in lower segments, what follows in the
+// returned one, also when the previous record was never synced.
+TEST(CommitLogTest, StartNewSegmentSeparatesRecords) {
+  MemFileSystem fs;
+  {
+    auto log = OpenLog(&fs);
+    StatusOr<uint64_t> first = log->StartNewSegment();  // before any write: creates segment 1
+    TESSERA_ASSERT_OK(first);
+    EXPECT_EQ(1u, *first);
+    TESSERA_ASSERT_OK(log->AddRecord("before"));
+    StatusOr<uint64_t> barrier = log->StartNewSegment();
+    TESSERA_ASSERT_OK(barrier);
+    EXPECT_EQ(2u, *barrier);
+    EXPECT_EQ(2u, log->current_segment());
+    StatusOr<uint64_t> after = log->AddRecord("after");
+    TESSERA_ASSERT_OK(after);
+    EXPECT_EQ(2u, *after);
+    TESSERA_ASSERT_OK(log->Sync());
+    fs.SimulateCrash();
+  }
+  Replayed r = Reopen(&fs);
+  TESSERA_ASSERT_OK(r.status);
+  EXPECT_EQ((std::vector<std::string>{"before", "after"}), r.records);
+  EXPECT_EQ((std::vector<uint64_t>{1, 2}), r.segments);
+}
+
 TEST(CommitLogTest, RollReplayOrderAndDeleteSegmentsBefore) {
   MemFileSystem fs;
   std::vector<uint64_t> written_to;

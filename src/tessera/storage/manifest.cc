@@ -99,6 +99,14 @@ Status ManifestState::CheckApplicable(const VersionEdit& edit) const {
   for (const VersionEdit::DropMarks& d : edit.drop_marks) {
     if (!known(d.tablet_id)) return NotApplicable("drop marks for unknown tablet ", d.tablet_id);
   }
+  for (const VersionEdit::ReplicaEpoch& r : edit.replica_epochs) {
+    if (!known(r.tablet_id)) {
+      return NotApplicable("replica epoch for unknown tablet ", r.tablet_id);
+    }
+  }
+  for (const VersionEdit::ReplayFrom& r : edit.replay_from) {
+    if (!known(r.tablet_id)) return NotApplicable("replay-from for unknown tablet ", r.tablet_id);
+  }
   std::set<uint64_t> removed;
   for (uint64_t id : edit.removed_tablets) {
     if (added.contains(id)) return NotApplicable("tablet ", id, " both added and removed");
@@ -132,6 +140,12 @@ Status ManifestState::Apply(const VersionEdit& edit) {
   for (const VersionEdit::DropMarks& d : edit.drop_marks) {
     tablets[d.tablet_id].drop_marks = d.marks;
   }
+  for (const VersionEdit::ReplicaEpoch& r : edit.replica_epochs) {
+    tablets[r.tablet_id].replica_epoch = r.epoch;
+  }
+  for (const VersionEdit::ReplayFrom& r : edit.replay_from) {
+    tablets[r.tablet_id].replay_from_segment = r.segment;
+  }
   for (uint64_t id : edit.removed_tablets) tablets.erase(id);
   return Status();
 }
@@ -148,6 +162,8 @@ VersionEdit ManifestState::ToSnapshotEdit() const {
     if (tablet.flushed_sequence != 0) edit.SetFlushed(id, tablet.flushed_sequence);
     if (tablet.data_state != 0) edit.SetDataState(id, tablet.data_state);
     if (!tablet.drop_marks.empty()) edit.SetDropMarks(id, tablet.drop_marks);
+    if (tablet.replica_epoch != 0) edit.SetReplicaEpoch(id, tablet.replica_epoch);
+    if (tablet.replay_from_segment != 0) edit.SetReplayFrom(id, tablet.replay_from_segment);
   }
   return edit;
 }

@@ -42,27 +42,30 @@ struct TabletState {
   std::string descriptor;
   std::map<uint64_t, FileMeta> files;  // by file number
   SequenceNumber flushed_sequence = 0;
-  uint32_t data_state = 0;  // VersionEdit::DataState; 0 unless an edit set it
-  VersionEdit::Marks drop_marks;  // VersionEdit::DropMarks; empty unless an edit set them
+  uint32_t data_state = 0;           // VersionEdit::DataState; 0 unless an edit set it
+  VersionEdit::Marks drop_marks;     // VersionEdit::DropMarks; empty unless an edit set them
+  uint64_t replica_epoch = 0;        // VersionEdit::ReplicaEpoch; 0 unless an edit set it
+  uint64_t replay_from_segment = 0;  // VersionEdit::ReplayFrom; 0 unless an edit set it
   bool operator==(const TabletState&) const = default;
 };
 
 // The state a manifest describes. next_file_number and last_sequence only grow (an edit with a
 // smaller value leaves them). Edits apply in this order: next_file_number, last_sequence and
 // comparator are set; tablets are added (or their descriptor replaced, keeping files and
-// flushed_sequence); files are deleted; files are added; flushed sequences are set; data states
-// and drop marks are set; tablets are removed (with their files).
+// flushed_sequence); files are deleted; files are added; flushed sequences are set; data states,
+// drop marks, replica epochs and replay-from segments are set; tablets are removed (with their
+// files).
 struct ManifestState {
   uint64_t next_file_number = 1;
-  SequenceNumber last_sequence = 0;  // VersionEdit::last_sequence (legacy)
-  bool tablet_sequences = false;     // once set, stays set
+  SequenceNumber last_sequence = 0;         // VersionEdit::last_sequence (legacy)
+  bool tablet_sequences = false;            // once set, stays set
   std::string comparator;                   // empty until an edit sets it
   std::map<uint64_t, TabletState> tablets;  // by tablet id
 
   // OK when `edit` applies to this state. FailedPrecondition otherwise: a file added to or
   // deleted from an unknown tablet, a deleted file that is not live, a file added twice, a
-  // flushed mark, data state or drop marks for an unknown tablet, removing an unknown tablet, a tablet both
-  // added and removed, or one listed twice.
+  // flushed mark, data state, drop marks, replica epoch or replay-from segment for an unknown
+  // tablet, removing an unknown tablet, a tablet both added and removed, or one listed twice.
   Status CheckApplicable(const VersionEdit& edit) const;
   // Applies `edit`; on error (see CheckApplicable) the state is unchanged.
   Status Apply(const VersionEdit& edit);

@@ -21,6 +21,10 @@
 //                           increasing); replaces the tablet's marks
 //   11   tablet sequences   no value: the engine numbers each tablet on its own (a manifest
 //                           without it was written with one node-wide counter, last_sequence)
+//   12   replica epoch      varint64 tablet_id, varint64 epoch (added with replication: a
+//                           manifest without it is read with every tablet at epoch 0)
+//   13   replay from        varint64 tablet_id, varint64 segment (added with tablet rebuilds:
+//                           a manifest without it replays every segment of every tablet)
 //
 // Tag 0 and any tag not listed are DataLoss: there is no way to skip a field of unknown size.
 #include "tessera/storage/version_edit.h"
@@ -43,6 +47,8 @@ enum Tag : uint32_t {
   kDataState = 9,
   kDropMarks = 10,
   kTabletSequences = 11,
+  kReplicaEpoch = 12,
+  kReplayFrom = 13,
 };
 
 bool GetString(std::string_view* in, std::string* out) {
@@ -133,6 +139,16 @@ void VersionEdit::EncodeTo(std::string* dst) const {
       PutVarint64(dst, sequence);
     }
   }
+  for (const ReplicaEpoch& r : replica_epochs) {
+    PutVarint32(dst, kReplicaEpoch);
+    PutVarint64(dst, r.tablet_id);
+    PutVarint64(dst, r.epoch);
+  }
+  for (const ReplayFrom& r : replay_from) {
+    PutVarint32(dst, kReplayFrom);
+    PutVarint64(dst, r.tablet_id);
+    PutVarint64(dst, r.segment);
+  }
   if (tablet_sequences) PutVarint32(dst, kTabletSequences);
 }
 
@@ -219,6 +235,20 @@ Status VersionEdit::DecodeFrom(std::string_view src) {
         case kTabletSequences:
           tablet_sequences = true;
           break;
+        case kReplicaEpoch: {
+          field = "replica epoch";
+          ReplicaEpoch r;
+          ok = GetVarint64(&in, &r.tablet_id) && GetVarint64(&in, &r.epoch);
+          if (ok) replica_epochs.push_back(r);
+          break;
+        }
+        case kReplayFrom: {
+          field = "replay from";
+          ReplayFrom r;
+          ok = GetVarint64(&in, &r.tablet_id) && GetVarint64(&in, &r.segment);
+          if (ok) replay_from.push_back(r);
+          break;
+        }
         default:
           return absl::DataLossError(
               StrCat("version edit: unknown tag ", tag, " at byte ", field_offset));
@@ -260,6 +290,12 @@ std::string VersionEdit::DebugString() const {
   for (const DropMarks& d : drop_marks) {
     s += StrCat("\n  drop marks: tablet ", d.tablet_id);
     for (const auto& [name, sequence] : d.marks) s += StrCat(" ", name, "@", sequence);
+  }
+  for (const ReplicaEpoch& r : replica_epochs) {
+    s += StrCat("\n  replica epoch: tablet ", r.tablet_id, " epoch ", r.epoch);
+  }
+  for (const ReplayFrom& r : replay_from) {
+    s += StrCat("\n  replay from: tablet ", r.tablet_id, " segment ", r.segment);
   }
   if (tablet_sequences) s += "\n  tablet sequences";
   s += StrCat("\n}");

@@ -72,6 +72,14 @@ struct VersionEdit {
     bool operator==(const DropMarks&) const = default;
   };
 
+  struct ReplicaEpoch {
+    uint64_t tablet_id = 0;
+    // The replica epoch the tablet has promised (opaque to storage: the replication layer's
+    // configuration epoch, tablet::Engine::RaiseReplicaEpoch). A tablet no edit gave one has 0.
+    uint64_t epoch = 0;
+    bool operator==(const ReplicaEpoch&) const = default;
+  };
+
   std::optional<uint64_t> next_file_number;
   // The node-wide sequence counter of the engine before sequences were per tablet; written by
   // data folders of that time only (docs/sequence_numbers.md).
@@ -88,6 +96,16 @@ struct VersionEdit {
   std::vector<Flushed> flushed;
   std::vector<DataState> data_states;
   std::vector<DropMarks> drop_marks;
+  std::vector<ReplicaEpoch> replica_epochs;
+  struct ReplayFrom {
+    uint64_t tablet_id = 0;
+    // Replay skips the tablet's commit-log records in segments numbered below this one: they
+    // belong to content the tablet no longer has (tablet::Engine::BeginTabletRebuild). A
+    // tablet no edit gave one has 0 (every segment is replayed).
+    uint64_t segment = 0;
+    bool operator==(const ReplayFrom&) const = default;
+  };
+  std::vector<ReplayFrom> replay_from;
 
   void AddTablet(uint64_t tablet_id, std::string descriptor) {
     tablets.push_back({tablet_id, std::move(descriptor)});
@@ -107,6 +125,13 @@ struct VersionEdit {
   }
   void SetDropMarks(uint64_t tablet_id, Marks marks) {
     drop_marks.push_back({tablet_id, std::move(marks)});
+  }
+
+  void SetReplicaEpoch(uint64_t tablet_id, uint64_t epoch) {
+    replica_epochs.push_back({tablet_id, epoch});
+  }
+  void SetReplayFrom(uint64_t tablet_id, uint64_t segment) {
+    replay_from.push_back({tablet_id, segment});
   }
 
   // Appends the encoding to `*dst`.

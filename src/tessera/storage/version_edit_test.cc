@@ -44,6 +44,9 @@ VersionEdit FullEdit() {
   e.SetDataState(0, std::numeric_limits<uint32_t>::max());
   e.SetDropMarks(7, {{"gone", 17}, {std::string("n\0ul", 4), kMaxSequenceNumber}});
   e.SetDropMarks(0, {});
+  e.SetReplicaEpoch(7, std::numeric_limits<uint64_t>::max());
+  e.SetReplayFrom(7, std::numeric_limits<uint64_t>::max());
+  e.SetReplayFrom(0, 1);
   e.tablet_sequences = true;
   return e;
 }
@@ -80,6 +83,7 @@ TEST(VersionEditTest, EditWithoutDataStateReadsAsBefore) {
   ManifestState state;
   TESSERA_ASSERT_OK(state.Apply(e));
   EXPECT_EQ(0u, state.tablets[1].data_state);
+  EXPECT_EQ(0u, state.tablets[1].replica_epoch);
   std::string encoded;
   e.EncodeTo(&encoded);
   EXPECT_EQ(old_bytes, encoded);
@@ -88,7 +92,7 @@ TEST(VersionEditTest, EditWithoutDataStateReadsAsBefore) {
 TEST(VersionEditTest, UnknownTagIsDataLoss) {
   std::string encoded;
   FullEdit().EncodeTo(&encoded);
-  for (uint32_t tag : {0u, 12u, 100u, 1u << 20}) {  // 12: the first unused tag
+  for (uint32_t tag : {0u, 14u, 100u, 1u << 20}) {  // 14: the first unused tag
     std::string bad = encoded;
     PutVarint32(&bad, tag);
     PutVarint64(&bad, 1);
@@ -139,7 +143,10 @@ TEST(ManifestStateTest, ApplyAndSnapshot) {
   e2.AddTablet(1, "t1 v2");
   e2.SetFlushed(1, 90);
   e2.SetDataState(1, 1);
+  e2.SetReplayFrom(1, 4);
   TESSERA_ASSERT_OK(state.Apply(e2));
+  EXPECT_EQ(4u, state.tablets[1].replay_from_segment);
+  EXPECT_EQ(0u, state.tablets[2].replay_from_segment);
   EXPECT_EQ(1u, state.tablets[1].data_state);
   EXPECT_EQ(0u, state.tablets[2].data_state);
   EXPECT_EQ("t1 v2", state.tablets[1].descriptor);
@@ -210,6 +217,42 @@ TEST(ManifestStateTest, DropMarksAndTabletSequences) {
   EXPECT_TRUE(state.tablets[1].drop_marks.empty());
 }
 
+TEST(ManifestStateTest, ReplicaEpochs) {
+  ManifestState state;
+  VersionEdit e1;
+  e1.AddTablet(1, "t1");
+  e1.AddTablet(2, "t2");
+  e1.SetReplicaEpoch(1, 3);
+  TESSERA_ASSERT_OK(state.Apply(e1));
+  EXPECT_EQ(3u, state.tablets[1].replica_epoch);
+  EXPECT_EQ(0u, state.tablets[2].replica_epoch);
+  // A descriptor update, a flush and a data state keep the epoch; a later edit replaces it
+  // (the engine refuses to lower it, storage does not interpret it).
+  VersionEdit e2;
+  e2.AddTablet(1, "t1 v2");
+  e2.SetFlushed(1, 9);
+  e2.SetDataState(1, 1);
+  TESSERA_ASSERT_OK(state.Apply(e2));
+  EXPECT_EQ(3u, state.tablets[1].replica_epoch);
+  VersionEdit e3;
+  e3.SetReplicaEpoch(1, 2);
+  TESSERA_ASSERT_OK(state.Apply(e3));
+  EXPECT_EQ(2u, state.tablets[1].replica_epoch);
+
+  ManifestState rebuilt;
+  TESSERA_ASSERT_OK(rebuilt.Apply(state.ToSnapshotEdit()));
+  EXPECT_EQ(state, rebuilt);
+
+  // Removed and added again: the new tablet starts at epoch 0.
+  VersionEdit e4;
+  e4.RemoveTablet(1);
+  TESSERA_ASSERT_OK(state.Apply(e4));
+  VersionEdit e5;
+  e5.AddTablet(1, "t1 again");
+  TESSERA_ASSERT_OK(state.Apply(e5));
+  EXPECT_EQ(0u, state.tablets[1].replica_epoch);
+}
+
 TEST(ManifestStateTest, InapplicableEditsLeaveTheStateUnchanged) {
   ManifestState state;
   VersionEdit base;
@@ -218,7 +261,7 @@ TEST(ManifestStateTest, InapplicableEditsLeaveTheStateUnchanged) {
   TESSERA_ASSERT_OK(state.Apply(base));
   const ManifestState before = state;
 
-  std::vector<VersionEdit> bad(11);
+  std::vector<VersionEdit> bad(13);
   bad[0].AddFile(2, MakeFile(4));  // unknown tablet
   bad[1].DeleteFile(1, 99);        // unknown file
   bad[2].DeleteFile(2, 3);         // unknown tablet
@@ -231,9 +274,11 @@ TEST(ManifestStateTest, InapplicableEditsLeaveTheStateUnchanged) {
   bad[7].AddTablet(1, "again");
   bad[7].RemoveTablet(1);  // added and removed
   bad[8].DeleteFile(1, 3);
-  bad[8].DeleteFile(1, 3);    // twice
-  bad[9].SetDataState(9, 1);  // unknown tablet
+  bad[8].DeleteFile(1, 3);              // twice
+  bad[9].SetDataState(9, 1);            // unknown tablet
   bad[10].SetDropMarks(9, {{"g", 1}});  // unknown tablet
+  bad[11].SetReplicaEpoch(9, 1);        // unknown tablet
+  bad[12].SetReplayFrom(9, 1);          // unknown tablet
   for (size_t i = 0; i < bad.size(); ++i) {
     bad[i].last_sequence = 77;  // must not leak into the state either
     Status s = state.Apply(bad[i]);

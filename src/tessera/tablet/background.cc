@@ -60,7 +60,7 @@ Status TabletManager::FlushOldestImmutable(Tablet* t) {
   std::unique_ptr<storage::Iterator> input = in->mem->NewIterator();
   ASSIGN_OR_RETURN(CompactionResult result, RunCompaction(job, env_.fs, input.get()));
   RETURN_IF_ERROR(env_.fs->SyncDir(options_.dir));
-  RETURN_IF_ERROR(InstallFiles(t, result.outputs, {}, in->mem->LargestSequence()));
+  RETURN_IF_ERROR(InstallFiles(t, in->generation, result.outputs, {}, in->mem->LargestSequence()));
   absl::MutexLock l(&mu_);
   t->PopFlushed(in->mem.get());
   ++stats_.flushes;
@@ -68,7 +68,8 @@ Status TabletManager::FlushOldestImmutable(Tablet* t) {
   return Status();
 }
 
-Status TabletManager::InstallFiles(Tablet* t, const std::vector<storage::FileMeta>& added,
+Status TabletManager::InstallFiles(Tablet* t, uint64_t generation,
+                                   const std::vector<storage::FileMeta>& added,
                                    const std::vector<std::shared_ptr<TableFile>>& removed,
                                    std::optional<SequenceNumber> flushed) {
   std::vector<std::shared_ptr<TableFile>> opened;
@@ -81,10 +82,14 @@ Status TabletManager::InstallFiles(Tablet* t, const std::vector<storage::FileMet
   for (const auto& f : removed) edit.DeleteFile(t->id(), f->meta().number);
   if (flushed.has_value()) edit.SetFlushed(t->id(), *flushed);
   edit.next_file_number = next_file_number_.load();
+  // Held until the files are installed: a rebuild replaces the content between this check and
+  // the edit otherwise, and the edit would add files of the old content to the new one.
+  absl::MutexLock install(&install_mu_);
   {
     absl::MutexLock l(&mu_);
-    if (FindLocked(t->id()).get() != t || t->dropping()) {
-      // Being dropped: DropTablet waits for this job, then logs the removal.
+    if (FindLocked(t->id()).get() != t || t->dropping() || t->generation() != generation) {
+      // Being dropped (DropTablet waits for this job, then logs the removal), or rebuilt since
+      // the job picked its inputs: the output is of content the tablet no longer has.
       for (auto& f : opened) f->MarkObsolete();
       return Status();
     }
@@ -166,7 +171,7 @@ Status TabletManager::CompactFiles(Tablet* t, LocalityGroup group,
   ASSIGN_OR_RETURN(CompactionResult result, RunCompaction(job, env_.fs, input.get()));
   input.reset();
   RETURN_IF_ERROR(env_.fs->SyncDir(options_.dir));
-  RETURN_IF_ERROR(InstallFiles(t, result.outputs, in->files, std::nullopt));
+  RETURN_IF_ERROR(InstallFiles(t, in->generation, result.outputs, in->files, std::nullopt));
   absl::MutexLock l(&mu_);
   ++stats_.compactions;
   stats_.compaction_bytes_written += result.bytes_written;

@@ -37,10 +37,13 @@ bool DecodeLogRecord(std::string_view record, TabletId* id, SequenceNumber* firs
 // A place in the queue: a caller of Write, or an op that runs alone (its writer leads a group
 // of one).
 struct CommitQueue::Writer {
-  // A write: the tablet, the mutation and the descriptor it was validated against.
+  // A write: the tablet, the batch, the descriptor it was validated against and the primary's
+  // numbers (nullopt: the tablet numbers it).
   std::shared_ptr<Tablet> tablet;
-  const model::RowMutation* mutation = nullptr;
+  std::span<const model::RowMutation> batch;
   const TabletDescriptor* validated_with = nullptr;
+  std::optional<SequenceNumber> given_first;
+  SequenceRange numbers;  // what the batch took, set by the leader
   // An op run alone; null for a write.
   const absl::FunctionRef<Status()>* op = nullptr;
   Status status;
@@ -63,14 +66,18 @@ void CommitQueue::Start(storage::CommitLog* log, Executor* sync_executor) {
   ScheduleSyncLocked();
 }
 
-Status CommitQueue::Write(std::shared_ptr<Tablet> tablet, const model::RowMutation& mutation,
-                          const TabletDescriptor* validated_with) {
+StatusOr<SequenceRange> CommitQueue::Write(std::shared_ptr<Tablet> tablet,
+                                           std::span<const model::RowMutation> batch,
+                                           const TabletDescriptor* validated_with,
+                                           std::optional<SequenceNumber> given_first) {
   Writer w;
   w.tablet = std::move(tablet);
-  w.mutation = &mutation;
+  w.batch = batch;
   w.validated_with = validated_with;
+  w.given_first = given_first;
   absl::MutexLock l(&mu_);
-  return JoinAndLead(&w);
+  RETURN_IF_ERROR(JoinAndLead(&w));
+  return w.numbers;
 }
 
 Status CommitQueue::RunAlone(absl::FunctionRef<Status()> op) {
@@ -126,37 +133,46 @@ Status CommitQueue::WriteGroup(std::vector<Writer*>* group,
   size_t bytes = 0;
   struct Pending {
     Writer* writer;
-    std::shared_ptr<storage::MemTable> mem;
-    SequenceNumber first;
+    Tablet::PreparedWrite prepared;
     SequenceNumber some_versions_deleted = 0;
   };
   std::vector<Pending> pending;
   std::vector<std::string> records;
   const uint64_t segment = log_->current_segment();
   for (Writer* x : writers_) {
-    if (x->op != nullptr || (bytes > 0 && bytes + x->mutation->encoded().size() > kMaxGroupBytes)) {
-      break;
-    }
+    if (x->op != nullptr) break;
+    size_t batch_bytes = 0;
+    for (const model::RowMutation& m : x->batch) batch_bytes += m.encoded().size();
+    if (bytes > 0 && bytes + batch_bytes > kMaxGroupBytes) break;
     group->push_back(x);
-    // The tablet numbers the mutation, after its earlier writers in this group; published only
-    // once the group is in the log and the memtables.
-    SequenceNumber first = 0;
-    StatusOr<std::shared_ptr<storage::MemTable>> mem =
-        x->tablet->PrepareWrite(*x->mutation, x->validated_with, segment, &first);
-    if (!mem.ok()) {
-      x->status = mem.status();  // this writer fails alone, taking no numbers
+    // The tablet numbers the batch (or checks the primary's numbers), after its earlier writers
+    // in this group; published only once the group is in the log and the memtables.
+    StatusOr<Tablet::PreparedWrite> prepared =
+        x->tablet->PrepareWrite(x->batch, x->validated_with, segment, x->given_first);
+    if (!prepared.ok()) {
+      x->status = prepared.status();  // this writer fails alone, taking no numbers
       continue;
     }
-    pending.push_back({x, *std::move(mem), first, 0});
-    records.emplace_back();
-    EncodeLogRecord(&records.back(), x->tablet->id(), first, x->mutation->encoded());
-    bytes += x->mutation->encoded().size();
+    x->numbers = {prepared->first, prepared->last};
+    if (prepared->mem == nullptr) continue;  // all duplicates: the group's outcome is theirs
+    SequenceNumber first = prepared->first;
+    for (size_t i = prepared->skipped; i < x->batch.size(); ++i) {
+      records.emplace_back();
+      EncodeLogRecord(&records.back(), x->tablet->id(), first, x->batch[i].encoded());
+      first += x->batch[i].size();
+    }
+    pending.push_back({x, *std::move(prepared), 0});
+    bytes += batch_bytes;
   }
   mu_.Unlock();
   // Only the leader runs here: log and memtables have one writer.
   Status s;
   std::vector<std::string_view> views(records.begin(), records.end());
   if (!views.empty()) s = log_->AddRecords(views).status();
+  // Once appended whole the records stay in the log even if the sync below fails (the log's
+  // repair keeps whole records), and recovery would replay them: their numbers are used, and
+  // the memtables get them now, as the writers' outcome is unknown either way.
+  const bool logged = s.ok();
   if (s.ok()) {
     if (sync_mode_ == SyncMode::kBatch) {
       s = log_->Sync();
@@ -168,23 +184,26 @@ Status CommitQueue::WriteGroup(std::vector<Writer*>* group,
       log_dirty_.store(true, std::memory_order_release);
     }
   }
-  if (s.ok()) {
+  if (logged) {
     for (Pending& p : pending) {
-      Status is = InsertMutation(p.mem.get(), p.first, p.writer->mutation->encoded(),
-                                 &p.some_versions_deleted);
-      if (!is.ok()) p.writer->status = is;
+      const Writer& x = *p.writer;
+      SequenceNumber first = p.prepared.first;
+      for (size_t i = p.prepared.skipped; i < x.batch.size(); ++i) {
+        Status is = InsertMutation(p.prepared.mem.get(), first, x.batch[i].encoded(),
+                                   &p.some_versions_deleted);
+        if (!is.ok() && p.writer->status.ok()) p.writer->status = is;
+        first += x.batch[i].size();
+      }
     }
   }
   mu_.Lock();
-  if (!s.ok()) {
+  if (!logged) {
     for (const Pending& p : pending) p.writer->tablet->AbandonNumbers();
     return s;
   }
+  for (const Pending& p : pending) p.writer->tablet->RaiseLastSequence(p.prepared.last);
   for (const Pending& p : pending) {
-    p.writer->tablet->RaiseLastSequence(p.first + p.writer->mutation->size() - 1);
-  }
-  for (const Pending& p : pending) {
-    if (p.writer->tablet->FinishWrite(p.mem.get(), p.some_versions_deleted)) {
+    if (p.writer->tablet->FinishWrite(p.prepared.mem.get(), p.some_versions_deleted)) {
       sealed->push_back(p.writer->tablet);
     }
   }

@@ -1,11 +1,15 @@
 // CommitQueue: the group commit shared by every tablet of one node (leveldb's writers_ queue).
 //
-// Each Write() joins a FIFO queue. The writer at the head leads: it takes every queued mutation
-// (up to 4 MiB, of any tablets), numbers each mutation's entries from its own tablet's sequence
-// (a mutation of k entries takes the tablet's last + 1 .. last + k; docs/sequence_numbers.md),
-// appends all their commit-log records with one write and, in kBatch mode, one fdatasync,
+// Each Write() joins a FIFO queue with a batch of mutations of one tablet. The writer at the head
+// leads: it takes every queued batch (up to 4 MiB, of any tablets), numbers each mutation's
+// entries from its own tablet's sequence (a mutation of k entries takes the tablet's last + 1 ..
+// last + k; docs/sequence_numbers.md) or checks the numbers a primary gave it, appends all their
+// commit-log records (one per mutation) with one write and, in kBatch mode, one fdatasync,
 // inserts them into the tablets' memtables, publishes each tablet's new last sequence and wakes
-// the followers. A group that fails to reach the log uses up no numbers. In kPeriodic mode the
+// the followers. A group whose records fail to reach the log uses up no numbers; one whose
+// records were appended whole but whose fdatasync (or flush) failed keeps them and is inserted
+// (the log's repair keeps whole records, so recovery would replay them), while its writers get
+// the error: their writes may have been applied. In kPeriodic mode the
 // leader acknowledges once the bytes reach the OS and a timer task on the executor given to
 // Start syncs every interval.
 //
@@ -14,8 +18,9 @@
 // one gets a larger sequence. Schema changes, truncation, memtable switches and ingests run this
 // way, reading the sequence of the tablet they change.
 //
-// Commit-log record: varint64(tablet id) fixed64(first sequence) row-mutation bytes; the
-// mutation's i-th entry has the tablet's sequence first + i.
+// Commit-log record, one per mutation (a batch is several records of one append):
+// varint64(tablet id) fixed64(first sequence) row-mutation bytes; the mutation's i-th entry has
+// the tablet's sequence first + i. Replay needs nothing else to give every entry its number.
 //
 // Thread-safety: every method is safe to call from many threads. Lock order (docs/tablet.md):
 // CommitQueue::mu_ before TabletManager::mu_ before Tablet::mu_; the queue never holds mu_ while
@@ -27,6 +32,8 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -68,12 +75,18 @@ class CommitQueue {
   // the syncer: a timer on `sync_executor`, which must outlive the queue (or its Close).
   void Start(storage::CommitLog* log, Executor* sync_executor);
 
-  // Appends `mutation` for `tablet` and inserts it into the tablet's memtable. `validated_with`
-  // is the descriptor the caller validated it against; the leader validates again when the
-  // tablet's descriptor changed since. Errors: NotFound (tablet removed), InvalidArgument,
-  // the log's error, the hook's error, FailedPrecondition once closed.
-  Status Write(std::shared_ptr<Tablet> tablet, const model::RowMutation& mutation,
-               const TabletDescriptor* validated_with);
+  // Appends the non-empty `batch` for `tablet` and inserts it into the tablet's memtable, in
+  // one group. `validated_with` is the descriptor the caller validated it against; the leader
+  // validates again when the tablet's descriptor changed since. With `given_first` the numbers
+  // are the primary's, checked as Tablet::PrepareWrite says (leading duplicates skipped).
+  // Returns the numbers the written mutations took (first is 0 when all were skipped; last is
+  // the tablet's number after the batch). Errors: NotFound (tablet removed), InvalidArgument,
+  // a replication gap or straddle, the log's error, the hook's error, FailedPrecondition once
+  // closed.
+  StatusOr<SequenceRange> Write(std::shared_ptr<Tablet> tablet,
+                                std::span<const model::RowMutation> batch,
+                                const TabletDescriptor* validated_with,
+                                std::optional<storage::SequenceNumber> given_first);
 
   // Runs `op()` at its turn, alone. Returns op's status (or the hook's error).
   Status RunAlone(absl::FunctionRef<Status()> op);

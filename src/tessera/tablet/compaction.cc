@@ -11,91 +11,7 @@
 namespace tessera::tablet {
 namespace {
 
-// One output file being written.
-struct Output {
-  uint64_t number = 0;
-  std::string path;
-  std::unique_ptr<WritableFile> file;
-  std::unique_ptr<storage::TableBuilder> builder;
-  storage::FileMeta meta;
-  uint64_t charged_bytes = 0;  // bytes already passed through the rate limiter
-};
-
-class Writer {
- public:
-  Writer(const CompactionJobOptions& options, FileSystem* fs) : options_(options), fs_(fs) {}
-
-  ~Writer() {
-    // Anything not finished is abandoned and removed.
-    for (auto& out : outputs_) {
-      if (out && out->builder) {
-        out->builder->Abandon();
-        out->file.reset();
-        (void)fs_->RemoveFile(out->path);
-      }
-    }
-  }
-
-  Status Add(LocalityGroup group, std::string_view ikey, std::string_view value) {
-    Output* out = nullptr;
-    ASSIGN_OR_RETURN(out, OutputFor(group));
-    out->builder->Add(ikey, value);
-    storage::FileMeta& m = out->meta;
-    if (m.num_entries == 0) m.smallest.assign(ikey.data(), ikey.size());
-    m.largest.assign(ikey.data(), ikey.size());
-    storage::SequenceNumber seq = storage::ExtractSequence(ikey);
-    if (m.num_entries == 0 || seq < m.min_sequence) m.min_sequence = seq;
-    if (seq > m.max_sequence) m.max_sequence = seq;
-    ++m.num_entries;
-    if (options_.rate_limiter != nullptr) {
-      uint64_t size = out->builder->FileSize();
-      if (size - out->charged_bytes >= kChargeStep) {
-        options_.rate_limiter->Request(static_cast<int64_t>(size - out->charged_bytes));
-        out->charged_bytes = size;
-      }
-    }
-    return out->builder->status();
-  }
-
-  // Finishes and syncs every output; moves their metadata into `result`.
-  Status Finish(CompactionResult* result) {
-    for (auto& out : outputs_) {
-      if (!out) continue;
-      RETURN_IF_ERROR(out->builder->Finish());
-      RETURN_IF_ERROR(out->file->Sync());
-      RETURN_IF_ERROR(out->file->Close());
-      out->meta.size = out->builder->FileSize();
-      result->bytes_written += out->meta.size;
-      result->outputs.push_back(out->meta);
-      out->builder.reset();  // finished: the destructor keeps the file
-    }
-    return Status();
-  }
-
- private:
-  static constexpr uint64_t kChargeStep = 256 * 1024;
-
-  StatusOr<Output*> OutputFor(LocalityGroup group) {
-    size_t index = static_cast<size_t>(group);
-    if (index >= outputs_.size()) outputs_.resize(index + 1);
-    if (!outputs_[index]) {
-      auto out = std::make_unique<Output>();
-      out->number = options_.new_file_number();
-      out->path = TableFileName(options_.dir, out->number);
-      ASSIGN_OR_RETURN(out->file, fs_->NewWritableFile(out->path));
-      out->builder =
-          std::make_unique<storage::TableBuilder>(options_.table_options, out->file.get());
-      out->meta.number = out->number;
-      out->meta.group = static_cast<uint32_t>(group);
-      outputs_[index] = std::move(out);
-    }
-    return outputs_[index].get();
-  }
-
-  const CompactionJobOptions& options_;
-  FileSystem* const fs_;
-  std::vector<std::unique_ptr<Output>> outputs_;
-};
+constexpr uint64_t kChargeStep = 256 * 1024;  // bytes passed to the rate limiter at once
 
 bool HasInMemoryFamily(const model::TableSchema* schema) {
   if (schema == nullptr) return false;
@@ -107,10 +23,105 @@ bool HasInMemoryFamily(const model::TableSchema* schema) {
 
 }  // namespace
 
+// One output file being written.
+struct TableWriter::Output {
+  uint64_t number = 0;
+  std::string path;
+  std::unique_ptr<WritableFile> file;
+  std::unique_ptr<storage::TableBuilder> builder;
+  storage::FileMeta meta;
+  uint64_t charged_bytes = 0;  // bytes already passed through the rate limiter
+};
+
+TableWriter::TableWriter(const CompactionJobOptions& options, FileSystem* fs)
+    : options_(options),
+      fs_(fs),
+      route_(!options.fixed_group.has_value() && HasInMemoryFamily(options.schema)) {}
+
+TableWriter::~TableWriter() {
+  // Anything not finished is abandoned and removed.
+  for (auto& out : outputs_) {
+    if (out && out->builder) {
+      out->builder->Abandon();
+      out->file.reset();
+      (void)fs_->RemoveFile(out->path);
+    }
+  }
+}
+
+Status TableWriter::Add(const storage::ParsedInternalKey& parsed, std::string_view ikey,
+                        std::string_view value) {
+  if (!route_) {
+    return AddTo(static_cast<uint32_t>(options_.fixed_group.value_or(LocalityGroup::kDefault)),
+                 ikey, value);
+  }
+  model::CellKeyLayout layout;
+  if (!model::ParseCellKeyLayout(parsed.user_key, &layout)) {
+    return absl::DataLossError("an SSTable entry has a malformed cell key");
+  }
+  if (layout.kind != model::CellKind::kCell) {
+    RETURN_IF_ERROR(AddTo(static_cast<uint32_t>(LocalityGroup::kDefault), ikey, value));
+    return AddTo(static_cast<uint32_t>(LocalityGroup::kInMemory), ikey, value);
+  }
+  const model::FamilySchema* f = options_.schema->Find(layout.family(parsed.user_key));
+  LocalityGroup group =
+      (f != nullptr && f->in_memory) ? LocalityGroup::kInMemory : LocalityGroup::kDefault;
+  return AddTo(static_cast<uint32_t>(group), ikey, value);
+}
+
+Status TableWriter::AddTo(uint32_t group, std::string_view ikey, std::string_view value) {
+  Output* out = nullptr;
+  ASSIGN_OR_RETURN(out, OutputFor(group));
+  out->builder->Add(ikey, value);
+  storage::FileMeta& m = out->meta;
+  if (m.num_entries == 0) m.smallest.assign(ikey.data(), ikey.size());
+  m.largest.assign(ikey.data(), ikey.size());
+  storage::SequenceNumber seq = storage::ExtractSequence(ikey);
+  if (m.num_entries == 0 || seq < m.min_sequence) m.min_sequence = seq;
+  if (seq > m.max_sequence) m.max_sequence = seq;
+  ++m.num_entries;
+  if (options_.rate_limiter != nullptr) {
+    uint64_t size = out->builder->FileSize();
+    if (size - out->charged_bytes >= kChargeStep) {
+      options_.rate_limiter->Request(static_cast<int64_t>(size - out->charged_bytes));
+      out->charged_bytes = size;
+    }
+  }
+  return out->builder->status();
+}
+
+Status TableWriter::Finish(CompactionResult* result) {
+  for (auto& out : outputs_) {
+    if (!out) continue;
+    RETURN_IF_ERROR(out->builder->Finish());
+    RETURN_IF_ERROR(out->file->Sync());
+    RETURN_IF_ERROR(out->file->Close());
+    out->meta.size = out->builder->FileSize();
+    result->bytes_written += out->meta.size;
+    result->outputs.push_back(out->meta);
+    out->builder.reset();  // finished: the destructor keeps the file
+  }
+  return Status();
+}
+
+StatusOr<TableWriter::Output*> TableWriter::OutputFor(uint32_t group) {
+  if (group >= outputs_.size()) outputs_.resize(group + 1);
+  if (!outputs_[group]) {
+    auto out = std::make_unique<Output>();
+    out->number = options_.new_file_number();
+    out->path = TableFileName(options_.dir, out->number);
+    ASSIGN_OR_RETURN(out->file, fs_->NewWritableFile(out->path));
+    out->builder = std::make_unique<storage::TableBuilder>(options_.table_options, out->file.get());
+    out->meta.number = out->number;
+    out->meta.group = group;
+    outputs_[group] = std::move(out);
+  }
+  return outputs_[group].get();
+}
+
 StatusOr<CompactionResult> RunCompaction(const CompactionJobOptions& options, FileSystem* fs,
                                          storage::Iterator* input) {
   CompactionResult result;
-  Writer writer(options, fs);
   const model::TableSchema* schema = options.schema;
   model::CellVisibility::Options visibility_options{
       .gc_rule_for = [schema](std::string_view family) -> const model::GcRule* {
@@ -130,9 +141,7 @@ StatusOr<CompactionResult> RunCompaction(const CompactionJobOptions& options, Fi
     };
   }
   model::CellVisibility visibility(std::move(visibility_options));
-  const bool route = !options.fixed_group.has_value() && HasInMemoryFamily(schema);
-  const LocalityGroup fixed = options.fixed_group.value_or(LocalityGroup::kDefault);
-
+  TableWriter writer(options, fs);
   for (input->SeekToFirst(); input->Valid(); input->Next()) {
     std::string_view ikey = input->key();
     storage::ParsedInternalKey parsed;
@@ -147,27 +156,7 @@ StatusOr<CompactionResult> RunCompaction(const CompactionJobOptions& options, Fi
     }
     if (!model::KeepInCompaction(verdict, options.can_purge_tombstones)) continue;
     ++result.output_entries;
-    if (!route) {
-      RETURN_IF_ERROR(writer.Add(fixed, ikey, input->value()));
-      continue;
-    }
-    model::CellKeyLayout layout;
-    if (!model::ParseCellKeyLayout(parsed.user_key, &layout)) {
-      return absl::DataLossError("compaction input holds a malformed cell key");
-    }
-    if (layout.kind != model::CellKind::kCell) {
-      // Tombstones go to every locality group, so that each group's copy hides that group's
-      // data and a group can purge its copy alone — even for a family that changed groups
-      // (its in-memory flag) and still has older cells in the other one.
-      RETURN_IF_ERROR(writer.Add(LocalityGroup::kDefault, ikey, input->value()));
-      RETURN_IF_ERROR(writer.Add(LocalityGroup::kInMemory, ikey, input->value()));
-      continue;
-    }
-    std::string_view family = layout.family(parsed.user_key);
-    const model::FamilySchema* f = schema->Find(family);
-    LocalityGroup group =
-        (f != nullptr && f->in_memory) ? LocalityGroup::kInMemory : LocalityGroup::kDefault;
-    RETURN_IF_ERROR(writer.Add(group, ikey, input->value()));
+    RETURN_IF_ERROR(writer.Add(parsed, ikey, input->value()));
   }
   RETURN_IF_ERROR(input->status());
   RETURN_IF_ERROR(writer.Finish(&result));

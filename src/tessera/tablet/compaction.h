@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "tessera/model/schema.h"
+#include "tessera/storage/dbformat.h"
 #include "tessera/storage/iterator.h"
 #include "tessera/storage/table_options.h"
 #include "tessera/storage/version_edit.h"
@@ -54,6 +55,40 @@ struct CompactionResult {
   uint64_t input_entries = 0;
   uint64_t output_entries = 0;
   uint64_t bytes_written = 0;
+};
+
+// The output side of RunCompaction, also used by a tablet rebuild (tablet_copy.cc) to write
+// copied entries unchanged: entries added in internal-key order go to new SSTables, one per
+// locality group. With options.fixed_group every entry goes to that group; otherwise, when the
+// schema has an in-memory family, cells go to their family's group and tombstones to every
+// group (so that each group's copy hides that group's data and a group can purge its copy
+// alone, even for a family that changed groups and still has older cells in the other one).
+// Only dir, table_options, fixed_group, schema, rate_limiter and new_file_number of `options`
+// are read; `options` must outlive the writer. Outputs not finished are removed on destruction.
+class TableWriter {
+ public:
+  TableWriter(const CompactionJobOptions& options, FileSystem* fs);
+  ~TableWriter();
+  TableWriter(const TableWriter&) = delete;
+  TableWriter& operator=(const TableWriter&) = delete;
+
+  // Adds the entry `ikey` (parsed as `parsed`). REQUIRES: ikey sorts after every key added.
+  // DataLoss for a malformed cell key; I/O errors of the output files.
+  Status Add(const storage::ParsedInternalKey& parsed, std::string_view ikey,
+             std::string_view value);
+  // Finishes and syncs every output (the caller makes the directory entries durable) and adds
+  // their metadata and sizes to result->outputs and result->bytes_written.
+  Status Finish(CompactionResult* result);
+
+ private:
+  struct Output;
+  Status AddTo(uint32_t group, std::string_view ikey, std::string_view value);
+  StatusOr<Output*> OutputFor(uint32_t group);
+
+  const CompactionJobOptions& options_;
+  FileSystem* const fs_;
+  const bool route_;                              // by family, rather than all to one group
+  std::vector<std::unique_ptr<Output>> outputs_;  // by group
 };
 
 // Merges `input` (an iterator over internal keys, e.g. a merging iterator) into new files.

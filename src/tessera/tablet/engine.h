@@ -5,7 +5,9 @@
 // Write path: Apply() encodes nothing new: a model::RowMutation is already the commit-log record.
 // Concurrent Apply() calls are group-committed: one leader appends every waiting record with one
 // write and, in kBatch mode, one fdatasync, then inserts them into the tablets' memtables. A
-// mutation of one row is atomic: readers see all of it or none of it.
+// mutation of one row is atomic: readers see all of it or none of it. ApplyBatch() puts several
+// mutations of one tablet into one place of that queue; ApplyReplicated() does the same with the
+// numbers a primary gave them (docs/sequence_numbers.md, "Numbers given by a primary").
 //
 // Sequence numbers belong to the tablet (docs/sequence_numbers.md): each tablet numbers its own
 // entries densely from 1 — a mutation of k entries takes last + 1 .. last + k of its tablet —
@@ -26,13 +28,22 @@
 // of a tablet's files into one. Writers stall only when all memtables together pass
 // memory_hard_limit_bytes. A background I/O error is sticky: every later write fails with it.
 //
+// Replication (docs/replication.md) needs four more things of a tablet, and the engine gives
+// them without interpreting them: the numbers its writes took (ApplyBatch's SequenceRange), its
+// last sequence (LastSequence), a durable replica epoch it promised (RaiseReplicaEpoch), and a
+// copy of its whole state that rebuilds a replica (BeginTabletCopy, BeginTabletRebuild).
+//
 // Recovery: Open() reads the manifest (tablets and their files), then replays the commit log into
-// memtables, skipping what each tablet had already flushed. Each tablet's new writes are numbered
+// memtables, skipping what each tablet had already flushed. Every log record carries its
+// tablet's first sequence, so replay gives each entry the number it had (a primary's or a
+// replica's alike). Each tablet's new writes are numbered
 // above every sequence its log records and its marks (flushed, dropped family, file) name, so
-// replay never skips one. A data folder written with one node-wide counter is upgraded on open:
-// every tablet starts at least at that counter, and the drop marks its schemas held become the
-// tablets' marks. A torn log tail is cut off; corruption in the middle of the log, a manifest or an
-// SSTable is a DataLoss error naming file and offset.
+// replay never skips one — except after a rebuild, which may lower the tablet's sequence: its
+// records from before the rebuild lie in earlier log segments, which replay skips for it. A data
+// folder written with one node-wide counter is upgraded on open: every tablet starts at least at
+// that counter, and the drop marks its schemas held become the tablets' marks. A torn log tail is
+// cut off; corruption in the middle of the log, a manifest or an SSTable is a DataLoss error naming
+// file and offset.
 //
 // Thread-safety: every method is safe to call from many threads.
 #pragma once
@@ -42,6 +53,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,6 +77,20 @@ inline uint64_t DroppedBefore(const DropMarks& marks, std::string_view family) {
   auto it = marks.find(family);
   return it == marks.end() ? 0 : it->second;
 }
+
+// The sequences a batch of mutations took in its tablet: the first entry of the first mutation
+// has `first`, the last entry of the last mutation `last`, and every number between belongs to
+// the batch (each mutation of k entries takes k consecutive numbers, in the batch's order).
+struct SequenceRange {
+  uint64_t first = 0;
+  uint64_t last = 0;
+  bool operator==(const SequenceRange&) const = default;
+};
+
+// For a FailedPrecondition that ApplyReplicated returned because of a gap: the sequence the
+// tablet expected the batch's first new mutation to start at (its last sequence + 1 at the
+// moment of the check). nullopt for any other status.
+std::optional<uint64_t> ReplicationGapExpected(const Status& status);
 
 enum class SyncMode {
   kBatch,     // acknowledge a write only after fdatasync (group commit)
@@ -94,6 +120,15 @@ struct EngineOptions {
   int size_tier_min_files = 4;
   int size_tier_max_files = 32;
   double size_tier_ratio = 2.0;
+
+  // --- observers ---
+  // Called by Open() with each commit-log record it replays into a tablet (not with those
+  // already flushed or of dropped tablets), in log order: the tablet, the record's first
+  // sequence and the encoded mutation (valid during the call). A primary rebuilds from these
+  // the mutations its lagging replicas still need (docs/replication.md, "A replica that was
+  // away"). Null: none.
+  std::function<void(uint64_t tablet, uint64_t first_sequence, std::string_view mutation)>
+      on_replayed;
 };
 
 struct TabletDescriptor {
@@ -136,6 +171,58 @@ class RowIterator {
   virtual Status status() const = 0;
 };
 
+// The primary side of a tablet copy (Engine::BeginTabletCopy): every raw entry of the tablet at
+// one snapshot — memtables and SSTables, tombstones, shadowed versions and entries of dropped
+// families included, each once — in internal-key order, in chunks (tablet/copy_chunk.h: a
+// self-contained, checksummed byte string). With sequence() and drop_marks() the chunks are
+// everything a replica needs to become this tablet at that sequence.
+// Keeps the snapshot's memtables and files alive (and on disk) until destroyed; must not
+// outlive its engine. Not thread-safe.
+class TabletCopySource {
+ public:
+  virtual ~TabletCopySource() = default;
+  // The tablet's last sequence at the snapshot: every entry numbered up to it is in the copy,
+  // none above it.
+  virtual uint64_t sequence() const = 0;
+  // The tablet's drop marks at the snapshot (each at most sequence()).
+  virtual const DropMarks& drop_marks() const = 0;
+  // The next chunk: the following entries, at most `max_bytes` bytes (at least one entry, even
+  // when that entry alone is larger). An empty string once every entry was returned.
+  // Errors: DataLoss (a damaged SSTable block), I/O errors; after one, every call returns it.
+  virtual StatusOr<std::string> NextChunk(size_t max_bytes) = 0;
+};
+
+// The replica side of a tablet copy (Engine::BeginTabletRebuild): takes the source's chunks in
+// order, writing their entries to new SSTables as they come (on the calling thread), then
+// replaces the tablet's whole content with them at Finish. Destroyed before Finish succeeded
+// (abandoned, or after an error), it removes its files and the tablet is unchanged. Must not
+// outlive its engine. Not thread-safe.
+class TabletCopySink {
+ public:
+  virtual ~TabletCopySink() = default;
+  // Adds the next chunk (a string NextChunk returned, in the order returned). A refused chunk
+  // writes nothing and the sink stays usable: DataLoss when its checksum or encoding is bad,
+  // InvalidArgument when its entries do not follow the entries added before in internal-key
+  // order, or hold a malformed key or a row outside the tablet. FailedPrecondition after
+  // Finish or after an I/O error (Unavailable, ResourceExhausted), which spoils the sink.
+  virtual Status Add(std::string_view chunk) = 0;
+  // Atomically and durably replaces the tablet's memtables and files with the added entries,
+  // its drop marks with `marks` and its last sequence with exactly `sequence` (the source's
+  // sequence() and drop_marks(); it may be below the tablet's last sequence). Keeps the
+  // tablet's descriptor, data state and replica epoch. No commit-log record of the tablet
+  // written before the call is ever replayed into it again (its records above `sequence`
+  // included); writes after it are numbered from sequence + 1, as ApplyReplicated expects. Runs
+  // in the group-commit queue and never waits for background work: a flush or compaction of
+  // the old content that is running or queued discards its output. Writes to the tablet that
+  // the queue ordered before Finish are replaced with the rest of the old content; those after
+  // it apply on top. After a crash either the old content or the new one is there, whole.
+  // Errors: InvalidArgument (an added entry or a mark above `sequence`, `sequence` above
+  // 2^56 - 1), NotFound (the tablet was dropped since BeginTabletRebuild), FailedPrecondition
+  // (called twice, the sink spoilt, the engine closed), Unavailable / ResourceExhausted (I/O),
+  // a sticky background error. On error the tablet is unchanged and the sink is spent.
+  virtual Status Finish(uint64_t sequence, const DropMarks& marks) = 0;
+};
+
 struct EngineStats {
   uint64_t memtable_bytes = 0;  // all tablets, active and immutable
   uint64_t sstable_files = 0;
@@ -171,9 +258,11 @@ class Engine {
   virtual ~Engine() = default;
 
   // Tablets. CreateTablet fails with AlreadyExists for a known id; the others with NotFound
-  // for an unknown one. DropTablet deletes the tablet's data. A new tablet has no drop marks and
-  // numbers its first write 1 (above the records of an earlier tablet of the same id that the
-  // commit log may still hold).
+  // for an unknown one. DropTablet deletes the tablet's data. A new tablet has no drop marks,
+  // replica epoch 0, and numbers its first write 1 (above the records of an earlier tablet of
+  // the same id that the commit log may still hold: then LastSequence() is above 0 from the
+  // start, which a replica must not be created with, since ApplyReplicated would take the
+  // primary's first numbers for duplicates).
   virtual Status CreateTablet(TabletId id, const TabletDescriptor& descriptor) = 0;
   virtual Status DropTablet(TabletId id) = 0;
   // Replaces the tablet's schema. Each family of the old schema missing from `schema` gets a
@@ -194,10 +283,76 @@ class Engine {
   virtual StatusOr<TabletDescriptor> GetTablet(TabletId id) const = 0;
   virtual std::vector<TabletId> ListTablets() const = 0;
 
-  // Applies one row's mutations atomically. Returns once durable as the sync mode says.
+  // Applies one row's mutations atomically: ApplyBatch of one mutation. Returns once durable as
+  // the sync mode says.
   // Errors: NotFound (tablet), InvalidArgument (row outside the tablet, unknown family),
   // ResourceExhausted (disk full), Unavailable (I/O), or a sticky background error.
-  virtual Status Apply(TabletId id, const model::RowMutation& mutation) = 0;
+  Status Apply(TabletId id, const model::RowMutation& mutation) {
+    return ApplyBatch(id, std::span<const model::RowMutation>(&mutation, 1)).status();
+  }
+  // Applies `mutations` (of one tablet; rows may repeat) as one place in the group commit: their
+  // records go to the log in one append, with one fdatasync in kBatch mode, and the tablet
+  // numbers them consecutively in the given order. Each mutation is atomic for readers and after
+  // a crash; the batch as a whole is not: a crash before the call returns may keep a prefix of
+  // it (never a later mutation without an earlier one). Returns the numbers the batch took, once
+  // durable as the sync mode says. The span need live only during the call.
+  // Errors that apply nothing and take no number: InvalidArgument for an empty batch or a
+  // mutation that does not validate (the message names its index when the batch has more than
+  // one), NotFound (tablet), Unavailable (not serving), FailedPrecondition (closed), a sticky
+  // background error. I/O errors (Unavailable, ResourceExhausted for a full disk) mean the batch
+  // was not acknowledged, as for Apply.
+  virtual StatusOr<SequenceRange> ApplyBatch(TabletId id,
+                                             std::span<const model::RowMutation> mutations) = 0;
+  // A replica applies mutations its primary already numbered: mutation 0 takes the sequences
+  // from `first_sequence` on, mutation i those after mutation i - 1's (k entries, k numbers).
+  // Mutations whose numbers are all <= the tablet's sequence are skipped (a retransmit): a batch
+  // made only of those returns OK at once and changes nothing. The first mutation not skipped
+  // must start at exactly the tablet's sequence + 1. The check, the skip and the numbering are
+  // made by the group-commit leader against the tablet's running numbering (counting the numbers
+  // given to earlier writers of the same group), so concurrent calls on one tablet are exact: of
+  // two racing calls with the same numbers one applies them and the other skips them as
+  // duplicates; both return OK once the numbers are durable. Same group commit, validation and
+  // durability as ApplyBatch. Returns the tablet's last sequence after the batch (at least the
+  // batch's last number). The engine does not check epochs: the caller compares the batch's
+  // epoch with GetReplicaEpoch() before calling, under its own ordering.
+  // Errors that apply nothing: FailedPrecondition for a gap, with a message that says "gap" and
+  // the expected sequence, which ReplicationGapExpected() also reads (LastSequence() may have
+  // moved on since); Internal when a mutation's numbers straddle the tablet's sequence (a part of
+  // one mutation cannot have been applied: the caller's numbering is wrong), naming the
+  // mutation; InvalidArgument (an empty batch, numbers outside 1 .. 2^56 - 1, or as ApplyBatch).
+  // Otherwise the errors of ApplyBatch; after an I/O error a retransmit skips what did arrive.
+  virtual StatusOr<uint64_t> ApplyReplicated(TabletId id, uint64_t first_sequence,
+                                             std::span<const model::RowMutation> mutations) = 0;
+  // The tablet's last published sequence: every write numbered up to it is in its memtables or
+  // files, readable, and durable as the sync mode says (a write whose fdatasync failed after its
+  // record reached the log is published too, though its caller got the error; the next write
+  // or retransmit makes it durable before it returns). Errors: NotFound.
+  virtual StatusOr<uint64_t> LastSequence(TabletId id) const = 0;
+
+  // The replica epoch the tablet promised (docs/replication.md, "seal"): the engine keeps it
+  // durably per tablet and does not interpret it. RaiseReplicaEpoch records `epoch` in the
+  // manifest and returns once it is durable; only then does GetReplicaEpoch() return it, and it
+  // survives restarts. Equal to the current epoch: OK, nothing written. Calls are serialized with
+  // each other and with tablet creation, removal, schema changes and truncation (it may wait
+  // behind one of those). A new tablet (CreateTablet, Ingest) has epoch 0.
+  // Errors: FailedPrecondition naming both epochs when `epoch` is below the current one,
+  // NotFound, Unavailable (I/O), FailedPrecondition (closed).
+  virtual Status RaiseReplicaEpoch(TabletId id, uint64_t epoch) = 0;
+  // Errors: NotFound.
+  virtual StatusOr<uint64_t> GetReplicaEpoch(TabletId id) const = 0;
+
+  // Copying a tablet to a replica that lags too far or diverged (docs/tablet.md, "Copying a
+  // tablet"). BeginTabletCopy takes a snapshot of the tablet at its turn in the group-commit
+  // queue (so its sequence and drop marks agree) and streams its raw entries
+  // (TabletCopySource). Errors: NotFound, Unavailable (not serving), FailedPrecondition
+  // (closed), a sticky background error.
+  virtual StatusOr<std::unique_ptr<TabletCopySource>> BeginTabletCopy(TabletId id) = 0;
+  // Starts rebuilding tablet `id` (already created, any data state) from a copy
+  // (TabletCopySink); the tablet keeps serving its old content until Finish. Safe to drive from
+  // a simulation task: neither this nor the sink waits for background work. Writes during a
+  // rebuild are accepted and ordered before or after Finish (see there); the replication layer
+  // does not write to a tablet it rebuilds. Errors: NotFound, FailedPrecondition (closed).
+  virtual StatusOr<std::unique_ptr<TabletCopySink>> BeginTabletRebuild(TabletId id) = 0;
 
   // One row; nullopt when the row has no visible cell matching `spec`.
   virtual StatusOr<std::optional<model::Row>> ReadRow(TabletId id, std::string_view row,

@@ -26,6 +26,7 @@ class EntryIterator {
 
   bool Valid() const { return input_->Valid(); }
   // REQUIRES: Valid(). Valid until Next().
+  std::string_view internal_key() const { return input_->key(); }
   std::string_view cell_key() const { return storage::ExtractUserKey(input_->key()); }
   storage::SequenceNumber sequence() const { return storage::ExtractSequence(input_->key()); }
   std::string_view value() const { return input_->value(); }

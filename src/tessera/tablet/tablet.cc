@@ -2,7 +2,10 @@
 #include "tessera/tablet/tablet.h"
 
 #include <algorithm>
+#include <string>
 
+#include "absl/strings/cord.h"
+#include "absl/strings/numbers.h"
 #include "tessera/model/cell_key.h"
 #include "tessera/model/cell_visibility.h"
 #include "tessera/tablet/compaction.h"
@@ -225,21 +228,75 @@ Status Tablet::ValidateMutation(const TabletDescriptor& d, const model::RowMutat
   return bad;
 }
 
-StatusOr<std::shared_ptr<storage::MemTable>> Tablet::PrepareWrite(
-    const model::RowMutation& m, const TabletDescriptor* validated_with, uint64_t segment,
-    SequenceNumber* first) {
+Status Tablet::ValidateBatch(const TabletDescriptor& d, std::span<const model::RowMutation> batch) {
+  if (batch.empty()) return absl::InvalidArgumentError("a batch needs at least one row mutation");
+  for (size_t i = 0; i < batch.size(); ++i) {
+    Status s = ValidateMutation(d, batch[i]);
+    if (s.ok()) continue;
+    if (batch.size() == 1) return s;
+    return Status(s.code(), StrCat("mutation ", i, " of ", batch.size(), ": ", s.message()));
+  }
+  return Status();
+}
+
+namespace {
+// The payload that carries the expected sequence of a gap (ReplicationGapExpected).
+constexpr char kGapPayload[] = "type.tessera/tablet.ReplicationGap";
+}  // namespace
+
+Status ReplicationGapError(TabletId id, SequenceNumber expected, SequenceNumber got) {
+  Status s = absl::FailedPreconditionError(StrCat("replication gap in tablet ", id,
+                                                  ": expected sequence ", expected,
+                                                  ", the batch's first new mutation is at ", got));
+  s.SetPayload(kGapPayload, absl::Cord(std::to_string(expected)));
+  return s;
+}
+
+std::optional<uint64_t> ReplicationGapExpected(const Status& status) {
+  if (!absl::IsFailedPrecondition(status)) return std::nullopt;
+  absl::optional<absl::Cord> payload = status.GetPayload(kGapPayload);
+  uint64_t expected;
+  if (!payload.has_value() || !absl::SimpleAtoi(std::string(*payload), &expected)) {
+    return std::nullopt;
+  }
+  return expected;
+}
+
+StatusOr<Tablet::PreparedWrite> Tablet::PrepareWrite(std::span<const model::RowMutation> batch,
+                                                     const TabletDescriptor* validated_with,
+                                                     uint64_t segment,
+                                                     std::optional<SequenceNumber> given_first) {
   absl::MutexLock l(&mu_);
   // Dropped while the writer waited; it fails alone.
   if (removed_) return absl::NotFoundError(StrCat("tablet ", id_, " not found"));
   RETURN_IF_ERROR(CheckServingLocked());
   // The schema changed while the writer waited (a family may be gone).
-  if (descriptor_.get() != validated_with) RETURN_IF_ERROR(ValidateMutation(*descriptor_, m));
-  if (mem_->Empty() && mem_first_segment_ == 0) mem_first_segment_ = segment;
+  if (descriptor_.get() != validated_with) RETURN_IF_ERROR(ValidateBatch(*descriptor_, batch));
   const SequenceNumber base = std::max(assigned_, last_sequence());
-  *first = base + 1;
-  assigned_ = base + m.size();
+  PreparedWrite w;
+  w.last = base;
+  if (given_first.has_value()) {
+    // The primary's numbers: skip what this tablet holds already, then follow on exactly.
+    SequenceNumber next = *given_first;
+    while (w.skipped < batch.size() && next + batch[w.skipped].size() - 1 <= base) {
+      next += batch[w.skipped++].size();
+    }
+    if (w.skipped == batch.size()) return w;
+    if (next <= base) {
+      return absl::InternalError(StrCat("tablet ", id_, ": mutation ", w.skipped,
+                                        " of the replicated batch takes sequences ", next, "..",
+                                        next + batch[w.skipped].size() - 1,
+                                        ", across the tablet's last sequence ", base));
+    }
+    if (next != base + 1) return ReplicationGapError(id_, base + 1, next);
+  }
+  w.first = base + 1;
+  for (size_t i = w.skipped; i < batch.size(); ++i) w.last += batch[i].size();
+  if (mem_->Empty() && mem_first_segment_ == 0) mem_first_segment_ = segment;
+  w.mem = mem_;
+  assigned_ = w.last;
   given_out_ = std::max(given_out_, assigned_);
-  return mem_;
+  return w;
 }
 
 void Tablet::AbandonNumbers() {
@@ -371,6 +428,7 @@ std::optional<FlushInput> Tablet::PickFlush() const {
   absl::MutexLock l(&mu_);
   if (imm_.empty()) return std::nullopt;
   FlushInput in;
+  in.generation = generation_;
   in.mem = imm_.front().mem;
   in.descriptor = descriptor_;
   in.drop_marks = drop_marks_;
@@ -386,6 +444,7 @@ std::optional<CompactionInput> Tablet::PickCompaction(LocalityGroup group,
                                                       bool purge) const {
   absl::MutexLock l(&mu_);
   CompactionInput in;
+  in.generation = generation_;
   in.descriptor = descriptor_;  // with the time, as in PickFlush
   in.drop_marks = drop_marks_;
   in.now_micros = context_.clock->NowMicros();
@@ -460,6 +519,38 @@ void Tablet::Truncate(SequenceNumber truncated_at) {
   mem_first_segment_ = 0;
   imm_.clear();
   flushed_sequence_ = std::max(flushed_sequence_, truncated_at);
+}
+
+void Tablet::ReplaceContent(std::vector<std::shared_ptr<TableFile>> files, DropMarks drop_marks,
+                            SequenceNumber sequence) {
+  absl::MutexLock l(&mu_);
+  for (const auto& f : files_->files) f->MarkObsolete();
+  auto file_set = std::make_shared<FileSet>();
+  file_set->files = std::move(files);
+  std::stable_sort(
+      file_set->files.begin(), file_set->files.end(),
+      [](const auto& a, const auto& b) { return a->meta().max_sequence > b->meta().max_sequence; });
+  // As at Open: the files' entries are not read to find deletes of some versions.
+  some_versions_deleted_ = 0;
+  for (const auto& f : file_set->files) {
+    some_versions_deleted_ = std::max(some_versions_deleted_, f->meta().max_sequence);
+  }
+  files_ = std::move(file_set);
+  mem_ = NewMemTable();
+  mem_first_segment_ = 0;
+  imm_.clear();
+  drop_marks_ = std::make_shared<const DropMarks>(std::move(drop_marks));
+  flushed_sequence_ = sequence;
+  ++generation_;
+  // No group is in flight: nothing was assigned beyond the published sequence. given_out_ keeps
+  // the old content's largest number, which its log records may still hold.
+  assigned_ = sequence;
+  last_sequence_.store(sequence, std::memory_order_release);
+}
+
+uint64_t Tablet::generation() const {
+  absl::MutexLock l(&mu_);
+  return generation_;
 }
 
 void Tablet::SetDescriptor(TabletDescriptor descriptor, DropMarks drop_marks) {

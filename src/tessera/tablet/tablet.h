@@ -24,6 +24,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,8 +79,14 @@ struct TabletContext {
 Status InsertMutation(storage::MemTable* mem, storage::SequenceNumber first,
                       std::string_view encoded, storage::SequenceNumber* some_versions_deleted);
 
+// The FailedPrecondition of a replicated batch that does not follow on the tablet's numbers:
+// the message says "gap", and ReplicationGapExpected() (engine.h) reads `expected` back.
+Status ReplicationGapError(TabletId id, storage::SequenceNumber expected,
+                           storage::SequenceNumber got);
+
 // The input of a flush of a tablet's oldest immutable memtable.
 struct FlushInput {
+  uint64_t generation = 0;  // of the tablet's content (Tablet::generation)
   std::shared_ptr<storage::MemTable> mem;
   // The schema and the time are read together: GC applies the rules in force at that instant.
   std::shared_ptr<const TabletDescriptor> descriptor;
@@ -91,6 +98,7 @@ struct FlushInput {
 
 // The input of a compaction of some files of one locality group.
 struct CompactionInput {
+  uint64_t generation = 0;  // of the tablet's content (Tablet::generation)
   std::vector<std::shared_ptr<TableFile>> files;
   std::shared_ptr<const TabletDescriptor> descriptor;
   std::shared_ptr<const DropMarks> drop_marks;
@@ -125,6 +133,10 @@ class Tablet : public std::enable_shared_from_this<Tablet> {
 
   TabletDataState state() const;
   void SetState(TabletDataState state);
+  // The replica epoch the tablet promised (Engine::RaiseReplicaEpoch). The manager sets it
+  // once the manifest holds it. Lock-free.
+  uint64_t replica_epoch() const { return replica_epoch_.load(std::memory_order_acquire); }
+  void SetReplicaEpoch(uint64_t epoch) { replica_epoch_.store(epoch, std::memory_order_release); }
   // OK when serving; Unavailable naming the tablet and its state otherwise.
   Status CheckServing() const;
 
@@ -148,17 +160,30 @@ class Tablet : public std::enable_shared_from_this<Tablet> {
   // --- write path (the CommitQueue's leader) ---
   // OK when `m` may be written to this tablet with descriptor `d`.
   static Status ValidateMutation(const TabletDescriptor& d, const model::RowMutation& m);
+  // OK when every mutation of the non-empty `batch` validates; otherwise the first error, naming
+  // the mutation's index when the batch has more than one.
+  static Status ValidateBatch(const TabletDescriptor& d, std::span<const model::RowMutation> batch);
+
+  // What PrepareWrite gave a batch: mutations [skipped, size) take first .. last.
+  struct PreparedWrite {
+    std::shared_ptr<storage::MemTable> mem;  // null when every mutation was skipped
+    size_t skipped = 0;                      // leading mutations already applied (replicated)
+    storage::SequenceNumber first = 0;       // of mutations[skipped]; 0 when all were skipped
+    storage::SequenceNumber last = 0;        // the tablet's running number after the batch
+  };
   // Before a group's records are appended: NotFound when the tablet was removed, Unavailable
-  // unless it is serving; validates `m` again when the descriptor changed since
-  // `validated_with`. Returns the memtable to insert into, notes `segment` as the memtable's
-  // first when it has none, and gives `m` its numbers: *first .. *first + m.size() - 1, running
-  // on from the numbers given to the group's earlier writers of this tablet (or from
-  // last_sequence()). The leader publishes them with RaiseLastSequence once the group is in
-  // the log and the memtables, or takes them back with AbandonNumbers.
-  StatusOr<std::shared_ptr<storage::MemTable>> PrepareWrite(const model::RowMutation& m,
-                                                            const TabletDescriptor* validated_with,
-                                                            uint64_t segment,
-                                                            storage::SequenceNumber* first);
+  // unless it is serving; validates `batch` again when the descriptor changed since
+  // `validated_with`. Gives the batch its numbers, running on from those given to the group's
+  // earlier writers of this tablet (or from last_sequence()): the next ones when `given_first`
+  // is nullopt; otherwise the primary's, mutation 0 from *given_first on, skipping the leading
+  // mutations whose numbers are all taken already, and refusing a gap (ReplicationGapError) or
+  // a mutation that straddles the running number (Internal). An error takes no number. Returns
+  // the memtable to insert into and notes `segment` as its first when it has none. The leader
+  // publishes the numbers with RaiseLastSequence once the group is in the log and the
+  // memtables, or takes them back with AbandonNumbers.
+  StatusOr<PreparedWrite> PrepareWrite(std::span<const model::RowMutation> batch,
+                                       const TabletDescriptor* validated_with, uint64_t segment,
+                                       std::optional<storage::SequenceNumber> given_first);
   // The group that PrepareWrite numbered did not reach the log: its numbers are given again to
   // the next group, so the tablet's numbers stay dense.
   void AbandonNumbers();
@@ -215,6 +240,15 @@ class Tablet : public std::enable_shared_from_this<Tablet> {
   void PopFlushed(const storage::MemTable* mem);
   // Deletes every memtable and file (after the manifest recorded it) and raises the flushed mark.
   void Truncate(storage::SequenceNumber truncated_at);
+  // A rebuild (after the manifest recorded it): replaces every memtable and file by `files`,
+  // the drop marks by `drop_marks`, and sets the flushed mark and the last sequence to exactly
+  // `sequence` (possibly lower). Starts a new generation. REQUIRES: an operation running alone
+  // in the queue; every entry and mark of `files` and `drop_marks` is <= sequence.
+  void ReplaceContent(std::vector<std::shared_ptr<TableFile>> files, DropMarks drop_marks,
+                      storage::SequenceNumber sequence);
+  // The generation of the tablet's content: 0 at creation, one more at each ReplaceContent. A
+  // flush or compaction picked in an older generation must not install its files.
+  uint64_t generation() const;
   void SetDescriptor(TabletDescriptor descriptor, DropMarks drop_marks);
   // Marks every file obsolete (the tablet was dropped).
   void MarkFilesObsolete();
@@ -239,6 +273,8 @@ class Tablet : public std::enable_shared_from_this<Tablet> {
   const TabletContext context_;
   // Written by the CommitQueue's leader (or an op running alone, or recovery); read by anyone.
   std::atomic<storage::SequenceNumber> last_sequence_{0};
+  // Written by the manager under its admin lock, after the manifest edit; read by anyone.
+  std::atomic<uint64_t> replica_epoch_{0};
 
   mutable absl::Mutex mu_;
   std::shared_ptr<const TabletDescriptor> descriptor_ ABSL_GUARDED_BY(mu_);
@@ -252,6 +288,7 @@ class Tablet : public std::enable_shared_from_this<Tablet> {
   std::deque<Immutable> imm_ ABSL_GUARDED_BY(mu_);  // oldest first
   std::shared_ptr<const FileSet> files_ ABSL_GUARDED_BY(mu_);
   storage::SequenceNumber flushed_sequence_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
   // The newest sequence of an entry that deletes some versions of a column only (a column
   // tombstone with a time range), or after Open of any entry in the files (they are not read
   // to find out). A flush or compaction counts versions for GC only when its inputs reach this

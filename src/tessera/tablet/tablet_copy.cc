@@ -1,13 +1,70 @@
 // Moving a tablet's data between engines: checkpoints (pinned files at a flush point), ingest
-// (a tablet made of copied files) and the tablet data state. See tablet_manager.h and
-// docs/tablet.md ("Checkpoint and ingest", "Tablet data state").
+// (a tablet made of copied files), the source of a tablet copy (its raw entries in chunks) and
+// the tablet data state. The replica side of a copy is in tablet_rebuild.cc. See
+// tablet_manager.h and docs/tablet.md ("Checkpoint and ingest", "Copying a tablet", "Tablet
+// data state").
 #include <algorithm>
+#include <memory>
+#include <optional>
+#include <string>
 
+#include "tessera/tablet/copy_chunk.h"
 #include "tessera/tablet/tablet_manager.h"
 
 namespace tessera::tablet {
 
 using storage::SequenceNumber;
+
+namespace {
+
+class CopySource final : public TabletCopySource {
+ public:
+  explicit CopySource(TabletSnapshot snapshot)
+      : sequence_(snapshot.sequence),
+        drop_marks_(snapshot.drop_marks == nullptr ? DropMarks() : *snapshot.drop_marks),
+        entries_(std::move(snapshot)) {}
+
+  uint64_t sequence() const override { return sequence_; }
+  const DropMarks& drop_marks() const override { return drop_marks_; }
+
+  StatusOr<std::string> NextChunk(size_t max_bytes) override {
+    RETURN_IF_ERROR(entries_.status());
+    ChunkBuilder chunk;
+    for (; entries_.Valid(); entries_.Next()) {
+      const std::string_view key = entries_.internal_key();
+      // An entry still in a memtable and already in the file it was flushed to comes twice.
+      if (key == last_key_) continue;
+      const std::string_view value = entries_.value();
+      // Length prefixes and the checksum included, roughly.
+      if (!chunk.empty() && chunk.size() + key.size() + value.size() + 14 > max_bytes) break;
+      chunk.Add(key, value);
+      last_key_.assign(key.data(), key.size());
+    }
+    RETURN_IF_ERROR(entries_.status());
+    if (chunk.empty()) return std::string();
+    return chunk.Finish();
+  }
+
+ private:
+  const uint64_t sequence_;
+  const DropMarks drop_marks_;
+  EntryIterator entries_;
+  std::string last_key_;  // the last entry returned
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<TabletCopySource>> TabletManager::BeginTabletCopy(TabletId id) {
+  ASSIGN_OR_RETURN(std::shared_ptr<Tablet> t, OpenTablet(id));
+  // Alone in the queue: no write group is in flight, so the sequence and the drop marks are of
+  // the same instant (a mark is never above the sequence).
+  std::optional<TabletSnapshot> snapshot;
+  RETURN_IF_ERROR(queue_.RunAlone([&]() -> Status {
+    ASSIGN_OR_RETURN(snapshot, t->Snapshot());
+    return Status();
+  }));
+  return std::make_unique<CopySource>(*std::move(snapshot));
+}
 
 StatusOr<TabletCheckpoint> TabletManager::Checkpoint(TabletId id) {
   ASSIGN_OR_RETURN(std::shared_ptr<Tablet> t, OpenTablet(id));

@@ -274,13 +274,63 @@ std::vector<TabletId> TabletManager::ListTablets() const {
 // ------------------------------------------------------------------------------------------
 // Write path
 
-Status TabletManager::Apply(TabletId id, const model::RowMutation& mutation) {
+StatusOr<SequenceRange> TabletManager::ApplyBatch(TabletId id,
+                                                  std::span<const model::RowMutation> mutations) {
+  return WriteBatch(id, mutations, std::nullopt);
+}
+
+StatusOr<uint64_t> TabletManager::ApplyReplicated(TabletId id, uint64_t first_sequence,
+                                                  std::span<const model::RowMutation> mutations) {
+  uint64_t entries = 0;
+  for (const model::RowMutation& m : mutations) entries += m.size();
+  // Internal keys hold 56 bits of sequence.
+  if (first_sequence == 0 || entries > storage::kMaxSequenceNumber ||
+      first_sequence > storage::kMaxSequenceNumber - entries + 1) {
+    return absl::InvalidArgumentError(
+        StrCat("tablet ", id, ": replicated sequences ", first_sequence, " + ", entries,
+               " entries are outside 1..", storage::kMaxSequenceNumber));
+  }
+  ASSIGN_OR_RETURN(SequenceRange numbers, WriteBatch(id, mutations, first_sequence));
+  return numbers.last;
+}
+
+StatusOr<SequenceRange> TabletManager::WriteBatch(TabletId id,
+                                                  std::span<const model::RowMutation> mutations,
+                                                  std::optional<SequenceNumber> given_first) {
   ASSIGN_OR_RETURN(std::shared_ptr<Tablet> t, tablet(id));
   // Held until the write is done, so the leader's "descriptor changed?" check compares live
   // objects.
   std::shared_ptr<const TabletDescriptor> d = t->descriptor();
-  RETURN_IF_ERROR(Tablet::ValidateMutation(*d, mutation));
-  return queue_.Write(std::move(t), mutation, d.get());
+  RETURN_IF_ERROR(Tablet::ValidateBatch(*d, mutations));
+  return queue_.Write(std::move(t), mutations, d.get(), given_first);
+}
+
+StatusOr<uint64_t> TabletManager::LastSequence(TabletId id) const {
+  ASSIGN_OR_RETURN(std::shared_ptr<Tablet> t, tablet(id));
+  return t->last_sequence();
+}
+
+Status TabletManager::RaiseReplicaEpoch(TabletId id, uint64_t epoch) {
+  // admin_mu_ keeps the tablet in the map (and its id from being reused) while the edit is
+  // written, and orders the calls: the check and the edit are one step.
+  absl::MutexLock admin(&admin_mu_);
+  ASSIGN_OR_RETURN(std::shared_ptr<Tablet> t, OpenTablet(id));
+  const uint64_t current = t->replica_epoch();
+  if (epoch < current) {
+    return absl::FailedPreconditionError(StrCat("tablet ", id, " promised replica epoch ", current,
+                                                "; it cannot go back to ", epoch));
+  }
+  if (epoch == current) return Status();
+  storage::VersionEdit edit;
+  edit.SetReplicaEpoch(id, epoch);
+  RETURN_IF_ERROR(manifest_->LogAndApply(edit));
+  t->SetReplicaEpoch(epoch);  // readers see it only once it is durable
+  return Status();
+}
+
+StatusOr<uint64_t> TabletManager::GetReplicaEpoch(TabletId id) const {
+  ASSIGN_OR_RETURN(std::shared_ptr<Tablet> t, tablet(id));
+  return t->replica_epoch();
 }
 
 Status TabletManager::BeforeTurn(bool write_group) {

@@ -3,12 +3,13 @@
 // tablet_recovery.cc), creates, drops and lists tablets, and owns what the tablets share: the
 // Manifest, the CommitLog with its CommitQueue, the BlockCache and the background executor.
 // It schedules and runs flushes and compactions and records their files in the manifest
-// (background.cc); it pins a tablet's files for copying and creates a tablet from copied files
-// (tablet_copy.cc); it stalls writers above the memory limit and keeps the sticky background
-// error. engine.h documents every Engine method; docs/tablet.md the design.
+// (background.cc); it pins a tablet's files for copying, creates a tablet from copied files and
+// copies a tablet's entries into another's (tablet_copy.cc, tablet_rebuild.cc); it stalls writers
+// above the memory limit and keeps the sticky background error. engine.h documents every Engine
+// method; docs/tablet.md the design.
 //
 // Thread-safety: every method is safe to call from many threads. Lock order (docs/tablet.md):
-// admin_mu_ > CommitQueue::mu_ > mu_ > Tablet::mu_.
+// admin_mu_ > CommitQueue::mu_ > install_mu_ > mu_ > Tablet::mu_.
 #pragma once
 
 #include <atomic>
@@ -68,7 +69,15 @@ class TabletManager final : public Engine {
   Status TruncateTablet(TabletId id) override;
   StatusOr<TabletDescriptor> GetTablet(TabletId id) const override;
   std::vector<TabletId> ListTablets() const override;
-  Status Apply(TabletId id, const model::RowMutation& mutation) override;
+  StatusOr<SequenceRange> ApplyBatch(TabletId id,
+                                     std::span<const model::RowMutation> mutations) override;
+  StatusOr<uint64_t> ApplyReplicated(TabletId id, uint64_t first_sequence,
+                                     std::span<const model::RowMutation> mutations) override;
+  StatusOr<uint64_t> LastSequence(TabletId id) const override;
+  Status RaiseReplicaEpoch(TabletId id, uint64_t epoch) override;
+  StatusOr<uint64_t> GetReplicaEpoch(TabletId id) const override;
+  StatusOr<std::unique_ptr<TabletCopySource>> BeginTabletCopy(TabletId id) override;
+  StatusOr<std::unique_ptr<TabletCopySink>> BeginTabletRebuild(TabletId id) override;
   StatusOr<std::optional<model::Row>> ReadRow(TabletId id, std::string_view row,
                                               const model::ReadSpec& spec) const override;
   using Engine::Scan;
@@ -87,6 +96,16 @@ class TabletManager final : public Engine {
 
  private:
   TabletManager(const EngineOptions& options, const Env& env);
+
+  // --- tablet copies (tablet_copy.cc) ---
+  friend class RebuildSink;
+  // The end of a rebuild of `t` (TabletCopySink::Finish): installs the finished files
+  // `outputs` as the tablet's whole content at `sequence` with `marks`, in one manifest edit
+  // that also makes replay skip every log segment written before (CommitLog::StartNewSegment).
+  // On error the files are removed.
+  Status InstallRebuild(const std::shared_ptr<Tablet>& t,
+                        const std::vector<storage::FileMeta>& outputs,
+                        storage::SequenceNumber sequence, const DropMarks& marks);
 
   // --- recovery (tablet_recovery.cc) ---
   Status Recover();
@@ -115,6 +134,9 @@ class TabletManager final : public Engine {
   storage::SequenceNumber RetiredSequence(TabletId id) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   // --- write path ---
+  // Validates `mutations` against the tablet's descriptor and writes them through the queue.
+  StatusOr<SequenceRange> WriteBatch(TabletId id, std::span<const model::RowMutation> mutations,
+                                     std::optional<storage::SequenceNumber> given_first);
   // The CommitQueue's hooks.
   Status BeforeTurn(bool write_group) ABSL_LOCKS_EXCLUDED(mu_);
   Status MakeRoomForWrite() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -133,8 +155,10 @@ class TabletManager final : public Engine {
   // picks a size-tiered run. REQUIRES: a compaction of t started (TryStart*Compaction).
   Status CompactFiles(Tablet* t, LocalityGroup group,
                       std::vector<std::shared_ptr<TableFile>> inputs, bool purge);
-  // Installs new files for `t`, replacing `removed`, after logging the edit.
-  Status InstallFiles(Tablet* t, const std::vector<storage::FileMeta>& added,
+  // Installs new files for `t`, replacing `removed`, after logging the edit — unless the tablet
+  // was dropped or left content `generation` (Tablet::generation) meanwhile: then the files are
+  // removed and the call is OK.
+  Status InstallFiles(Tablet* t, uint64_t generation, const std::vector<storage::FileMeta>& added,
                       const std::vector<std::shared_ptr<TableFile>>& removed,
                       std::optional<storage::SequenceNumber> flushed) ABSL_LOCKS_EXCLUDED(mu_);
   void DeleteObsoleteLogSegments() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -164,9 +188,13 @@ class TabletManager final : public Engine {
   const TabletContext tablet_context_;
   std::atomic<uint64_t> next_file_number_{1};
 
-  // Serializes tablet creation, removal, schema changes and truncation (manifest writes
-  // included).
+  // Serializes tablet creation, removal, schema changes, truncation and replica epochs (manifest
+  // writes included).
   absl::Mutex admin_mu_;
+
+  // Held by InstallFiles from its check of the tablet to the install, and by a rebuild while it
+  // replaces the content, so that no job installs files of content that was replaced.
+  absl::Mutex install_mu_;
 
   mutable absl::Mutex mu_;
   absl::CondVar bg_cv_;  // signalled when background work finishes

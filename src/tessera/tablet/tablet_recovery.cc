@@ -1,6 +1,7 @@
 // Recovery of a data folder: the lock, the manifest, the tablets and their files, then the commit
 // log replayed into memtables. See engine.h ("Recovery") and docs/storage_engine.md.
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "tessera/tablet/tablet_manager.h"
@@ -99,6 +100,7 @@ Status TabletManager::OpenTablets(const storage::ManifestState& state) {
     std::shared_ptr<Tablet> t =
         NewTablet(id, std::move(d), std::move(marks), ts.flushed_sequence, std::move(files),
                   static_cast<TabletDataState>(ts.data_state));
+    t->SetReplicaEpoch(ts.replica_epoch);
     if (legacy) t->RaiseLastSequence(state.last_sequence);
     tablets_[id] = std::move(t);
   }
@@ -117,6 +119,11 @@ Status TabletManager::ReplayCommitLog() {
   log_options.segment_bytes = options_.commit_log_segment_bytes;
   ASSIGN_OR_RETURN(log_, storage::CommitLog::Open(log_options, env_.fs));
   uint64_t replayed = 0, skipped = 0;
+  // Per tablet, the first segment written after its last rebuild (0: none).
+  std::map<TabletId, uint64_t> replay_from;
+  for (const auto& [id, ts] : manifest_->state().tablets) {
+    if (ts.replay_from_segment != 0) replay_from[id] = ts.replay_from_segment;
+  }
   Status s = log_->Replay([&](uint64_t segment,
                               std::string_view record) ABSL_NO_THREAD_SAFETY_ANALYSIS -> Status {
     TabletId id;
@@ -139,8 +146,13 @@ Status TabletManager::ReplayCommitLog() {
       ++skipped;  // in the tablet's files (or truncated); its numbers are <= the flushed mark
       return Status();
     }
+    if (auto it = replay_from.find(id); it != replay_from.end() && segment < it->second) {
+      ++skipped;  // of the content a rebuild replaced, whatever its numbers
+      return Status();
+    }
     RETURN_IF_ERROR_CTX(t->Replay(segment, first, mutation),
                         StrCat(log_->SegmentPath(segment), ": bad mutation"));
+    if (options_.on_replayed) options_.on_replayed(id, first, mutation);
     ++replayed;
     return Status();
   });

@@ -91,6 +91,11 @@ void NodeLockService::Abandon() {
   for (NodeSession* session : open_) session->Abandon();
 }
 
+void NodeLockService::StopRenewing() {
+  absl::MutexLock l(&mu_);
+  for (NodeSession* session : open_) session->StopKeepAliveForTesting();
+}
+
 void NodeLockService::Forget(NodeSession* session, std::unique_ptr<coord::Session> keep) {
   absl::MutexLock l(&mu_);
   open_.erase(session);

@@ -35,6 +35,9 @@ class NodeLockService final : public coord::LockService {
 
   // What a crash does to the sessions open now (see above).
   void Abandon();
+  // What a pause longer than the TTL does: the open sessions stop renewing and expire when
+  // their TTL runs out, but stay the node's (it hears of the expiry when it runs again).
+  void StopRenewing();
 
  private:
   class NodeSession;

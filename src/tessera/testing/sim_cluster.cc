@@ -3,6 +3,7 @@
 #include <map>
 #include <utility>
 
+#include "tessera/replication/message_rpc_channel.h"
 #include "tessera/util/env.h"
 #include "tessera/util/random.h"
 
@@ -15,6 +16,19 @@ constexpr int64_t kMs = 1000;
 constexpr int64_t kLockServicePollUs = 10 * kMs;
 // The simulation's time at the start: a plausible wall clock.
 constexpr int64_t kStartMicros = 1'700'000'000'000'000;
+
+// Sends to a node's replication endpoint: the protocol names nodes by their endpoint.
+class ReplicaTransport final : public cluster::Transport {
+ public:
+  explicit ReplicaTransport(cluster::Transport* inner) : inner_(inner) {}
+  void Send(const cluster::NodeId& to, std::string bytes) override {
+    inner_->Send(to + "/replica", std::move(bytes));
+  }
+  void SetReceiver(Receiver receiver) override { inner_->SetReceiver(std::move(receiver)); }
+
+ private:
+  cluster::Transport* const inner_;
+};
 
 }  // namespace
 
@@ -55,11 +69,21 @@ SimCluster::~SimCluster() {
   // Sessions close before the service goes (the abandoned ones with their NodeLockService);
   // transports before the network.
   for (Node& n : nodes_) n.core.reset();
-  for (Node& n : nodes_) n.transport.reset();
+  for (Node& n : nodes_) {
+    n.transport.reset();
+    n.replica_transport.reset();
+  }
   nodes_.clear();
 }
 
 std::string SimCluster::Endpoint(int node) { return StrCat("10.0.0.", node + 1, ":7000"); }
+
+std::string SimCluster::ReplicaEndpoint(int node) { return Endpoint(node) + "/replica"; }
+
+void SimCluster::SetDown(int node, bool down) {
+  network_.SetDown(Endpoint(node), down);
+  network_.SetDown(ReplicaEndpoint(node), down);
+}
 
 Status SimCluster::CheckIndex(int node) const {
   if (node < 0 || node >= size()) {
@@ -120,6 +144,33 @@ Status SimCluster::Open(int i) {
                                      .seed = node_seed},
                           .engine_executor = n.executor.get(),
                           .shared_lock_service = n.lock_service.get()};
+  if (options_.replicated) {
+    if (n.replica_transport == nullptr) {
+      ASSIGN_OR_RETURN(n.replica_transport, network_.Attach(ReplicaEndpoint(i)));
+    }
+    cluster::Transport* raw = n.replica_transport.get();
+    Executor* executor = n.executor.get();
+    Clock* clock = n.clock.get();
+    env.replica_channel = [raw, executor, clock](const std::string& self)
+        -> StatusOr<std::unique_ptr<replication::RpcChannel>> {
+      auto mapped = std::make_shared<ReplicaTransport>(raw);
+      // The channel keeps the adapter alive through a holder it owns.
+      struct Owned final : replication::RpcChannel {
+        Owned(std::shared_ptr<ReplicaTransport> t, std::string self, Executor* e, Clock* c)
+            : transport(std::move(t)), channel(std::move(self), transport.get(), e, c) {}
+        const std::string& self() const override { return channel.self(); }
+        void Call(const std::string& to, std::string_view method, std::string request,
+                  int64_t timeout_us, Done done) override {
+          channel.Call(to, method, std::move(request), timeout_us, std::move(done));
+        }
+        void SetHandler(Handler handler) override { channel.SetHandler(std::move(handler)); }
+        std::shared_ptr<ReplicaTransport> transport;
+        replication::MessageRpcChannel channel;
+      };
+      return std::unique_ptr<replication::RpcChannel>(
+          std::make_unique<Owned>(std::move(mapped), self, executor, clock));
+    };
+  }
   ASSIGN_OR_RETURN(n.core, server::NodeCore::Open(o, env));
   if (n.transport == nullptr) {
     ASSIGN_OR_RETURN(n.transport, network_.Attach(Endpoint(i)));
@@ -155,6 +206,10 @@ Status SimCluster::AwaitStarted(const std::vector<int>& which) {
 
 void SimCluster::RunFor(int64_t micros) { sim_.RunFor(micros); }
 
+void SimCluster::Schedule(int64_t delay_us, std::function<void()> task) {
+  sim_.ScheduleAfter(delay_us, std::move(task));
+}
+
 bool SimCluster::RunUntil(const std::function<bool()>& done, int64_t limit_us) {
   const int64_t deadline = clock_.MonotonicMicros() + limit_us;
   while (!done()) {
@@ -172,14 +227,15 @@ Status SimCluster::Crash(int i) {
   RETURN_IF_ERROR(CheckIndex(i));
   Node& n = nodes_[i];
   if (n.core == nullptr) return absl::FailedPreconditionError(StrCat("node ", i, " is down"));
-  network_.SetDown(Endpoint(i), true);  // its goodbye never leaves
+  SetDown(i, true);  // its goodbye never leaves
   n.fs->SimulateCrash();
   n.lock_service->Abandon();  // its sessions now run out on their own
   // What the closing core writes lands in files the crash has cut loose: nothing of it stays.
   n.core.reset();
   n.executor->DropAll();
   n.transport.reset();
-  network_.SetDown(Endpoint(i), false);
+  n.replica_transport.reset();
+  SetDown(i, false);
   return Status();
 }
 
@@ -197,15 +253,19 @@ Status SimCluster::Pause(int i, int64_t micros) {
   Node& n = nodes_[i];
   if (n.core == nullptr) return absl::FailedPreconditionError(StrCat("node ", i, " is down"));
   n.executor->Hold(clock_.MonotonicMicros() + micros);
-  network_.SetDown(Endpoint(i), true);
-  sim_.ScheduleAfter(micros, [this, i] { network_.SetDown(Endpoint(i), false); });
+  if (micros >= options_.node.session_ttl_ms * kMs) n.lock_service->StopRenewing();
+  SetDown(i, true);
+  sim_.ScheduleAfter(micros, [this, i] { SetDown(i, false); });
   return Status();
 }
 
 void SimCluster::Partition(const std::vector<std::vector<int>>& groups) {
   std::map<cluster::NodeId, int> side_of;
   for (size_t g = 0; g < groups.size(); ++g) {
-    for (int i : groups[g]) side_of[Endpoint(i)] = static_cast<int>(g) + 1;
+    for (int i : groups[g]) {
+      side_of[Endpoint(i)] = static_cast<int>(g) + 1;
+      side_of[ReplicaEndpoint(i)] = static_cast<int>(g) + 1;
+    }
   }
   network_.SetPartition(std::move(side_of));
 }

@@ -21,8 +21,9 @@
 //     commit log) and rejoins.
 //   * Partition(groups) / Heal(), SetLoss(p): the network (testing/sim_network.h).
 //   * Pause(i, d): the node's tasks are held for d of simulated time and it neither sends nor
-//     receives meanwhile. Its session stays alive (the shared embedded service renews every
-//     session that is not abandoned).
+//     receives meanwhile. A pause shorter than the session TTL keeps the session alive (the
+//     shared embedded service renews every session that is not abandoned); a longer one lets
+//     it expire, as etcd would, and the node finds it lost when it runs again.
 //   * SetClockDrift(i, offset, rate): the node's clock runs at `rate` from now on and its wall
 //     time is shifted by `offset`; its timers follow its clock.
 //
@@ -75,6 +76,12 @@ struct SimClusterOptions {
   tablet::EngineOptions engine = DefaultSimEngineOptions();
   // How long Start and Restart wait for nodes to serve, in simulated microseconds.
   int64_t start_limit_us = 10'000'000;
+  // The nodes replicate their tables (replication/replicated_store.h): each talks the
+  // replication protocol over a MessageRpcChannel on the same SimNetwork (under
+  // ReplicaEndpoint(i), which partitions and pauses treat as the node's). Then core(i)->access()
+  // must not be called from the driving thread (it waits for the simulation); use
+  // core(i)->replicated()->coordinator() and RunUntil.
+  bool replicated = false;
 };
 
 class SimCluster {
@@ -91,6 +98,9 @@ class SimCluster {
   // nodes that did not start within options.start_limit_us.
   Status Start();
 
+  // Runs `task` after `delay_us` of simulated time on the simulation itself (no node's: crashes
+  // and pauses do not touch it), e.g. a test's client.
+  void Schedule(int64_t delay_us, std::function<void()> task);
   // Runs the simulation for `micros` of simulated time.
   void RunFor(int64_t micros);
   // Runs one task at a time until `done()` holds (checked first and after every task) or
@@ -115,6 +125,8 @@ class SimCluster {
   // True when the node is up and serves (CheckServing).
   bool serving(int node) const;
   static std::string Endpoint(int node);
+  // Where node i's replication channel is attached on the network.
+  static std::string ReplicaEndpoint(int node);
   MemFileSystem* fs(int node) const;
   int64_t now_us() const { return clock_.MonotonicMicros(); }
   uint64_t seed() const { return options_.seed; }
@@ -129,11 +141,14 @@ class SimCluster {
     std::unique_ptr<NodeExecutor> executor;
     std::unique_ptr<NodeLockService> lock_service;  // over the shared one; from Start
     std::unique_ptr<cluster::Transport> transport;
+    std::unique_ptr<cluster::Transport> replica_transport;  // options.replicated only
     std::unique_ptr<server::NodeCore> core;
     std::optional<Status> started;  // set by the node when it has started (or failed to)
   };
 
   Status CheckIndex(int node) const;
+  // Both of the node's endpoints up or down on the network.
+  void SetDown(int node, bool down);
   // Opens node i's core on its file system and begins its node.
   Status Open(int node);
   // Runs until every node in `which` has started; its first error, or DeadlineExceeded.

@@ -1,0 +1,212 @@
+#include "tessera/replication/cluster_table_access.h"
+
+#include <deque>
+#include <utility>
+
+#include "absl/synchronization/notification.h"
+
+namespace tessera::replication {
+namespace {
+
+// Waits for one asynchronous answer.
+template <typename T>
+class Waiter {
+ public:
+  std::function<void(T)> Callback() {
+    return [this](T value) {
+      value_.emplace(std::move(value));
+      done_.Notify();
+    };
+  }
+  T Wait() {
+    done_.WaitForNotification();
+    return std::move(*value_);
+  }
+
+ private:
+  absl::Notification done_;
+  std::optional<T> value_;
+};
+
+// A copy of the table snapshot for the coordinator's asynchronous operations.
+TableSnapshot Snapshot(const catalog::TableInfo& table) {
+  return std::make_shared<const catalog::TableInfo>(table);
+}
+
+// The caller's filter, shared for the length of a call it outlives.
+std::shared_ptr<model::RowFilter> Borrow(model::RowFilter* filter) {
+  return filter == nullptr ? nullptr : std::shared_ptr<model::RowFilter>(filter, [](auto*) {});
+}
+
+// The part of `ranges` inside [start, end) ("" end: unbounded).
+std::vector<model::RowRange> Clip(const std::vector<model::RowRange>& ranges,
+                                  const std::string& start, const std::string& end) {
+  std::vector<model::RowRange> out;
+  for (const model::RowRange& r : ranges) {
+    model::RowRange c{std::max(r.start, start), r.end};
+    if (!end.empty() && (c.end.empty() || c.end > end)) c.end = end;
+    if (c.end.empty() || c.start < c.end) out.push_back(std::move(c));
+  }
+  return out;
+}
+
+class ClusterRowStream final : public RowStream {
+ public:
+  ClusterRowStream(Coordinator* coordinator, TableSnapshot table, ReadRequest request)
+      : coordinator_(coordinator),
+        table_(std::move(table)),
+        filter_(std::make_shared<model::RowFilter>(std::move(request.filter))),
+        ranges_(request.rows.ranges()),
+        limit_(request.rows_limit),
+        reversed_(request.reversed) {
+    for (size_t i = 0; i < table_->tablets.size(); ++i) {
+      const catalog::TabletRef& t = table_->tablets[i];
+      if (!Clip(ranges_, t.start_row, t.end_row).empty()) order_.push_back(i);
+    }
+    if (reversed_) std::reverse(order_.begin(), order_.end());
+  }
+
+  StatusOr<ReadStep> Step(model::Row* row) override {
+    if (done_) return ReadStep::kEnd;
+    if (!buffer_.empty()) {
+      *row = std::move(buffer_.front());
+      buffer_.pop_front();
+      ++progress_.rows_returned;
+      progress_.cells_returned += static_cast<int64_t>(row->cells.size());
+      if (limit_ > 0 && progress_.rows_returned >= limit_) done_ = true;
+      return ReadStep::kRow;
+    }
+    if (next_ >= order_.size()) {
+      done_ = true;
+      return ReadStep::kEnd;
+    }
+    const catalog::TabletRef& t = table_->tablets[order_[next_]];
+    std::vector<model::RowRange> ranges = Clip(ranges_, t.start_row, t.end_row);
+    if (!resume_.empty()) {
+      // Past the last row returned: after it forward, before it reversed.
+      ranges = reversed_ ? Clip(ranges, "", resume_) : Clip(ranges, resume_ + '\0', "");
+    }
+    if (ranges.empty()) {
+      ++next_;
+      resume_.clear();
+      return ReadStep::kNoRow;
+    }
+    const int64_t left = limit_ > 0 ? limit_ - progress_.rows_returned : 0;
+    Waiter<StatusOr<ReadPage>> waiter;
+    coordinator_->Read(table_, order_[next_], std::move(ranges), filter_, left, reversed_,
+                       OperationOptions(), waiter.Callback());
+    StatusOr<ReadPage> page = waiter.Wait();
+    if (!page.ok()) return page.status();
+    progress_.rows_seen += page->rows_seen;
+    progress_.cells_seen += page->cells_seen;
+    if (!page->last_scanned_key.empty()) progress_.last_scanned_key = page->last_scanned_key;
+    if (page->done) {
+      ++next_;
+      resume_.clear();
+    } else if (!page->last_scanned_key.empty()) {
+      resume_ = page->last_scanned_key;
+    } else if (!page->rows.empty()) {
+      resume_ = page->rows.back().key;
+    }
+    for (model::Row& r : page->rows) buffer_.push_back(std::move(r));
+    return ReadStep::kNoRow;
+  }
+
+  bool done() const override { return done_; }
+  const ReadProgress& progress() const override { return progress_; }
+
+ private:
+  Coordinator* const coordinator_;
+  const TableSnapshot table_;
+  const std::shared_ptr<model::RowFilter> filter_;
+  const std::vector<model::RowRange> ranges_;
+  const int64_t limit_;
+  const bool reversed_;
+  std::vector<size_t> order_;  // tablet indexes to visit
+  size_t next_ = 0;
+  std::string resume_;
+  std::deque<model::Row> buffer_;
+  ReadProgress progress_;
+  bool done_ = false;
+};
+
+}  // namespace
+
+ClusterTableAccess::ClusterTableAccess(std::function<Coordinator*()> coordinator,
+                                       LocalTableAccess* local)
+    : coordinator_(std::move(coordinator)), local_(local) {}
+
+StatusOr<Coordinator*> ClusterTableAccess::Get() const {
+  Coordinator* c = coordinator_();
+  if (c == nullptr) return absl::UnavailableError("this node is not serving its cluster's tables yet");
+  return c;
+}
+
+Status ClusterTableAccess::Mutate(const catalog::TableInfo& table,
+                                  const model::RowMutation& mutation) {
+  ASSIGN_OR_RETURN(Coordinator * c, Get());
+  Waiter<Status> waiter;
+  c->Mutate(Snapshot(table), mutation, OperationOptions(), waiter.Callback());
+  return waiter.Wait();
+}
+
+StatusOr<bool> ClusterTableAccess::CheckAndMutate(const catalog::TableInfo& table,
+                                                  std::string_view row_key,
+                                                  model::RowFilter* predicate,
+                                                  const model::RowMutation& on_true,
+                                                  const model::RowMutation& on_false) {
+  ASSIGN_OR_RETURN(Coordinator * c, Get());
+  Waiter<StatusOr<bool>> waiter;
+  c->CheckAndMutate(Snapshot(table), std::string(row_key), Borrow(predicate), on_true, on_false,
+                    OperationOptions(), waiter.Callback());
+  return waiter.Wait();
+}
+
+StatusOr<model::Row> ClusterTableAccess::ReadModifyWrite(
+    const catalog::TableInfo& table, std::string_view row_key,
+    const std::vector<ReadModifyWriteRule>& rules, int64_t now_micros, size_t max_value_bytes) {
+  ASSIGN_OR_RETURN(Coordinator * c, Get());
+  Waiter<StatusOr<model::Row>> waiter;
+  c->ReadModifyWrite(Snapshot(table), std::string(row_key), rules, now_micros, max_value_bytes,
+                     OperationOptions(), waiter.Callback());
+  return waiter.Wait();
+}
+
+StatusOr<std::unique_ptr<RowStream>> ClusterTableAccess::Read(TableSnapshot table,
+                                                              ReadRequest request) {
+  ASSIGN_OR_RETURN(Coordinator * c, Get());
+  return std::unique_ptr<RowStream>(
+      std::make_unique<ClusterRowStream>(c, std::move(table), std::move(request)));
+}
+
+StatusOr<std::vector<RowKeySample>> ClusterTableAccess::SampleRowKeys(
+    const catalog::TableInfo& table, uint64_t every_bytes) {
+  return local_->SampleRowKeys(table, every_bytes);
+}
+
+StatusOr<uint64_t> ClusterTableAccess::DropRowRange(const catalog::TableInfo& table,
+                                                    std::string_view prefix) {
+  ASSIGN_OR_RETURN(Coordinator * c, Get());
+  // Each row of the range is deleted through its primary, like any write; the rows are read
+  // in pages of keys only, and deleted as they come.
+  TableSnapshot snapshot = Snapshot(table);
+  ReadRequest request;
+  request.rows = model::RowSet::Of({}, {model::RowRange::WithPrefix(prefix)});
+  ClusterRowStream rows(c, snapshot, std::move(request));
+  uint64_t deleted = 0;
+  model::Row row;
+  while (true) {
+    ASSIGN_OR_RETURN(ReadStep step, rows.Step(&row));
+    if (step == ReadStep::kEnd) break;
+    if (step != ReadStep::kRow) continue;
+    model::RowMutation m(row.key);
+    m.DeleteFromRow();
+    Waiter<Status> waiter;
+    c->Mutate(snapshot, std::move(m), OperationOptions(), waiter.Callback());
+    RETURN_IF_ERROR(waiter.Wait());
+    ++deleted;
+  }
+  return deleted;
+}
+
+}  // namespace tessera::replication

@@ -1,0 +1,52 @@
+// ClusterTableAccess: TableAccess (table_access.h) over the node's Coordinator, for the gRPC
+// services (docs/replication.md). Each call runs the coordinator's asynchronous operation and
+// waits for its answer, so it must be called from a thread that may block (a request thread),
+// never from a task of the executor the coordinator's callbacks run on.
+//
+// Reads: the stream visits the tablets the row set touches in row order (reverse order for a
+// reversed read), one page at a time from each tablet's primary (or a replica at ONE), asking
+// for what is left of rows_limit and resuming after the last row key it returned (before it,
+// reversed), so limits, order and resumption are those of one node. Each page is a consistent
+// snapshot of its rows; a scan is not one snapshot as a whole (Bigtable promises rows, not
+// scans). Filters must carry their source (model::RowFilter::source) to be sent on.
+//
+// SampleRowKeys answers with the tablet boundaries and this node's size estimates.
+//
+// Thread-safety: as TableAccess.
+#pragma once
+
+#include <functional>
+
+#include "tessera/replication/coordinator.h"
+#include "tessera/replication/local_table_access.h"
+#include "tessera/replication/table_access.h"
+
+namespace tessera::replication {
+
+class ClusterTableAccess final : public TableAccess {
+ public:
+  // `coordinator()` returns the node's coordinator, or null while it has none (the calls then
+  // fail with Unavailable). `local` answers SampleRowKeys.
+  ClusterTableAccess(std::function<Coordinator*()> coordinator, LocalTableAccess* local);
+
+  Status Mutate(const catalog::TableInfo& table, const model::RowMutation& mutation) override;
+  StatusOr<bool> CheckAndMutate(const catalog::TableInfo& table, std::string_view row_key,
+                                model::RowFilter* predicate, const model::RowMutation& on_true,
+                                const model::RowMutation& on_false) override;
+  StatusOr<model::Row> ReadModifyWrite(const catalog::TableInfo& table, std::string_view row_key,
+                                       const std::vector<ReadModifyWriteRule>& rules,
+                                       int64_t now_micros, size_t max_value_bytes) override;
+  StatusOr<std::unique_ptr<RowStream>> Read(TableSnapshot table, ReadRequest request) override;
+  StatusOr<std::vector<RowKeySample>> SampleRowKeys(const catalog::TableInfo& table,
+                                                    uint64_t every_bytes) override;
+  StatusOr<uint64_t> DropRowRange(const catalog::TableInfo& table,
+                                  std::string_view prefix) override;
+
+ private:
+  StatusOr<Coordinator*> Get() const;
+
+  const std::function<Coordinator*()> coordinator_;
+  LocalTableAccess* const local_;
+};
+
+}  // namespace tessera::replication

@@ -1,0 +1,618 @@
+#include "tessera/replication/coordinator.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "tessera/catalog/tablet_id.h"
+#include "tessera/util/logging.h"
+#include "tessera/v1/replica.pb.h"
+
+namespace tessera::replication {
+namespace {
+
+void ToMessage(const model::Row& row, v1::RowMessage* out) {
+  out->set_key(row.key);
+  for (const model::Cell& c : row.cells) {
+    v1::CellMessage* m = out->add_cells();
+    m->set_family(c.family);
+    m->set_qualifier(c.qualifier);
+    m->set_timestamp_micros(c.timestamp_micros);
+    m->set_value(c.value);
+    for (const std::string& label : c.labels) m->add_labels(label);
+  }
+}
+
+model::Row FromMessage(const v1::RowMessage& m) {
+  model::Row row;
+  row.key = m.key();
+  row.cells.reserve(static_cast<size_t>(m.cells_size()));
+  for (const v1::CellMessage& c : m.cells()) {
+    row.cells.push_back(model::Cell{c.family(), c.qualifier(), c.timestamp_micros(), c.value(),
+                                    {c.labels().begin(), c.labels().end()}});
+  }
+  return row;
+}
+
+void SetStatus(const Status& s, bool maybe_applied, v1::ForwardStatus* out) {
+  out->set_code(static_cast<int>(s.code()));
+  out->set_message(std::string(s.message()));
+  out->set_maybe_applied(!s.ok() && maybe_applied);
+}
+
+Status GetStatus(const v1::ForwardStatus& s, bool* maybe_applied) {
+  *maybe_applied = s.maybe_applied();
+  return Status(static_cast<absl::StatusCode>(s.code()), s.message());
+}
+
+}  // namespace
+
+// One operation on one tablet. Built by the coordinator that took the request (with `encode`
+// and `decode`, to send it on) or by the primary serving a forwarded one.
+struct Coordinator::Op {
+  TableSnapshot table;
+  uint64_t tablet_id = 0;
+  uint64_t epoch = 0;  // as the sender knew it (forwarded), or the configuration's
+  bool is_read = false;
+  bool idempotent = false;
+  WriteLevel write_level = WriteLevel::kQuorum;
+  ReadLevel read_level = ReadLevel::kPrimary;
+  std::string dc;
+  int64_t deadline_us = 0;
+  std::string method;
+  // Runs the operation on this node's LocalTableAccess, keeping its result.
+  std::function<Status()> run_local;
+  // The request for the primary, for a target.
+  std::function<std::string(const v1::ForwardTarget&)> encode;
+  // Reads the primary's response: its status, and the result when OK.
+  std::function<Status(const std::string& response, bool* maybe_applied)> decode;
+  // Hands the outcome (and the kept result) to whoever asked.
+  std::function<void(Status)> finish;
+  int attempts = 0;
+  int64_t delay_us = 0;
+};
+
+Coordinator::Coordinator(ReplicaNode* replicas, LocalTableAccess* access, RpcChannel* channel,
+                         Executor* executor, Clock* clock, TableLookup lookup,
+                         FilterCompiler compile, CoordinatorOptions options)
+    : replicas_(replicas),
+      access_(access),
+      channel_(channel),
+      executor_(executor),
+      clock_(clock),
+      lookup_(std::move(lookup)),
+      compile_(std::move(compile)),
+      options_(std::move(options)) {}
+
+// ---------------------------------------------------------------------------------------------
+// Running an operation
+
+std::shared_ptr<Coordinator::Op> Coordinator::NewOp(TableSnapshot table, uint64_t tablet_id,
+                                                    const OperationOptions& options,
+                                                    std::string_view method, bool is_read) {
+  auto op = std::make_shared<Op>();
+  op->table = std::move(table);
+  op->tablet_id = tablet_id;
+  op->is_read = is_read;
+  op->write_level = options.write_level.value_or(options_.write_level);
+  op->read_level = options.read_level.value_or(options_.read_level);
+  op->dc = options_.dc;
+  op->deadline_us = clock_->MonotonicMicros() +
+                    (options.timeout_us > 0 ? options.timeout_us : options_.timeout_us);
+  op->method = std::string(method);
+  return op;
+}
+
+void Coordinator::Run(std::shared_ptr<Op> op) {
+  op->delay_us = options_.retry_delay_us;
+  RunOnce(std::move(op));
+}
+
+void Coordinator::RunOnce(std::shared_ptr<Op> op) {
+  ++op->attempts;
+  auto retry_or_finish = [this, op](Status s, bool maybe_applied) {
+    const int64_t now = clock_->MonotonicMicros();
+    const bool retryable =
+        (absl::IsUnavailable(s) && (!maybe_applied || op->idempotent)) ||
+        (absl::IsDeadlineExceeded(s) && op->idempotent);
+    if (!s.ok() && retryable && op->attempts < options_.max_attempts &&
+        now + op->delay_us < op->deadline_us) {
+      const int64_t delay = op->delay_us;
+      op->delay_us = std::min(2 * op->delay_us, options_.max_retry_delay_us);
+      executor_->ScheduleAfter(delay, [this, op] { RunOnce(op); });
+      return;
+    }
+    Finish(op, std::move(s), maybe_applied);
+  };
+  if (!catalog::IsClusterTabletId(op->tablet_id)) {
+    // This node's own tablet (a table it had before it joined the cluster): served here.
+    Status s = op->run_local();
+    Finish(op, std::move(s), false);
+    return;
+  }
+  std::optional<catalog::TabletConfig> config = replicas_->GetConfig(op->tablet_id);
+  if (!config.has_value()) {
+    retry_or_finish(absl::UnavailableError(StrCat("tablet ", op->tablet_id, " of ",
+                                                  op->table->full_name,
+                                                  " has no configuration here yet")),
+                    false);
+    return;
+  }
+  op->epoch = config->epoch;
+  std::string target = config->primary_endpoint();
+  if (op->is_read && op->read_level == ReadLevel::kOne) {
+    const int self = config->IndexOf(channel_->self());
+    if (self >= 0 && !config->NeedsRebuild(static_cast<size_t>(self))) target = channel_->self();
+  }
+  if (target == channel_->self()) {
+    RunHere(op, retry_or_finish);
+    return;
+  }
+  v1::ForwardTarget t;
+  t.set_table(op->table->full_name);
+  t.set_tablet_id(op->tablet_id);
+  t.set_epoch(op->epoch);
+  t.set_write_level(static_cast<int>(op->write_level));
+  t.set_read_level(static_cast<int>(op->read_level));
+  const int64_t timeout = std::clamp<int64_t>(op->deadline_us - clock_->MonotonicMicros(), 1,
+                                              options_.attempt_timeout_us);
+  channel_->Call(target, op->method, op->encode(t), timeout,
+                 [op, retry_or_finish](StatusOr<std::string> response) {
+                   if (!response.ok()) {
+                     // Lost on the way there or back: it may have run.
+                     retry_or_finish(response.status(), true);
+                     return;
+                   }
+                   bool maybe_applied = true;
+                   Status s = op->decode(*response, &maybe_applied);
+                   retry_or_finish(std::move(s), maybe_applied);
+                 });
+}
+
+void Coordinator::Finish(std::shared_ptr<Op> op, Status status, bool maybe_applied) {
+  if (!status.ok() && maybe_applied && !op->is_read &&
+      (absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status)) &&
+      std::string(status.message()).find("may have been applied") == std::string::npos) {
+    status = Status(status.code(), StrCat(status.message(), "; the write may have been applied"));
+  }
+  op->finish(std::move(status));
+}
+
+void Coordinator::RunHere(std::shared_ptr<Op> op,
+                          std::function<void(Status status, bool maybe_applied)> done) {
+  const bool at_one = op->is_read && op->read_level == ReadLevel::kOne;
+  if (!at_one) {
+    Status s = replicas_->CheckPrimary(op->tablet_id, op->epoch);
+    if (s.ok()) {
+      s = op->is_read ? replicas_->CheckReadLease(op->tablet_id)
+                      : replicas_->CheckWritable(op->tablet_id, op->write_level, op->dc);
+    }
+    if (!s.ok()) {
+      done(absl::UnavailableError(s.message()), false);  // refused before it ran
+      return;
+    }
+  }
+  Status s = op->run_local();
+  if (!s.ok()) {
+    // Storage trouble after the write reached the log may still leave it applied.
+    done(std::move(s), !op->is_read && (absl::IsUnavailable(s) || absl::IsDataLoss(s)));
+    return;
+  }
+  if (at_one) {
+    done(Status(), false);
+    return;
+  }
+  const WriteLevel level = op->is_read ? WriteLevel::kQuorum : op->write_level;
+  const int64_t timeout = std::max<int64_t>(1, op->deadline_us - clock_->MonotonicMicros());
+  replicas_->AwaitCommit(op->tablet_id, level, op->dc, timeout,
+                         [done = std::move(done)](Status st) { done(st, !st.ok()); });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The operations. Each builds its Op for both sides: MakeX(...) with the parameters, then the
+// coordinator adds encode/decode and Run()s it; the forward handler decodes the parameters,
+// builds the same Op and runs it here.
+
+void Coordinator::Mutate(TableSnapshot table, model::RowMutation mutation,
+                         const OperationOptions& options, std::function<void(Status)> done) {
+  const uint64_t tablet_id = table->TabletFor(mutation.row()).id;
+  std::shared_ptr<Op> op =
+      NewOp(std::move(table), tablet_id, options, kForwardMutateMethod, /*is_read=*/false);
+  auto m = std::make_shared<model::RowMutation>(std::move(mutation));
+  op->run_local = [this, op = op.get(), m] { return access_->Mutate(*op->table, *m); };
+  op->encode = [m](const v1::ForwardTarget& target) {
+    v1::ForwardMutateRequest r;
+    *r.mutable_target() = target;
+    r.add_mutations(m->encoded());
+    return r.SerializeAsString();
+  };
+  op->decode = [](const std::string& bytes, bool* maybe_applied) {
+    v1::ForwardMutateResponse r;
+    if (!r.ParseFromString(bytes)) return Status(absl::InternalError("malformed Forward.Mutate answer"));
+    return GetStatus(r.status(), maybe_applied);
+  };
+  op->finish = std::move(done);
+  Run(std::move(op));
+}
+
+void Coordinator::CheckAndMutate(TableSnapshot table, std::string row_key,
+                                 std::shared_ptr<model::RowFilter> predicate,
+                                 model::RowMutation on_true, model::RowMutation on_false,
+                                 const OperationOptions& options,
+                                 std::function<void(StatusOr<bool>)> done) {
+  const uint64_t tablet_id = table->TabletFor(row_key).id;
+  std::shared_ptr<Op> op = NewOp(std::move(table), tablet_id, options,
+                                 kForwardCheckAndMutateMethod, /*is_read=*/false);
+  struct State {
+    std::string row;
+    std::shared_ptr<model::RowFilter> predicate;
+    model::RowMutation on_true, on_false;
+    bool matched = false;
+  };
+  auto st = std::make_shared<State>(
+      State{std::move(row_key), std::move(predicate), std::move(on_true), std::move(on_false)});
+  op->run_local = [this, op = op.get(), st]() -> Status {
+    ASSIGN_OR_RETURN(st->matched, access_->CheckAndMutate(*op->table, st->row, st->predicate.get(),
+                                                          st->on_true, st->on_false));
+    return Status();
+  };
+  op->encode = [st](const v1::ForwardTarget& target) {
+    v1::ForwardCheckAndMutateRequest r;
+    *r.mutable_target() = target;
+    r.set_row_key(st->row);
+    if (st->predicate != nullptr) {
+      r.set_has_predicate(true);
+      r.set_predicate(st->predicate->source());
+    }
+    if (!st->on_true.empty()) r.set_on_true(st->on_true.encoded());
+    if (!st->on_false.empty()) r.set_on_false(st->on_false.encoded());
+    return r.SerializeAsString();
+  };
+  op->decode = [st](const std::string& bytes, bool* maybe_applied) {
+    v1::ForwardCheckAndMutateResponse r;
+    if (!r.ParseFromString(bytes)) {
+      return Status(absl::InternalError("malformed Forward.CheckAndMutate answer"));
+    }
+    st->matched = r.matched();
+    return GetStatus(r.status(), maybe_applied);
+  };
+  op->finish = [st, done = std::move(done)](Status s) {
+    if (!s.ok()) {
+      done(std::move(s));
+    } else {
+      done(st->matched);
+    }
+  };
+  Run(std::move(op));
+}
+
+void Coordinator::ReadModifyWrite(TableSnapshot table, std::string row_key,
+                                  std::vector<ReadModifyWriteRule> rules, int64_t now_micros,
+                                  size_t max_value_bytes, const OperationOptions& options,
+                                  std::function<void(StatusOr<model::Row>)> done) {
+  const uint64_t tablet_id = table->TabletFor(row_key).id;
+  std::shared_ptr<Op> op = NewOp(std::move(table), tablet_id, options,
+                                 kForwardReadModifyWriteMethod, /*is_read=*/false);
+  struct State {
+    std::string row;
+    std::vector<ReadModifyWriteRule> rules;
+    int64_t now_micros;
+    size_t max_value_bytes;
+    model::Row result;
+  };
+  auto st = std::make_shared<State>(
+      State{std::move(row_key), std::move(rules), now_micros, max_value_bytes, {}});
+  op->run_local = [this, op = op.get(), st]() -> Status {
+    ASSIGN_OR_RETURN(st->result, access_->ReadModifyWrite(*op->table, st->row, st->rules,
+                                                          st->now_micros, st->max_value_bytes));
+    return Status();
+  };
+  op->encode = [st](const v1::ForwardTarget& target) {
+    v1::ForwardReadModifyWriteRequest r;
+    *r.mutable_target() = target;
+    r.set_row_key(st->row);
+    for (const ReadModifyWriteRule& rule : st->rules) {
+      v1::ReadModifyWriteRuleMessage* m = r.add_rules();
+      m->set_family(rule.family);
+      m->set_qualifier(rule.qualifier);
+      m->set_stored_qualifier(rule.stored_qualifier);
+      m->set_increment(rule.kind == ReadModifyWriteRule::Kind::kIncrement);
+      m->set_append_value(rule.append_value);
+      m->set_increment_amount(rule.increment_amount);
+    }
+    r.set_now_micros(st->now_micros);
+    r.set_max_value_bytes(st->max_value_bytes);
+    return r.SerializeAsString();
+  };
+  op->decode = [st](const std::string& bytes, bool* maybe_applied) {
+    v1::ForwardReadModifyWriteResponse r;
+    if (!r.ParseFromString(bytes)) {
+      return Status(absl::InternalError("malformed Forward.ReadModifyWrite answer"));
+    }
+    st->result = FromMessage(r.row());
+    return GetStatus(r.status(), maybe_applied);
+  };
+  op->finish = [st, done = std::move(done)](Status s) {
+    if (!s.ok()) {
+      done(std::move(s));
+    } else {
+      done(std::move(st->result));
+    }
+  };
+  Run(std::move(op));
+}
+
+namespace {
+
+// The local part of a page read: the rows of `ranges` on this node.
+struct PageState {
+  std::vector<model::RowRange> ranges;
+  std::shared_ptr<model::RowFilter> filter;
+  std::string filter_source;  // to compile afresh for each run
+  int64_t rows_limit = 0;
+  bool reversed = false;
+  int64_t max_rows = 0;
+  int64_t max_bytes = 0;
+  ReadPage page;
+};
+
+// Reads one page of st->ranges on this node into st->page.
+Status ReadLocalPage(LocalTableAccess* access, const FilterCompiler& compile,
+                     const TableSnapshot& table, PageState* st) {
+  ReadRequest request;
+  request.rows = model::RowSet::Of({}, st->ranges);
+  if (!st->filter_source.empty()) {
+    ASSIGN_OR_RETURN(request.filter, compile(*table, st->filter_source));
+  } else if (st->filter != nullptr && !st->filter->IsPassAll()) {
+    return absl::InternalError("a filter without its source cannot be run twice");
+  }
+  request.rows_limit = st->rows_limit;
+  request.reversed = st->reversed;
+  ASSIGN_OR_RETURN(std::unique_ptr<RowStream> stream, access->Read(table, std::move(request)));
+  st->page = ReadPage();
+  int64_t bytes = 0;
+  model::Row row;
+  while (static_cast<int64_t>(st->page.rows.size()) < st->max_rows && bytes < st->max_bytes) {
+    ASSIGN_OR_RETURN(ReadStep step, stream->Step(&row));
+    if (step == ReadStep::kEnd) {
+      st->page.done = true;
+      break;
+    }
+    if (step != ReadStep::kRow) continue;
+    for (const model::Cell& c : row.cells) bytes += static_cast<int64_t>(c.value.size());
+    st->page.rows.push_back(std::move(row));
+    row = model::Row();
+    if (stream->done()) {
+      st->page.done = true;
+      break;
+    }
+  }
+  st->page.last_scanned_key = stream->progress().last_scanned_key;
+  st->page.rows_seen = stream->progress().rows_seen;
+  st->page.cells_seen = stream->progress().cells_seen;
+  return Status();
+}
+
+}  // namespace
+
+void Coordinator::Read(TableSnapshot table, size_t tablet_index,
+                       std::vector<model::RowRange> ranges,
+                       std::shared_ptr<model::RowFilter> filter, int64_t rows_limit,
+                       bool reversed, const OperationOptions& options,
+                       std::function<void(StatusOr<ReadPage>)> done) {
+  const uint64_t tablet_id = table->tablets[tablet_index].id;
+  std::shared_ptr<Op> op =
+      NewOp(std::move(table), tablet_id, options, kForwardReadMethod, /*is_read=*/true);
+  auto st = std::make_shared<PageState>();
+  st->ranges = std::move(ranges);
+  st->filter_source = filter != nullptr ? filter->source() : std::string();
+  st->filter = std::move(filter);
+  st->rows_limit = rows_limit;
+  st->reversed = reversed;
+  st->max_rows = options_.max_page_rows;
+  st->max_bytes = options_.max_page_bytes;
+  op->run_local = [this, op = op.get(), st] {
+    return ReadLocalPage(access_, compile_, op->table, st.get());
+  };
+  op->encode = [st](const v1::ForwardTarget& target) {
+    v1::ForwardReadRequest r;
+    *r.mutable_target() = target;
+    for (const model::RowRange& range : st->ranges) {
+      v1::RowRangeMessage* m = r.add_ranges();
+      m->set_start(range.start);
+      m->set_end(range.end);
+    }
+    if (!st->filter_source.empty()) {
+      r.set_has_filter(true);
+      r.set_filter(st->filter_source);
+    }
+    r.set_rows_limit(st->rows_limit);
+    r.set_reversed(st->reversed);
+    r.set_max_page_rows(st->max_rows);
+    r.set_max_page_bytes(st->max_bytes);
+    return r.SerializeAsString();
+  };
+  op->decode = [st](const std::string& bytes, bool* maybe_applied) {
+    v1::ForwardReadResponse r;
+    if (!r.ParseFromString(bytes)) return Status(absl::InternalError("malformed Forward.Read answer"));
+    st->page = ReadPage();
+    for (const v1::RowMessage& m : r.rows()) st->page.rows.push_back(FromMessage(m));
+    st->page.done = r.done();
+    st->page.last_scanned_key = r.last_scanned_key();
+    st->page.rows_seen = r.rows_seen();
+    st->page.cells_seen = r.cells_seen();
+    return GetStatus(r.status(), maybe_applied);
+  };
+  op->finish = [st, done = std::move(done)](Status s) {
+    if (!s.ok()) {
+      done(std::move(s));
+    } else {
+      done(std::move(st->page));
+    }
+  };
+  Run(std::move(op));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Serving forwarded operations
+
+bool Coordinator::Handle(const std::string& /*from*/, const std::string& method,
+                         std::string& request, RpcChannel::Responder& respond) {
+  if (method != kForwardMutateMethod && method != kForwardCheckAndMutateMethod &&
+      method != kForwardReadModifyWriteMethod && method != kForwardReadMethod) {
+    return false;
+  }
+  ServeForward(method, std::move(request), std::move(respond));
+  return true;
+}
+
+void Coordinator::ServeForward(const std::string& method, std::string request,
+                               RpcChannel::Responder respond) {
+  auto op = std::make_shared<Op>();
+  v1::ForwardTarget target;
+  // Each kind: parse, then set run_local and a responder that encodes the result.
+  std::function<std::string(const Status&, bool)> answer;
+  auto bad = [&](std::string_view what) {
+    respond(absl::InvalidArgumentError(StrCat("malformed ", method, " call: ", what)));
+  };
+  v1::ForwardMutateRequest mutate;
+  v1::ForwardCheckAndMutateRequest cam;
+  v1::ForwardReadModifyWriteRequest rmw;
+  v1::ForwardReadRequest read;
+  if (method == kForwardMutateMethod) {
+    if (!mutate.ParseFromString(request)) return bad("does not parse");
+    target = mutate.target();
+  } else if (method == kForwardCheckAndMutateMethod) {
+    if (!cam.ParseFromString(request)) return bad("does not parse");
+    target = cam.target();
+  } else if (method == kForwardReadModifyWriteMethod) {
+    if (!rmw.ParseFromString(request)) return bad("does not parse");
+    target = rmw.target();
+  } else {
+    if (!read.ParseFromString(request)) return bad("does not parse");
+    target = read.target();
+  }
+  std::optional<WriteLevel> wl = WriteLevelFromInt(target.write_level());
+  std::optional<ReadLevel> rl = ReadLevelFromInt(target.read_level());
+  if (!wl.has_value() || !rl.has_value()) return bad("unknown consistency level");
+  StatusOr<TableSnapshot> table = lookup_(target.table());
+  if (!table.ok()) {
+    // The schema may not have reached this node yet: a refusal the coordinator retries.
+    table = absl::UnavailableError(StrCat("table ", target.table(), " is not known at ",
+                                          channel_->self(), " yet: ", table.status().message()));
+  }
+  op->tablet_id = target.tablet_id();
+  op->epoch = target.epoch();
+  op->write_level = *wl;
+  op->read_level = *rl;
+  op->dc = options_.dc;
+  op->deadline_us = clock_->MonotonicMicros() + options_.timeout_us;
+  if (table.ok()) op->table = *table;
+
+  if (method == kForwardMutateMethod) {
+    auto ms = std::make_shared<std::vector<model::RowMutation>>();
+    for (const std::string& encoded : mutate.mutations()) {
+      StatusOr<model::RowMutation> m = model::RowMutation::FromEncoded(encoded);
+      if (!m.ok()) return bad(std::string(m.status().message()));
+      ms->push_back(*std::move(m));
+    }
+    op->run_local = [this, op = op.get(), ms]() -> Status {
+      for (const model::RowMutation& m : *ms) RETURN_IF_ERROR(access_->Mutate(*op->table, m));
+      return Status();
+    };
+    answer = [](const Status& s, bool maybe) {
+      v1::ForwardMutateResponse r;
+      SetStatus(s, maybe, r.mutable_status());
+      return r.SerializeAsString();
+    };
+  } else if (method == kForwardCheckAndMutateMethod) {
+    auto matched = std::make_shared<bool>(false);
+    StatusOr<model::RowMutation> on_true = cam.on_true().empty()
+                                               ? model::RowMutation(cam.row_key())
+                                               : model::RowMutation::FromEncoded(cam.on_true());
+    StatusOr<model::RowMutation> on_false = cam.on_false().empty()
+                                                ? model::RowMutation(cam.row_key())
+                                                : model::RowMutation::FromEncoded(cam.on_false());
+    if (!on_true.ok() || !on_false.ok()) return bad("a mutation does not decode");
+    auto args = std::make_shared<std::pair<model::RowMutation, model::RowMutation>>(
+        *std::move(on_true), *std::move(on_false));
+    op->run_local = [this, op = op.get(), cam, matched, args]() -> Status {
+      std::optional<model::RowFilter> predicate;
+      if (cam.has_predicate()) {
+        ASSIGN_OR_RETURN(predicate, compile_(*op->table, cam.predicate()));
+      }
+      ASSIGN_OR_RETURN(*matched,
+                       access_->CheckAndMutate(*op->table, cam.row_key(),
+                                               predicate.has_value() ? &*predicate : nullptr,
+                                               args->first, args->second));
+      return Status();
+    };
+    answer = [matched](const Status& s, bool maybe) {
+      v1::ForwardCheckAndMutateResponse r;
+      SetStatus(s, maybe, r.mutable_status());
+      r.set_matched(*matched);
+      return r.SerializeAsString();
+    };
+  } else if (method == kForwardReadModifyWriteMethod) {
+    auto result = std::make_shared<model::Row>();
+    auto rules = std::make_shared<std::vector<ReadModifyWriteRule>>();
+    for (const v1::ReadModifyWriteRuleMessage& m : rmw.rules()) {
+      ReadModifyWriteRule rule;
+      rule.family = m.family();
+      rule.qualifier = m.qualifier();
+      rule.stored_qualifier = m.stored_qualifier();
+      rule.kind = m.increment() ? ReadModifyWriteRule::Kind::kIncrement
+                                : ReadModifyWriteRule::Kind::kAppend;
+      rule.append_value = m.append_value();
+      rule.increment_amount = m.increment_amount();
+      rules->push_back(std::move(rule));
+    }
+    if (rules->empty()) return bad("no rules");
+    op->run_local = [this, op = op.get(), rmw, rules, result]() -> Status {
+      ASSIGN_OR_RETURN(*result,
+                       access_->ReadModifyWrite(*op->table, rmw.row_key(), *rules,
+                                                rmw.now_micros(), rmw.max_value_bytes()));
+      return Status();
+    };
+    answer = [result](const Status& s, bool maybe) {
+      v1::ForwardReadModifyWriteResponse r;
+      SetStatus(s, maybe, r.mutable_status());
+      if (s.ok()) ToMessage(*result, r.mutable_row());
+      return r.SerializeAsString();
+    };
+  } else {
+    op->is_read = true;
+    auto st = std::make_shared<PageState>();
+    for (const v1::RowRangeMessage& m : read.ranges()) {
+      st->ranges.push_back(model::RowRange{m.start(), m.end()});
+    }
+    if (read.has_filter()) st->filter_source = read.filter();
+    st->rows_limit = read.rows_limit();
+    st->reversed = read.reversed();
+    st->max_rows = std::max<int64_t>(1, read.max_page_rows());
+    st->max_bytes = std::max<int64_t>(1, read.max_page_bytes());
+    op->run_local = [this, op = op.get(), st] {
+      return ReadLocalPage(access_, compile_, op->table, st.get());
+    };
+    answer = [st](const Status& s, bool maybe) {
+      v1::ForwardReadResponse r;
+      SetStatus(s, maybe, r.mutable_status());
+      if (s.ok()) {
+        for (const model::Row& row : st->page.rows) ToMessage(row, r.add_rows());
+        r.set_done(st->page.done);
+        r.set_last_scanned_key(st->page.last_scanned_key);
+        r.set_rows_seen(st->page.rows_seen);
+        r.set_cells_seen(st->page.cells_seen);
+      }
+      return r.SerializeAsString();
+    };
+  }
+  if (!table.ok()) {
+    respond(answer(table.status(), false));
+    return;
+  }
+  RunHere(op, [op, answer, respond = std::move(respond)](Status s, bool maybe) {
+    respond(answer(s, maybe));
+  });
+}
+
+}  // namespace tessera::replication

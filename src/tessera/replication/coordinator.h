@@ -1,0 +1,159 @@
+// Coordinator: the node that took a client's request (Cassandra §5.7; docs/replication.md,
+// "The write path", "Reads"). It finds the tablet of each row in the table's snapshot, the
+// tablet's primary in its configuration (ReplicaNode's copy of the lock service's), and runs
+// the operation there — in-process when this node is the primary, else over the RpcChannel —
+// and answers with the outcome. The same object serves the calls other coordinators forward
+// here (Handle).
+//
+// At the primary an operation is checked (this node is the primary at the epoch the
+// coordinator knew; enough replicas answer for the level; reads: the lease holds), run on
+// the node's LocalTableAccess (whose writes go through the ReplicaNode), and answered once
+// its writes are committed at the level (reads: once what they saw is committed at QUORUM).
+//
+// A tablet the cluster did not make (catalog::IsClusterTabletId false: a node's own table that
+// joined the cluster) is not replicated: each node runs its operations on its own copy, as
+// before the distributed store.
+//
+// Retries: an answer "not the primary", "stale epoch", "table not known here", or a refusal
+// before anything ran, makes the coordinator wait (retry_delay_us, doubling up to
+// max_retry_delay_us), read the configuration again and retry, at most max_attempts times
+// within the operation's timeout; each try has attempt_timeout_us.
+// A write whose answer was lost is never retried here, not even a Mutate (whose timestamps are
+// fixed, so repeating it is harmless to its own cells): applied twice around another client's
+// write of the same cell it would take effect twice, which no single order explains (the
+// simulation's history check found exactly that). It is reported as it is: Unavailable or
+// DeadlineExceeded saying the write may have been applied; the client decides (the Bigtable
+// clients retry idempotent mutations, trading that order for availability).
+//
+// Thread-safety: every method may be called from any thread; callbacks run on the channel's or
+// executor's threads (or inline, when the answer is known at once), without locks held.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tessera/catalog/table_catalog.h"
+#include "tessera/model/row.h"
+#include "tessera/model/row_filter.h"
+#include "tessera/model/row_mutation.h"
+#include "tessera/replication/consistency.h"
+#include "tessera/replication/local_table_access.h"
+#include "tessera/replication/replica_node.h"
+#include "tessera/replication/rpc_channel.h"
+#include "tessera/replication/table_access.h"
+#include "tessera/util/clock.h"
+#include "tessera/util/executor.h"
+#include "tessera/util/status.h"
+
+namespace tessera::replication {
+
+inline constexpr std::string_view kForwardMutateMethod = "Forward.Mutate";
+inline constexpr std::string_view kForwardCheckAndMutateMethod = "Forward.CheckAndMutate";
+inline constexpr std::string_view kForwardReadModifyWriteMethod = "Forward.ReadModifyWrite";
+inline constexpr std::string_view kForwardReadMethod = "Forward.Read";
+
+// Compiles an encoded google.bigtable.v2.RowFilter for `table` (the server's compiler, given
+// from above so that this layer does not parse the wire API).
+using FilterCompiler = std::function<StatusOr<model::RowFilter>(const catalog::TableInfo& table,
+                                                               std::string_view encoded)>;
+// The table of that full name as this node's catalog has it; NotFound if it has none.
+using TableLookup = std::function<StatusOr<TableSnapshot>(const std::string& full_name)>;
+
+struct CoordinatorOptions {
+  // --- behaviour ---
+  WriteLevel write_level = WriteLevel::kQuorum;
+  ReadLevel read_level = ReadLevel::kPrimary;
+  int64_t timeout_us = 10'000'000;
+  // One try at the primary: a call not answered within this is lost (and, for Mutate, tried
+  // again), so a dead primary costs a try, not the whole timeout.
+  int64_t attempt_timeout_us = 1'000'000;
+  int max_attempts = 20;
+  // The wait before the next try: doubling from retry_delay_us up to max_retry_delay_us.
+  int64_t retry_delay_us = 20'000;
+  int64_t max_retry_delay_us = 500'000;
+  std::string dc;  // this node's data centre (LOCAL_QUORUM, and the nearest replica)
+  // --- performance ---
+  int64_t max_page_rows = 1000;
+  int64_t max_page_bytes = 1 << 20;
+};
+
+// How one operation is run; unset fields take the coordinator's defaults.
+struct OperationOptions {
+  std::optional<WriteLevel> write_level;
+  std::optional<ReadLevel> read_level;
+  int64_t timeout_us = 0;  // 0: the default
+};
+
+// One page of rows of one tablet.
+struct ReadPage {
+  std::vector<model::Row> rows;
+  bool done = false;  // the tablet's share is exhausted, or rows_limit was reached
+  std::string last_scanned_key;
+  int64_t rows_seen = 0;
+  int64_t cells_seen = 0;
+};
+
+class Coordinator {
+ public:
+  // Every pointer must outlive the coordinator; `access` writes through `replicas`.
+  Coordinator(ReplicaNode* replicas, LocalTableAccess* access, RpcChannel* channel,
+              Executor* executor, Clock* clock, TableLookup lookup, FilterCompiler compile,
+              CoordinatorOptions options = {});
+
+  void Mutate(TableSnapshot table, model::RowMutation mutation, const OperationOptions& options,
+              std::function<void(Status)> done);
+  // `predicate`: null for "any cell"; a filter that is not pass-all must carry its source
+  // (model::RowFilter::source) to be forwarded.
+  void CheckAndMutate(TableSnapshot table, std::string row_key,
+                      std::shared_ptr<model::RowFilter> predicate, model::RowMutation on_true,
+                      model::RowMutation on_false, const OperationOptions& options,
+                      std::function<void(StatusOr<bool>)> done);
+  void ReadModifyWrite(TableSnapshot table, std::string row_key,
+                       std::vector<ReadModifyWriteRule> rules, int64_t now_micros,
+                       size_t max_value_bytes, const OperationOptions& options,
+                       std::function<void(StatusOr<model::Row>)> done);
+  // One page of the rows of `ranges` inside tablet `tablet_index` of `table`, after `filter`
+  // (null: all), at most `rows_limit` (0: no limit), reversed or not.
+  void Read(TableSnapshot table, size_t tablet_index, std::vector<model::RowRange> ranges,
+            std::shared_ptr<model::RowFilter> filter, int64_t rows_limit, bool reversed,
+            const OperationOptions& options, std::function<void(StatusOr<ReadPage>)> done);
+
+  // Serves the Forward.* methods; false (and `respond` untouched) for any other.
+  bool Handle(const std::string& from, const std::string& method, std::string& request,
+              RpcChannel::Responder& respond);
+
+  const CoordinatorOptions& options() const { return options_; }
+
+ private:
+  struct Attempt;
+  // The operation, as it runs at a tablet's primary (or a replica, for a read at ONE).
+  struct Op;
+
+  // An operation on `tablet_id` of `table` with `options` filled in from the defaults.
+  std::shared_ptr<Op> NewOp(TableSnapshot table, uint64_t tablet_id,
+                            const OperationOptions& options, std::string_view method,
+                            bool is_read);
+  // Runs `op` at its target, retrying as the top of this file says.
+  void Run(std::shared_ptr<Op> op);
+  void RunOnce(std::shared_ptr<Op> op);
+  void Finish(std::shared_ptr<Op> op, Status status, bool maybe_applied);
+  // Runs `op` here, as the tablet's primary or replica.
+  void RunHere(std::shared_ptr<Op> op,
+               std::function<void(Status status, bool maybe_applied)> done);
+  void ServeForward(const std::string& method, std::string request, RpcChannel::Responder respond);
+
+  ReplicaNode* const replicas_;
+  LocalTableAccess* const access_;
+  RpcChannel* const channel_;
+  Executor* const executor_;
+  Clock* const clock_;
+  const TableLookup lookup_;
+  const FilterCompiler compile_;
+  const CoordinatorOptions options_;
+};
+
+}  // namespace tessera::replication

@@ -1,0 +1,223 @@
+// ReplicaNode: this node's replicas of the cluster's tablets, in the protocol of
+// docs/replication.md ("The protocol in detail"). For every tablet whose configuration names
+// this node, it is either
+//   * the primary (configuration's primary, at the configuration's epoch): it numbers each
+//     write (Write, the TabletWriter of the primary's LocalTableAccess), applies it to its
+//     engine, retains it and streams it to the other replicas, in sequence order; it counts
+//     their acknowledgements (AwaitCommit) and read leases (CheckReadLease); or
+//   * a replica: it applies what the primary of an epoch it has not disowned sends, in order
+//     and without gaps (Engine::ApplyReplicated), grants read leases, and seals a new epoch
+//     for the master (durably refusing the older one, then waiting out its leases).
+// A replica that diverged (the lineage check below) or needs mutations the primary no longer
+// retains is rebuilt: the primary copies its tablet at a sequence S (Engine::BeginTabletCopy)
+// chunk by chunk, the replica replaces its tablet's content with the copy at exactly S
+// (Engine::BeginTabletRebuild), and the stream goes on from S + 1.
+//
+// The durable promise (per tablet, Engine::RaiseReplicaEpoch): promised << 32 | joined, see
+// the design. A replica refuses every message of an epoch below `promised`, and joins an
+// epoch only if its configuration's lineage allows what it holds (TabletConfig::LineageAllows);
+// else it answers DIVERGED and the primary stops sending to it (it needs a rebuild).
+//
+// Time and threads: no thread of its own. One tick task on the executor (every tick_us) sends
+// heartbeats and retries, expires waiters, and answers seals whose wait is over. RPC
+// callbacks arrive on the channel's threads. Engine calls are made without the node's mutex
+// (they may wait for an fdatasync); role changes of a tablet exclude its writes (a per-tablet
+// gate), so a write numbered while this node was primary can never interleave with mutations
+// applied as a replica.
+//
+// Thread-safety: every method may be called from any thread. Callbacks (AwaitCommit's `done`,
+// RPC responders) run without the node's locks. Lifetime: destroy (or shut down) the channel
+// before the ReplicaNode, so no RPC callback reaches a destroyed node.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "tessera/catalog/tablet_config.h"
+#include "tessera/replication/consistency.h"
+#include "tessera/replication/rpc_channel.h"
+#include "tessera/replication/tablet_writer.h"
+#include "tessera/tablet/engine.h"
+#include "tessera/util/clock.h"
+#include "tessera/util/executor.h"
+#include "tessera/util/status.h"
+
+namespace tessera::replication {
+
+// Method names on the RpcChannel.
+inline constexpr std::string_view kReplicateMethod = "Replicate";
+inline constexpr std::string_view kSealMethod = "Seal";
+inline constexpr std::string_view kRebuildMethod = "Rebuild";
+
+struct ReplicaNodeOptions {
+  // --- behaviour ---
+  // L: a read lease granted by one acknowledgement, on the granting replica's clock.
+  int64_t lease_us = 2'000'000;
+  // rho: the largest difference of clock rates between two nodes. The primary uses
+  // L * (1 - rho) - lease_margin_us of each lease, counted from the sending of the call that
+  // earned it.
+  double max_clock_drift = 0.1;
+  int64_t lease_margin_us = 50'000;
+  // A call to a peer that has not answered within this is lost.
+  int64_t call_timeout_us = 1'000'000;
+  // An idle tablet's primary renews its leases this often (L / 4).
+  int64_t heartbeat_us = 500'000;
+  // The tick: heartbeats, retries, deadlines and seal answers are looked at this often.
+  int64_t tick_us = 50'000;
+  // The data centre of a node (for LOCAL_QUORUM); null: every node in one.
+  std::function<std::string(const std::string& endpoint)> dc_of;
+
+  // --- performance ---
+  size_t max_batch_bytes = 1 << 20;
+  // Mutations kept in memory per tablet for peers that have not acknowledged them.
+  size_t retained_bytes_per_tablet = 64ull << 20;
+};
+
+// One tablet as this node holds it, for operators (`tessera admin tablets`).
+struct TabletReplicaState {
+  struct Peer {
+    std::string endpoint;
+    uint64_t acknowledged = 0;  // durable on the peer, as last heard
+    bool answering = true;      // its last call succeeded
+    bool leased = false;        // its lease is held now
+    bool needs_rebuild = false;
+    bool copying = false;  // a rebuild of it is under way
+  };
+  uint64_t tablet_id = 0;
+  uint64_t config_epoch = 0;  // 0: no configuration known
+  uint64_t promised_epoch = 0;
+  uint64_t joined_epoch = 0;
+  bool primary = false;
+  uint64_t last_sequence = 0;
+  std::vector<Peer> peers;  // primary only
+  size_t retained_bytes = 0;
+};
+
+class ReplicaNode final : public TabletWriter {
+ public:
+  // Every pointer must outlive the node. `channel->self()` is this node's endpoint.
+  ReplicaNode(tablet::Engine* engine, RpcChannel* channel, Executor* executor, Clock* clock,
+              ReplicaNodeOptions options = ReplicaNodeOptions());
+  ~ReplicaNode() override;  // Stop()
+
+  ReplicaNode(const ReplicaNode&) = delete;
+  ReplicaNode& operator=(const ReplicaNode&) = delete;
+
+  // Starts the tick. A node grants no lease it cannot remember: it seals nothing for lease_us
+  // after Start (its previous incarnation's grants may still run).
+  void Start();
+  // Stops the tick, fails every waiting request (Unavailable) and unanswered seal. Idempotent.
+  void Stop();
+
+  // A mutation this node's engine replayed from its commit log at open (EngineOptions::
+  // on_replayed), given before Start in log order: retained, so that after a restart the node
+  // can still pass on what its peers had not acknowledged. InvalidArgument if it does not
+  // decode.
+  Status Restore(uint64_t tablet_id, uint64_t first_sequence, std::string mutation);
+
+  // A configuration read from the lock service (older epochs than the one known are ignored).
+  // Makes this node the tablet's primary, or stops it being one.
+  void UpdateConfig(const catalog::TabletConfig& config);
+  void RemoveConfig(uint64_t tablet_id);
+  std::optional<catalog::TabletConfig> GetConfig(uint64_t tablet_id) const;
+
+  // --- the primary's side ---
+  // TabletWriter: numbers, applies and queues one row's mutations. FailedPrecondition unless
+  // this node is the tablet's primary.
+  Status Write(tablet::TabletId id, const model::RowMutation& mutation) override;
+  // OK when this node is the primary of `tablet_id` at `epoch` or a newer one (0: any).
+  // Otherwise FailedPrecondition "not the primary" / "stale epoch", naming the epoch known
+  // here.
+  Status CheckPrimary(uint64_t tablet_id, uint64_t epoch) const;
+  // OK when a write at `level` can be acknowledged: enough replicas answer. Unavailable naming
+  // the tablet, how many answer and how many the level needs.
+  Status CheckWritable(uint64_t tablet_id, WriteLevel level,
+                       const std::string& coordinator_dc) const;
+  // OK while the primary holds read leases from a majority; Unavailable otherwise.
+  Status CheckReadLease(uint64_t tablet_id) const;
+  // Runs `done` once every mutation the tablet holds now is durable on as many replicas as
+  // `level` asks for: OK; Unavailable if this node stops being the primary first;
+  // DeadlineExceeded after `timeout_us` (the mutations may still be applied everywhere).
+  void AwaitCommit(uint64_t tablet_id, WriteLevel level, const std::string& coordinator_dc,
+                   int64_t timeout_us, std::function<void(Status)> done);
+
+  // --- incoming calls ---
+  // Serves kReplicateMethod, kSealMethod and kRebuildMethod; false (and `respond` untouched) for any other.
+  bool Handle(const std::string& from, const std::string& method, std::string& request,
+              RpcChannel::Responder& respond);
+
+  std::vector<TabletReplicaState> States() const;
+  const std::string& self() const { return channel_->self(); }
+
+ private:
+  struct Peer;
+  struct Retained;
+  struct Waiter;
+  struct PendingSeal;
+  struct Tablet;
+  using Effects = std::vector<std::function<void()>>;
+
+  Tablet* Find(uint64_t id) const;
+  Tablet* FindOrAdd(uint64_t id);
+  // The tablet's durable promise, read from the engine once. NotFound if it holds no tablet.
+  StatusOr<uint64_t> LoadPromise(Tablet* t);
+  Status RaisePromise(Tablet* t, uint64_t promise) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Role changes. REQUIRES: t->gate held exclusively.
+  void BecomePrimary(Tablet* t, const catalog::TabletConfig& config, Effects* fx);
+  void StepDownLocked(Tablet* t, std::string_view why, Effects* fx)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  Status CheckPrimaryLocked(const Tablet& t, uint64_t epoch) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  size_t AcksLocked(const Tablet& t, uint64_t sequence, WriteLevel level,
+                    const std::string& dc, size_t* required) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RetainLocked(Tablet* t, uint64_t first, uint64_t last, std::string mutation)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void TrimLocked(Tablet* t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PumpLocked(Tablet* t, Effects* fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CompleteWaitersLocked(Tablet* t, Effects* fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnReplicateDone(uint64_t tablet_id, std::string peer, uint64_t epoch, uint64_t sent_to,
+                       int64_t sent_at_us, StatusOr<std::string> response);
+
+  void HandleReplicate(const std::string& from, const std::string& request,
+                       RpcChannel::Responder respond);
+  void HandleSeal(const std::string& request, RpcChannel::Responder respond);
+  void HandleRebuild(const std::string& request, RpcChannel::Responder respond);
+  // The primary's side of a rebuild of `peer`: takes the copy, then sends its chunks one at a
+  // time; a failure drops the copy and the next pump starts another.
+  void StartCopy(uint64_t tablet_id, const std::string& peer);
+  void SendNextChunk(uint64_t tablet_id, const std::string& peer);
+  void OnRebuildDone(uint64_t tablet_id, const std::string& peer, uint64_t copy_id, bool last,
+                     StatusOr<std::string> response);
+  // One tablet's share of a Replicate call.
+  std::string ApplyFromPrimary(const std::string& batch_bytes);
+
+  void ScheduleTick() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Tick();
+
+  tablet::Engine* const engine_;
+  RpcChannel* const channel_;
+  Executor* const executor_;
+  Clock* const clock_;
+  const ReplicaNodeOptions options_;
+
+  mutable absl::Mutex mu_;
+  std::map<uint64_t, std::unique_ptr<Tablet>> tablets_ ABSL_GUARDED_BY(mu_);
+  std::vector<PendingSeal> seals_ ABSL_GUARDED_BY(mu_);
+  bool running_ ABSL_GUARDED_BY(mu_) = false;
+  bool ticking_ ABSL_GUARDED_BY(mu_) = false;  // a tick task is running
+  TimerId tick_timer_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t next_copy_id_ ABSL_GUARDED_BY(mu_) = 1;
+  int64_t started_at_us_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace tessera::replication

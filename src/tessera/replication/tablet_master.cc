@@ -1,0 +1,291 @@
+#include "tessera/replication/tablet_master.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "nlohmann/json.hpp"
+#include "tessera/catalog/placement.h"
+#include "tessera/catalog/tablet_id.h"
+#include "tessera/replication/consistency.h"
+#include "tessera/replication/replica_node.h"
+#include "tessera/util/logging.h"
+#include "tessera/v1/replica.pb.h"
+
+namespace tessera::replication {
+namespace {
+
+using catalog::TabletConfig;
+using catalog::TabletConfigState;
+
+constexpr std::string_view kDirectoryPrefix = "nodes/";
+constexpr std::string_view kConfigPrefix = "tablets/";
+
+template <typename... Args>
+void Append(std::string* log, const Args&... args) {
+  *log += StrCat(args...);
+}
+
+std::string Join(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : ",") + p;
+  return out;
+}
+
+std::vector<LiveNode> ParseDirectory(const coord::Listing& listing) {
+  std::vector<LiveNode> out;
+  for (const coord::FileInfo& f : listing.files) {
+    LiveNode n;
+    n.endpoint = f.name.substr(kDirectoryPrefix.size());
+    nlohmann::json j = nlohmann::json::parse(f.value, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object()) {
+      n.dc = j.value("dc", "");
+      n.rack = j.value("rack", "");
+    }
+    out.push_back(std::move(n));
+  }
+  return out;
+}
+
+}  // namespace
+
+struct TabletMaster::Promotion {
+  TabletConfig config;  // the configuration being replaced
+  int64_t version = 0;
+  int64_t started_us = 0;
+  size_t pending = 0;
+  // Replica index -> its last sequence, for the replicas that sealed.
+  std::map<size_t, uint64_t> sealed;
+};
+
+TabletMaster::TabletMaster(RpcChannel* channel, Executor* executor, Clock* clock,
+                           TablesFn tables, std::function<bool()> is_master,
+                           TabletMasterOptions options)
+    : channel_(channel),
+      executor_(executor),
+      clock_(clock),
+      tables_(std::move(tables)),
+      is_master_(std::move(is_master)),
+      options_(options) {}
+
+TabletMaster::~TabletMaster() { Stop(); }
+
+void TabletMaster::Attach(coord::Session* session) {
+  absl::MutexLock l(&step_mu_);
+  session_ = session;
+}
+
+void TabletMaster::Detach() {
+  absl::MutexLock l(&step_mu_);
+  session_ = nullptr;
+}
+
+void TabletMaster::Start() {
+  absl::MutexLock l(&mu_);
+  if (running_) return;
+  running_ = true;
+  ScheduleStep();
+}
+
+void TabletMaster::Stop() {
+  absl::MutexLock l(&mu_);
+  if (running_) {
+    running_ = false;
+    executor_->Cancel(timer_);
+  }
+  mu_.Await(absl::Condition(+[](bool* stepping) { return !*stepping; }, &stepping_));
+}
+
+void TabletMaster::ScheduleStep() {
+  timer_ = executor_->ScheduleAfter(options_.step_us, [this] {
+    {
+      absl::MutexLock l(&mu_);
+      if (!running_) return;
+      stepping_ = true;
+    }
+    std::string log = Step();
+    if (!log.empty()) TLOG_INFO("tablet master: {}", log);
+    absl::MutexLock l(&mu_);
+    stepping_ = false;
+    if (running_) ScheduleStep();
+  });
+}
+
+bool TabletMaster::WriteConfig(coord::Session* session, const TabletConfig& config,
+                               int64_t version, std::string* log) {
+  coord::PutOptions put;
+  put.expected_version = version;
+  StatusOr<coord::FileInfo> written =
+      session->Put(catalog::TabletConfigName(config.tablet_id), config.Encode(), put);
+  if (!written.ok()) {
+    if (!absl::IsAborted(written.status())) {
+      Append(log, "writing ", catalog::TabletConfigName(config.tablet_id), ": ",
+                written.status().ToString(), "; ");
+    }
+    return false;
+  }
+  return true;
+}
+
+std::string TabletMaster::Step() {
+  absl::MutexLock step(&step_mu_);
+  if (session_ == nullptr || !is_master_()) return "";
+  std::string log;
+  StatusOr<coord::Listing> directory = session_->List(kDirectoryPrefix);
+  StatusOr<coord::Listing> configs = session_->List(kConfigPrefix);
+  if (!directory.ok() || !configs.ok()) {
+    return StrCat("cannot read the lock service: ",
+                  (!directory.ok() ? directory.status() : configs.status()).ToString());
+  }
+  const std::vector<LiveNode> live = ParseDirectory(*directory);
+  std::set<std::string> alive;
+  for (const LiveNode& n : live) alive.insert(n.endpoint);
+
+  std::map<uint64_t, std::pair<TabletConfig, int64_t>> known;  // id -> (config, version)
+  std::map<std::string, size_t> load;                         // endpoint -> replicas held
+  std::map<std::string, size_t> leading;                      // endpoint -> primaries held
+  for (const coord::FileInfo& f : configs->files) {
+    StatusOr<uint64_t> id = catalog::ParseTabletConfigName(f.name);
+    StatusOr<TabletConfig> c = TabletConfig::Decode(f.value);
+    if (!id.ok() || !c.ok()) continue;
+    for (const std::string& r : c->replicas) ++load[r];
+    ++leading[c->primary_endpoint()];
+    known.emplace(*id, std::make_pair(*std::move(c), f.version));
+  }
+
+  // New tablets: place and create.
+  if (!live.empty()) {
+    for (const std::shared_ptr<const catalog::TableInfo>& table : tables_()) {
+      for (const catalog::TabletRef& t : table->tablets) {
+        // Only the cluster's own tablets are placed; a node's own stay where they are.
+        if (known.count(t.id) != 0 || !catalog::IsClusterTabletId(t.id)) continue;
+        // The `tablets` strategy until tables choose theirs (tessera_options).
+        catalog::PlacementPolicy policy;
+        policy.strategy = catalog::PlacementPolicy::Strategy::kTablets;
+        policy.replication_factor = std::min(options_.max_replication_factor,
+                                             catalog::DefaultReplicationFactor(
+                                                 static_cast<int>(live.size())));
+        std::vector<catalog::PlacementNode> nodes;
+        for (const LiveNode& n : live) {
+          nodes.push_back(catalog::PlacementNode{n.endpoint, n.dc, n.rack, "", load[n.endpoint]});
+        }
+        StatusOr<std::vector<std::string>> chosen =
+            catalog::Place(policy, nodes, catalog::TabletRange{t.id, t.start_row, t.end_row});
+        if (!chosen.ok()) {
+          Append(&log, "placing tablet ", t.id, ": ", chosen.status().ToString(), "; ");
+          continue;
+        }
+        TabletConfig c;
+        c.tablet_id = t.id;
+        c.epoch = 1;
+        c.state = TabletConfigState::kServing;
+        c.replicas = *chosen;
+        // The primary: the chosen replica leading the fewest tablets (then placement order),
+        // so that primaries, and with them the writes, spread over the nodes.
+        c.primary = 0;
+        for (size_t i = 1; i < chosen->size(); ++i) {
+          if (leading[(*chosen)[i]] < leading[(*chosen)[c.primary]]) c.primary = i;
+        }
+        c.history = {{1, 0}};
+        if (WriteConfig(session_, c, 0, &log)) {
+          for (const std::string& r : *chosen) ++load[r];
+          ++leading[c.primary_endpoint()];
+          Append(&log, "placed ", table->full_name, " tablet ", t.id, " on ", Join(*chosen),
+                 "; ");
+        }
+      }
+    }
+  }
+
+  // Primaries without a live session: promote.
+  std::vector<uint64_t> finished;
+  {
+    absl::MutexLock l(&mu_);
+    for (const auto& [known_id, entry] : known) {
+      const uint64_t id = known_id;  // a variable the lambdas below can capture
+      const TabletConfig& c = entry.first;
+      auto p = promotions_.find(id);
+      if (p != promotions_.end()) {
+        if (p->second->config.epoch != c.epoch || p->second->version != entry.second) {
+          promotions_.erase(p);  // the configuration changed under it
+        } else if (p->second->pending == 0 ||
+                   clock_->MonotonicMicros() - p->second->started_us > options_.seal_timeout_us) {
+          finished.push_back(id);
+        }
+        continue;
+      }
+      if (c.state != TabletConfigState::kServing || alive.count(c.primary_endpoint()) != 0) {
+        continue;
+      }
+      size_t reachable = 0;
+      for (const std::string& r : c.replicas) reachable += alive.count(r);
+      if (reachable < Majority(c.replicas.size())) {
+        Append(&log, "tablet ", id, ": primary ", c.primary_endpoint(), " is gone and only ",
+                  reachable, " of ", c.replicas.size(), " replicas live; waiting; ");
+        continue;
+      }
+      auto promotion = std::make_unique<Promotion>();
+      promotion->config = c;
+      promotion->version = entry.second;
+      promotion->started_us = clock_->MonotonicMicros();
+      Promotion* raw = promotion.get();
+      promotions_[id] = std::move(promotion);
+      v1::SealRequest seal;
+      seal.set_tablet_id(id);
+      seal.set_epoch(c.epoch + 1);
+      const std::string bytes = seal.SerializeAsString();
+      for (size_t i = 0; i < c.replicas.size(); ++i) {
+        if (alive.count(c.replicas[i]) == 0 || c.NeedsRebuild(i)) continue;
+        ++raw->pending;
+        const uint64_t epoch = c.epoch;
+        executor_->Schedule([this, id, i, epoch, to = c.replicas[i], bytes] {
+          channel_->Call(to, kSealMethod, bytes, options_.seal_timeout_us,
+                         [this, id, i, epoch](StatusOr<std::string> response) {
+                           v1::SealResponse sealed;
+                           const bool ok = response.ok() && sealed.ParseFromString(*response);
+                           absl::MutexLock l(&mu_);
+                           auto p = promotions_.find(id);
+                           if (p == promotions_.end() || p->second->config.epoch != epoch) return;
+                           if (p->second->pending > 0) --p->second->pending;
+                           if (ok && sealed.epoch() == epoch + 1) {
+                             p->second->sealed[i] = sealed.last_sequence();
+                           }
+                         });
+        });
+      }
+      Append(&log, "tablet ", id, ": primary ", c.primary_endpoint(),
+                " is gone; sealing epoch ", c.epoch + 1, "; ");
+    }
+  }
+  for (uint64_t id : finished) FinishPromotion(session_, id, &log);
+  return log;
+}
+
+void TabletMaster::FinishPromotion(coord::Session* session, uint64_t tablet_id, std::string* log) {
+  std::unique_ptr<Promotion> p;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = promotions_.find(tablet_id);
+    if (it == promotions_.end()) return;
+    p = std::move(it->second);
+    promotions_.erase(it);
+  }
+  const TabletConfig& old = p->config;
+  if (p->sealed.size() < Majority(old.replicas.size())) {
+    Append(log, "tablet ", tablet_id, ": only ", p->sealed.size(), " of ",
+              old.replicas.size(), " replicas sealed epoch ", old.epoch + 1, "; retrying; ");
+    return;
+  }
+  // The highest sequence among a majority holds every acknowledged write.
+  auto best = p->sealed.begin();
+  for (auto it = p->sealed.begin(); it != p->sealed.end(); ++it) {
+    if (it->second > best->second) best = it;
+  }
+  TabletConfig next = old.NextEpoch(best->first, best->second);
+  if (WriteConfig(session, next, p->version, log)) {
+    Append(log, "tablet ", tablet_id, ": epoch ", next.epoch, " primary ",
+              next.primary_endpoint(), " from sequence ", best->second, "; ");
+  }
+}
+
+}  // namespace tessera::replication

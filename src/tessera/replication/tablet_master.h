@@ -1,0 +1,105 @@
+// TabletMaster: the master's part of the distributed store (docs/replication.md, "Who is
+// primary, failover"). It runs on every node and acts only while the node holds the master
+// lock; every change it makes to a configuration is a compare-and-set on the version it read,
+// so a deposed master that still runs a step cannot overwrite its successor's decision.
+//
+// Each step (every step_us, on the executor):
+//   1. Reads the directory of live nodes (`nodes/`, ephemeral files of their sessions) and the
+//      configurations (`tablets/`).
+//   2. Creates the configuration of every tablet of every table that has none: the replicas
+//      placed on the live nodes (placement.h), epoch 1, serving.
+//   3. For a serving configuration whose primary has no live session: seals epoch e + 1 on the
+//      live replicas (Seal calls). Once a majority of the replica set has answered, writes
+//      epoch e + 1 with the sealed replica of the highest sequence as primary and that sequence
+//      as the epoch's start. Fewer than a majority alive: the tablet waits (writes to it fail
+//      with Unavailable at the coordinators), and the step tries again.
+//
+// Thread-safety: Attach, Detach, Start and Stop from the node's controlling code; steps run on
+// the executor. Seal answers arrive on the channel's threads.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "tessera/catalog/table_catalog.h"
+#include "tessera/catalog/tablet_config.h"
+#include "tessera/coord/lock_service.h"
+#include "tessera/replication/rpc_channel.h"
+#include "tessera/util/clock.h"
+#include "tessera/util/executor.h"
+#include "tessera/util/status.h"
+
+namespace tessera::replication {
+
+struct TabletMasterOptions {
+  // --- behaviour ---
+  int64_t step_us = 500'000;
+  // A Seal call not answered within this is lost (a replica waits out its leases first).
+  int64_t seal_timeout_us = 5'000'000;
+  // Replication factor of new tables: min(max_replication_factor, live nodes).
+  int max_replication_factor = 3;
+};
+
+// A live node as the directory lists it.
+struct LiveNode {
+  std::string endpoint;
+  std::string dc;
+  std::string rack;
+};
+
+class TabletMaster {
+ public:
+  // The tables whose tablets need configurations (the node's catalog).
+  using TablesFn = std::function<std::vector<std::shared_ptr<const catalog::TableInfo>>()>;
+  // Every pointer must outlive the master.
+  TabletMaster(RpcChannel* channel, Executor* executor, Clock* clock, TablesFn tables,
+               std::function<bool()> is_master, TabletMasterOptions options = {});
+  ~TabletMaster();  // Stop()
+
+  TabletMaster(const TabletMaster&) = delete;
+  TabletMaster& operator=(const TabletMaster&) = delete;
+
+  // The session the steps use, until Detach (which waits for a step using it).
+  void Attach(coord::Session* session);
+  void Detach();
+  void Start();
+  void Stop();  // idempotent; waits for a running step
+
+  // One step now (tests and the loop). Returns what it did, for logs.
+  std::string Step();
+
+ private:
+  struct Promotion;
+  void ScheduleStep() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes `config` over `version` (0: create). False when another writer won.
+  bool WriteConfig(coord::Session* session, const catalog::TabletConfig& config, int64_t version,
+                   std::string* log);
+  void StartPromotion(const catalog::TabletConfig& config, int64_t version,
+                      const std::vector<LiveNode>& live);
+  void FinishPromotion(coord::Session* session, uint64_t tablet_id, std::string* log)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  RpcChannel* const channel_;
+  Executor* const executor_;
+  Clock* const clock_;
+  const TablesFn tables_;
+  const std::function<bool()> is_master_;
+  const TabletMasterOptions options_;
+
+  absl::Mutex step_mu_;  // held by a step, and by Attach/Detach
+  coord::Session* session_ ABSL_GUARDED_BY(step_mu_) = nullptr;
+
+  absl::Mutex mu_;
+  bool running_ ABSL_GUARDED_BY(mu_) = false;
+  bool stepping_ ABSL_GUARDED_BY(mu_) = false;
+  TimerId timer_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<uint64_t, std::unique_ptr<Promotion>> promotions_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace tessera::replication

@@ -1,0 +1,218 @@
+// The distributed store with real processes (docs/replication.md, "How it will be tested"):
+// etcd and three `tessera serve` on 127.0.0.1. A table made through node 0 is written through
+// node 1 and read through node 2; killing (kill -9) a node under writes loses no acknowledged
+// row, and a client that retries UNAVAILABLE and DEADLINE_EXCEEDED on another node within a
+// 10 s budget sees every write succeed; the longest stall it saw is printed. `tessera admin
+// tablets` shows each tablet's replicas, primary and lag.
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cluster_test_fixture.h"
+#include "google/bigtable/admin/v2/bigtable_table_admin.grpc.pb.h"
+#include "google/bigtable/v2/bigtable.grpc.pb.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace tessera::integration {
+namespace {
+
+namespace admin = ::google::bigtable::admin::v2;
+namespace v2 = ::google::bigtable::v2;
+using namespace cluster_testing;  // NOLINT: the fixture and its helpers
+using Clock = std::chrono::steady_clock;
+
+constexpr char kTableName[] = "projects/p/instances/i/tables/r";
+
+grpc::Status WriteRow(const ServerProcess& node, const std::string& key, const std::string& value) {
+  auto stub = v2::Bigtable::NewStub(node.NewChannel());
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
+  v2::MutateRowRequest req;
+  req.set_table_name(kTableName);
+  req.set_row_key(key);
+  auto* set = req.add_mutations()->mutable_set_cell();
+  set->set_family_name("cf");
+  set->set_column_qualifier("q");
+  set->set_timestamp_micros(1000);
+  set->set_value(value);
+  v2::MutateRowResponse resp;
+  return stub->MutateRow(&ctx, req, &resp);
+}
+
+// The value of `key` through `node`, "" when absent; the status when the read failed.
+StatusOr<std::string> ReadRow(const ServerProcess& node, const std::string& key) {
+  auto stub = v2::Bigtable::NewStub(node.NewChannel());
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
+  v2::ReadRowsRequest req;
+  req.set_table_name(kTableName);
+  req.mutable_rows()->add_row_keys(key);
+  auto reader = stub->ReadRows(&ctx, req);
+  v2::ReadRowsResponse resp;
+  std::string value;
+  while (reader->Read(&resp)) {
+    for (const auto& chunk : resp.chunks()) value += chunk.value();
+  }
+  grpc::Status s = reader->Finish();
+  if (!s.ok()) return absl::UnavailableError(s.error_message());
+  return value;
+}
+
+// Table r (family cf, one version kept) in two tablets split at "m", made through `node`.
+grpc::Status CreateTableR(const ServerProcess& node) {
+  auto stub = admin::BigtableTableAdmin::NewStub(node.NewChannel());
+  grpc::ClientContext ctx;
+  admin::CreateTableRequest req;
+  req.set_parent("projects/p/instances/i");
+  req.set_table_id("r");
+  (*req.mutable_table()->mutable_column_families())["cf"].mutable_gc_rule()->set_max_num_versions(1);
+  req.add_initial_splits()->set_key("m");
+  admin::Table created;
+  return stub->CreateTable(&ctx, req, &created);
+}
+
+bool Retryable(const grpc::Status& s) {
+  return s.error_code() == grpc::StatusCode::UNAVAILABLE ||
+         s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+}
+
+TEST_F(ClusterTest, RowsWrittenThroughOneNodeAreReadThroughAnotherAndSurviveAKilledNode) {
+  StartCluster(3);
+  ASSERT_TRUE(WaitFor([&] { return Converged(Endpoints()); }, std::chrono::milliseconds(20'000)));
+  {
+    grpc::Status s = CreateTableR(*nodes_[0]);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  // The first write waits for the tablets' configurations to reach the nodes.
+  ASSERT_TRUE(WaitFor([&] { return WriteRow(*nodes_[1], "first", "1").ok(); },
+                      std::chrono::milliseconds(15'000)))
+      << FullLog(*nodes_[1]);
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    auto v = ReadRow(*nodes_[i], "first");
+    ASSERT_TRUE(v.ok()) << "through node " << i << ": " << v.status();
+    EXPECT_EQ(*v, "1") << "through node " << i;
+  }
+  // Writes through every node, a kill -9 of node 0 in the middle.
+  std::vector<std::string> acked;
+  double longest_stall_s = 0;
+  int failed = 0;
+  for (int k = 0; k < 300; ++k) {
+    if (k == 100) nodes_[0]->Kill();
+    const std::string key = StrCat(k % 2 == 0 ? "a" : "z", k);
+    const auto start = Clock::now();
+    bool ok = false;
+    for (int attempt = 0; !ok && Clock::now() - start < std::chrono::seconds(10); ++attempt) {
+      // A client of the Bigtable libraries tries another node on UNAVAILABLE.
+      const size_t via = k >= 100 ? 1 + (k + attempt) % 2 : (k + attempt) % 3;
+      grpc::Status s = WriteRow(*nodes_[via], key, StrCat("v", k));
+      ok = s.ok();
+      if (!ok && !Retryable(s)) {
+        ADD_FAILURE() << key << " through node " << via << ": " << s.error_message();
+        break;
+      }
+      if (!ok) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    longest_stall_s = std::max(
+        longest_stall_s, std::chrono::duration<double>(Clock::now() - start).count());
+    if (ok) {
+      acked.push_back(key);
+    } else {
+      ++failed;
+    }
+  }
+  std::printf("[ stall ] longest write through a killed node's cluster: %.2f s; %d of 300 "
+              "writes failed within 10 s\n",
+              longest_stall_s, failed);
+  EXPECT_EQ(failed, 0);
+  // Every acknowledged write reads back through both survivors.
+  for (const std::string& key : acked) {
+    for (size_t i = 1; i < nodes_.size(); ++i) {
+      StatusOr<std::string> v = absl::UnavailableError("not read");
+      ASSERT_TRUE(WaitFor(
+          [&] {
+            v = ReadRow(*nodes_[i], key);
+            return v.ok();
+          },
+          std::chrono::milliseconds(10'000)))
+          << key << " through node " << i << ": " << v.status() << "\n"
+          << FullLog(*nodes_[i]);
+      EXPECT_FALSE(v->empty()) << key << " was acknowledged and is lost (node " << i << ")";
+    }
+  }
+}
+
+// `tessera admin tablets` through node 1 of the cluster: both tablets of r, each on the three
+// nodes with one primary, every replica caught up once writes are quiet; --json parses.
+TEST_F(ClusterTest, AdminTabletsShowsEveryTabletsReplicasPrimaryAndLag) {
+  StartCluster(3);
+  ASSERT_TRUE(WaitFor([&] { return Converged(Endpoints()); }, std::chrono::milliseconds(20'000)));
+  const grpc::Status created = CreateTableR(*nodes_[0]);
+  ASSERT_TRUE(created.ok()) << created.error_message();
+  ASSERT_TRUE(WaitFor([&] { return WriteRow(*nodes_[1], "a", "1").ok(); },
+                      std::chrono::milliseconds(15'000)))
+      << FullLog(*nodes_[1]);
+  for (const char* key : {"b", "n", "z"}) ASSERT_TRUE(WriteRow(*nodes_[2], key, "2").ok()) << key;
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+
+  const std::string command =
+      StrCat(g_tessera_binary, " admin tablets --table r --addr ", nodes_[1]->endpoint());
+  // The followers catch up within the quiet second; a loaded machine gets a few more.
+  std::string out;
+  int exit_code = -1;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        out.clear();
+        exit_code = RunCommand(command, &out);
+        return exit_code == 0 && Count(out, " lag 0") == 4;  // two followers per tablet
+      },
+      std::chrono::milliseconds(10'000)))
+      << "exit " << exit_code << "\n"
+      << out;
+  std::printf("%s", out.c_str());
+  EXPECT_NE(out.find("2 tablets of 1 table in projects/p/instances/i, from 3 of 3 nodes"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(Count(out, "lag ?"), 0u) << out;
+
+  out.clear();
+  ASSERT_EQ(RunCommand(command + " --json", &out), 0) << out;
+  const nlohmann::json j = nlohmann::json::parse(out, nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(j.is_discarded()) << out;
+  ASSERT_EQ(j["tablets"].size(), 2u) << out;
+  EXPECT_EQ(j["tablets"][0]["end_row"], "m");
+  EXPECT_EQ(j["tablets"][1]["start_row"], "m");
+  for (const nlohmann::json& t : j["tablets"]) {
+    EXPECT_EQ(t["table"], kTableName);
+    EXPECT_TRUE(t["primary_acting"].get<bool>()) << t;
+    ASSERT_EQ(t["replicas"].size(), 3u) << t;
+    int primaries = 0;
+    for (const nlohmann::json& r : t["replicas"]) {
+      primaries += r["primary"].get<bool>() ? 1 : 0;
+      EXPECT_EQ(r["lag"], 0) << t;
+      EXPECT_TRUE(r["answering"].get<bool>()) << t;
+    }
+    EXPECT_EQ(primaries, 1) << t;
+  }
+  // `admin status` counts them: six replicas over three nodes, two primaries.
+  out.clear();
+  ASSERT_EQ(
+      RunCommand(StrCat(g_tessera_binary, " admin status --json --addr ", nodes_[0]->endpoint()),
+                 &out),
+      0)
+      << out;
+  const nlohmann::json status = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(status.is_discarded()) << out;
+  int tablets = 0, primaries = 0;
+  for (const nlohmann::json& n : status["nodes"]) {
+    tablets += n["tablets"].get<int>();
+    primaries += n["primaries"].get<int>();
+  }
+  EXPECT_EQ(tablets, 6) << out;
+  EXPECT_EQ(primaries, 2) << out;
+}
+
+}  // namespace
+}  // namespace tessera::integration
