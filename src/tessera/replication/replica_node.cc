@@ -678,7 +678,10 @@ std::string ReplicaNode::ApplyFromPrimary(const std::string& batch_bytes) {
   // A message of an epoch this node has disowned, or of one it leads itself.
   auto refused = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     ack.set_epoch(PromisedOf(t->promise));
-    return epoch < PromisedOf(t->promise) || (t->primary && t->epoch >= epoch);
+    // Also refused: an epoch older than the configuration known here (its primary is
+    // deposed, even if this replica was not among those that sealed the next epoch).
+    return epoch < PromisedOf(t->promise) || (t->primary && t->epoch >= epoch) ||
+           (t->config.has_value() && t->config->epoch > epoch);
   };
   bool join = false;
   {
@@ -1044,6 +1047,7 @@ void ReplicaNode::Tick() {
     {
       absl::MutexLock l(&mu_);
       response.set_epoch(PromisedOf(t->promise));
+      response.set_joined(JoinedOf(t->promise));
     }
     s.respond(response.SerializeAsString());
   }

@@ -49,13 +49,23 @@ std::vector<LiveNode> ParseDirectory(const coord::Listing& listing) {
 
 }  // namespace
 
+std::optional<size_t> ChooseNewPrimary(const TabletConfig& old,
+                                       const std::map<size_t, SealedReplica>& sealed) {
+  std::optional<size_t> best;
+  for (const auto& [index, replica] : sealed) {
+    if (!old.LineageAllows(replica.joined_epoch, replica.last_sequence)) continue;
+    if (!best.has_value() || replica.last_sequence > sealed.at(*best).last_sequence) best = index;
+  }
+  return best;
+}
+
 struct TabletMaster::Promotion {
   TabletConfig config;  // the configuration being replaced
   int64_t version = 0;
   int64_t started_us = 0;
   size_t pending = 0;
-  // Replica index -> its last sequence, for the replicas that sealed.
-  std::map<size_t, uint64_t> sealed;
+  // Replica index -> what it answered, for the replicas that sealed.
+  std::map<size_t, SealedReplica> sealed;
 };
 
 TabletMaster::TabletMaster(RpcChannel* channel, Executor* executor, Clock* clock,
@@ -248,7 +258,8 @@ std::string TabletMaster::Step() {
                            if (p == promotions_.end() || p->second->config.epoch != epoch) return;
                            if (p->second->pending > 0) --p->second->pending;
                            if (ok && sealed.epoch() == epoch + 1) {
-                             p->second->sealed[i] = sealed.last_sequence();
+                             p->second->sealed[i] =
+                                 SealedReplica{sealed.last_sequence(), sealed.joined()};
                            }
                          });
         });
@@ -276,15 +287,17 @@ void TabletMaster::FinishPromotion(coord::Session* session, uint64_t tablet_id, 
               old.replicas.size(), " replicas sealed epoch ", old.epoch + 1, "; retrying; ");
     return;
   }
-  // The highest sequence among a majority holds every acknowledged write.
-  auto best = p->sealed.begin();
-  for (auto it = p->sealed.begin(); it != p->sealed.end(); ++it) {
-    if (it->second > best->second) best = it;
+  std::optional<size_t> best = ChooseNewPrimary(old, p->sealed);
+  if (!best.has_value()) {
+    Append(log, "tablet ", tablet_id, ": no sealed replica holds the lineage of epoch ",
+           old.epoch, "; retrying; ");
+    return;
   }
-  TabletConfig next = old.NextEpoch(best->first, best->second);
+  const uint64_t start = p->sealed.at(*best).last_sequence;
+  TabletConfig next = old.NextEpoch(*best, start);
   if (WriteConfig(session, next, p->version, log)) {
     Append(log, "tablet ", tablet_id, ": epoch ", next.epoch, " primary ",
-              next.primary_endpoint(), " from sequence ", best->second, "; ");
+           next.primary_endpoint(), " from sequence ", start, "; ");
   }
 }
 

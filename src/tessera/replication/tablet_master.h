@@ -22,6 +22,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,21 @@ struct LiveNode {
   std::string dc;
   std::string rack;
 };
+
+// What a replica answered to the seal of a new epoch.
+struct SealedReplica {
+  uint64_t last_sequence = 0;
+  uint64_t joined_epoch = 0;  // the last epoch it took mutations from
+};
+
+// The new primary among the replicas of `old` that sealed its next epoch (by replica index):
+// the one of the highest sequence among those whose content is in the lineage of `old`
+// (TabletConfig::LineageAllows: a replica that diverged may hold a higher sequence and still
+// lack an acknowledged write). Ties go to the lower index. nullopt when no sealed replica
+// qualifies. A write acknowledged in `old`'s epoch is on a majority that joined it, which
+// meets every sealing majority, so the one chosen holds every acknowledged write.
+std::optional<size_t> ChooseNewPrimary(const catalog::TabletConfig& old,
+                                       const std::map<size_t, SealedReplica>& sealed);
 
 class TabletMaster {
  public:
