@@ -4,6 +4,7 @@
 #include <set>
 #include <utility>
 
+#include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
 #include "tessera/catalog/placement.h"
 #include "tessera/catalog/tablet_id.h"
@@ -24,12 +25,6 @@ constexpr std::string_view kConfigPrefix = "tablets/";
 template <typename... Args>
 void Append(std::string* log, const Args&... args) {
   *log += StrCat(args...);
-}
-
-std::string Join(const std::vector<std::string>& parts) {
-  std::string out;
-  for (const std::string& p : parts) out += (out.empty() ? "" : ",") + p;
-  return out;
 }
 
 std::vector<LiveNode> ParseDirectory(const coord::Listing& listing) {
@@ -200,7 +195,7 @@ std::string TabletMaster::Step() {
         if (WriteConfig(session_, c, 0, &log)) {
           for (const std::string& r : *chosen) ++load[r];
           ++leading[c.primary_endpoint()];
-          Append(&log, "placed ", table->full_name, " tablet ", t.id, " on ", Join(*chosen),
+          Append(&log, "placed ", table->full_name, " tablet ", t.id, " on ", absl::StrJoin(*chosen, ","),
                  "; ");
         }
       }

@@ -37,12 +37,13 @@ Status NodeCore::OpenParts() {
   tablet::EngineOptions engine_options = options_.engine;
   if (env_.replica_channel) {
     // The replayed log is what a restarted primary still has to pass on to its replicas.
-    engine_options.on_replayed = [this](uint64_t tablet, uint64_t first, std::string_view m) {
-      constexpr size_t kMaxBytes = 64ull << 20;  // per tablet, as ReplicaNode retains
-      Replayed& r = replayed_[tablet];
+    // Kept per tablet: as much as the ReplicaNode will retain of it, no more.
+    const size_t max_bytes = replication::ReplicaNodeOptions().retained_bytes_per_tablet;
+    engine_options.on_replayed = [this, max_bytes](uint64_t tablet, uint64_t first,
+                                                   std::string_view m) {      Replayed& r = replayed_[tablet];
       r.records.emplace_back(first, std::string(m));
       r.bytes += m.size();
-      while (r.bytes > kMaxBytes && !r.records.empty()) {
+      while (r.bytes > max_bytes && !r.records.empty()) {
         r.bytes -= r.records.front().second.size();
         r.records.pop_front();
       }
