@@ -486,6 +486,8 @@ TEST(ProtoWireTest, AdminApiFieldNumbers) {
        "google.bigtable.admin.v2.Type"},
       {"google.bigtable.admin.v2.ColumnFamily", "tessera_options", 536870000, kMsg, "",
        "tessera.v1.FamilyOptions"},
+      {"google.bigtable.admin.v2.AppProfile", "tessera_options", 536870000, kMsg, "",
+       "tessera.v1.AppProfileOptions"},
       {"google.bigtable.admin.v2.GcRule", "max_num_versions", 1, kInt32, "rule"},
       {"google.bigtable.admin.v2.GcRule", "max_age", 2, kMsg, "rule", "google.protobuf.Duration"},
       {"google.bigtable.admin.v2.GcRule", "intersection", 3, kMsg, "rule",

@@ -52,8 +52,13 @@ std::vector<model::RowRange> Clip(const std::vector<model::RowRange>& ranges,
 
 class ClusterRowStream final : public RowStream {
  public:
-  ClusterRowStream(Coordinator* coordinator, TableSnapshot table, ReadRequest request)
+  ClusterRowStream(Coordinator* coordinator, TableSnapshot table, ReadRequest request,
+                   const AccessOptions& options)
       : coordinator_(coordinator),
+        options_(options),
+        deadline_us_(options.timeout_us > 0
+                         ? coordinator->clock()->MonotonicMicros() + options.timeout_us
+                         : 0),
         table_(std::move(table)),
         filter_(std::make_shared<model::RowFilter>(std::move(request.filter))),
         ranges_(request.rows.ranges()),
@@ -92,9 +97,19 @@ class ClusterRowStream final : public RowStream {
       return ReadStep::kNoRow;
     }
     const int64_t left = limit_ > 0 ? limit_ - progress_.rows_returned : 0;
+    AccessOptions page_options = options_;
+    if (deadline_us_ > 0) {
+      // What is left of the client's time for the whole scan.
+      const int64_t remaining = deadline_us_ - coordinator_->clock()->MonotonicMicros();
+      if (remaining <= 0) {
+        return absl::DeadlineExceededError(
+            StrCat("the read's deadline ran out after ", progress_.rows_returned, " rows"));
+      }
+      page_options.timeout_us = remaining;
+    }
     Waiter<StatusOr<ReadPage>> waiter;
     coordinator_->Read(table_, order_[next_], std::move(ranges), filter_, left, reversed_,
-                       OperationOptions(), waiter.Callback());
+                       page_options, waiter.Callback());
     StatusOr<ReadPage> page = waiter.Wait();
     if (!page.ok()) return page.status();
     progress_.rows_seen += page->rows_seen;
@@ -117,6 +132,8 @@ class ClusterRowStream final : public RowStream {
 
  private:
   Coordinator* const coordinator_;
+  const AccessOptions options_;
+  const int64_t deadline_us_;  // 0: none
   const TableSnapshot table_;
   const std::shared_ptr<model::RowFilter> filter_;
   const std::vector<model::RowRange> ranges_;
@@ -143,10 +160,11 @@ StatusOr<Coordinator*> ClusterTableAccess::Get() const {
 }
 
 Status ClusterTableAccess::Mutate(const catalog::TableInfo& table,
-                                  const model::RowMutation& mutation) {
+                                  const model::RowMutation& mutation,
+                                  const AccessOptions& options) {
   ASSIGN_OR_RETURN(Coordinator * c, Get());
   Waiter<Status> waiter;
-  c->Mutate(Snapshot(table), mutation, OperationOptions(), waiter.Callback());
+  c->Mutate(Snapshot(table), mutation, options, waiter.Callback());
   return waiter.Wait();
 }
 
@@ -154,29 +172,32 @@ StatusOr<bool> ClusterTableAccess::CheckAndMutate(const catalog::TableInfo& tabl
                                                   std::string_view row_key,
                                                   model::RowFilter* predicate,
                                                   const model::RowMutation& on_true,
-                                                  const model::RowMutation& on_false) {
+                                                  const model::RowMutation& on_false,
+                                                  const AccessOptions& options) {
   ASSIGN_OR_RETURN(Coordinator * c, Get());
   Waiter<StatusOr<bool>> waiter;
   c->CheckAndMutate(Snapshot(table), std::string(row_key), Borrow(predicate), on_true, on_false,
-                    OperationOptions(), waiter.Callback());
+                    options, waiter.Callback());
   return waiter.Wait();
 }
 
 StatusOr<model::Row> ClusterTableAccess::ReadModifyWrite(
     const catalog::TableInfo& table, std::string_view row_key,
-    const std::vector<ReadModifyWriteRule>& rules, int64_t now_micros, size_t max_value_bytes) {
+    const std::vector<ReadModifyWriteRule>& rules, int64_t now_micros, size_t max_value_bytes,
+    const AccessOptions& options) {
   ASSIGN_OR_RETURN(Coordinator * c, Get());
   Waiter<StatusOr<model::Row>> waiter;
   c->ReadModifyWrite(Snapshot(table), std::string(row_key), rules, now_micros, max_value_bytes,
-                     OperationOptions(), waiter.Callback());
+                     options, waiter.Callback());
   return waiter.Wait();
 }
 
 StatusOr<std::unique_ptr<RowStream>> ClusterTableAccess::Read(TableSnapshot table,
-                                                              ReadRequest request) {
+                                                              ReadRequest request,
+                                                              const AccessOptions& options) {
   ASSIGN_OR_RETURN(Coordinator * c, Get());
   return std::unique_ptr<RowStream>(
-      std::make_unique<ClusterRowStream>(c, std::move(table), std::move(request)));
+      std::make_unique<ClusterRowStream>(c, std::move(table), std::move(request), options));
 }
 
 StatusOr<std::vector<RowKeySample>> ClusterTableAccess::SampleRowKeys(
@@ -185,14 +206,19 @@ StatusOr<std::vector<RowKeySample>> ClusterTableAccess::SampleRowKeys(
 }
 
 StatusOr<uint64_t> ClusterTableAccess::DropRowRange(const catalog::TableInfo& table,
-                                                    std::string_view prefix) {
+                                                    std::string_view prefix,
+                                                    const AccessOptions& options) {
   ASSIGN_OR_RETURN(Coordinator * c, Get());
   // Each row of the range is deleted through its primary, like any write; the rows are read
   // in pages of keys only, and deleted as they come.
   TableSnapshot snapshot = Snapshot(table);
   ReadRequest request;
   request.rows = model::RowSet::Of({}, {model::RowRange::WithPrefix(prefix)});
-  ClusterRowStream rows(c, snapshot, std::move(request));
+  // The deletes take the drop's write level; the scan reads at the primary (it must see every
+  // row written before the drop began), with no limit of its own.
+  AccessOptions scan_options;
+  scan_options.read_level = ReadLevel::kPrimary;
+  ClusterRowStream rows(c, snapshot, std::move(request), scan_options);
   uint64_t deleted = 0;
   model::Row row;
   while (true) {
@@ -202,7 +228,7 @@ StatusOr<uint64_t> ClusterTableAccess::DropRowRange(const catalog::TableInfo& ta
     model::RowMutation m(row.key);
     m.DeleteFromRow();
     Waiter<Status> waiter;
-    c->Mutate(snapshot, std::move(m), OperationOptions(), waiter.Callback());
+    c->Mutate(snapshot, std::move(m), options, waiter.Callback());
     RETURN_IF_ERROR(waiter.Wait());
     ++deleted;
   }

@@ -58,6 +58,7 @@ struct Coordinator::Op {
   ReadLevel read_level = ReadLevel::kPrimary;
   std::string dc;
   int64_t deadline_us = 0;
+  bool client_deadline = false;  // deadline_us is the client's, not the node's default
   std::string method;
   // Runs the operation on this node's LocalTableAccess, keeping its result.
   std::function<Status()> run_local;
@@ -87,7 +88,7 @@ Coordinator::Coordinator(ReplicaNode* replicas, LocalTableAccess* access, RpcCha
 // Running an operation
 
 std::shared_ptr<Coordinator::Op> Coordinator::NewOp(TableSnapshot table, uint64_t tablet_id,
-                                                    const OperationOptions& options,
+                                                    const AccessOptions& options,
                                                     std::string_view method, bool is_read) {
   auto op = std::make_shared<Op>();
   op->table = std::move(table);
@@ -96,8 +97,9 @@ std::shared_ptr<Coordinator::Op> Coordinator::NewOp(TableSnapshot table, uint64_
   op->write_level = options.write_level.value_or(options_.write_level);
   op->read_level = options.read_level.value_or(options_.read_level);
   op->dc = options_.dc;
+  op->client_deadline = options.timeout_us > 0;
   op->deadline_us = clock_->MonotonicMicros() +
-                    (options.timeout_us > 0 ? options.timeout_us : options_.timeout_us);
+                    (op->client_deadline ? options.timeout_us : options_.timeout_us);
   op->method = std::string(method);
   return op;
 }
@@ -153,8 +155,9 @@ void Coordinator::RunOnce(std::shared_ptr<Op> op) {
   t.set_epoch(op->epoch);
   t.set_write_level(static_cast<int>(op->write_level));
   t.set_read_level(static_cast<int>(op->read_level));
-  const int64_t timeout = std::clamp<int64_t>(op->deadline_us - clock_->MonotonicMicros(), 1,
-                                              options_.attempt_timeout_us);
+  const int64_t remaining = std::max<int64_t>(1, op->deadline_us - clock_->MonotonicMicros());
+  t.set_timeout_us(remaining);
+  const int64_t timeout = std::min(remaining, options_.attempt_timeout_us);
   channel_->Call(target, op->method, op->encode(t), timeout,
                  [op, retry_or_finish](StatusOr<std::string> response) {
                    if (!response.ok()) {
@@ -169,6 +172,13 @@ void Coordinator::RunOnce(std::shared_ptr<Op> op) {
 }
 
 void Coordinator::Finish(std::shared_ptr<Op> op, Status status, bool maybe_applied) {
+  if (absl::IsUnavailable(status) && op->client_deadline &&
+      clock_->MonotonicMicros() >= op->deadline_us) {
+    // The client's time ran out while the tablet could not serve: say so, with the cause.
+    status = absl::DeadlineExceededError(
+        StrCat("deadline exceeded on tablet ", op->tablet_id, " of ", op->table->full_name,
+               ": ", status.message()));
+  }
   if (!status.ok() && maybe_applied && !op->is_read &&
       (absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status)) &&
       std::string(status.message()).find("may have been applied") == std::string::npos) {
@@ -213,12 +223,12 @@ void Coordinator::RunHere(std::shared_ptr<Op> op,
 // builds the same Op and runs it here.
 
 void Coordinator::Mutate(TableSnapshot table, model::RowMutation mutation,
-                         const OperationOptions& options, std::function<void(Status)> done) {
+                         const AccessOptions& options, std::function<void(Status)> done) {
   const uint64_t tablet_id = table->TabletFor(mutation.row()).id;
   std::shared_ptr<Op> op =
       NewOp(std::move(table), tablet_id, options, kForwardMutateMethod, /*is_read=*/false);
   auto m = std::make_shared<model::RowMutation>(std::move(mutation));
-  op->run_local = [this, op = op.get(), m] { return access_->Mutate(*op->table, *m); };
+  op->run_local = [this, op = op.get(), m] { return access_->Mutate(*op->table, *m, AccessOptions()); };
   op->encode = [m](const v1::ForwardTarget& target) {
     v1::ForwardMutateRequest r;
     *r.mutable_target() = target;
@@ -237,7 +247,7 @@ void Coordinator::Mutate(TableSnapshot table, model::RowMutation mutation,
 void Coordinator::CheckAndMutate(TableSnapshot table, std::string row_key,
                                  std::shared_ptr<model::RowFilter> predicate,
                                  model::RowMutation on_true, model::RowMutation on_false,
-                                 const OperationOptions& options,
+                                 const AccessOptions& options,
                                  std::function<void(StatusOr<bool>)> done) {
   const uint64_t tablet_id = table->TabletFor(row_key).id;
   std::shared_ptr<Op> op = NewOp(std::move(table), tablet_id, options,
@@ -252,7 +262,8 @@ void Coordinator::CheckAndMutate(TableSnapshot table, std::string row_key,
       State{std::move(row_key), std::move(predicate), std::move(on_true), std::move(on_false)});
   op->run_local = [this, op = op.get(), st]() -> Status {
     ASSIGN_OR_RETURN(st->matched, access_->CheckAndMutate(*op->table, st->row, st->predicate.get(),
-                                                          st->on_true, st->on_false));
+                                                          st->on_true, st->on_false,
+                                                          AccessOptions()));
     return Status();
   };
   op->encode = [st](const v1::ForwardTarget& target) {
@@ -287,7 +298,7 @@ void Coordinator::CheckAndMutate(TableSnapshot table, std::string row_key,
 
 void Coordinator::ReadModifyWrite(TableSnapshot table, std::string row_key,
                                   std::vector<ReadModifyWriteRule> rules, int64_t now_micros,
-                                  size_t max_value_bytes, const OperationOptions& options,
+                                  size_t max_value_bytes, const AccessOptions& options,
                                   std::function<void(StatusOr<model::Row>)> done) {
   const uint64_t tablet_id = table->TabletFor(row_key).id;
   std::shared_ptr<Op> op = NewOp(std::move(table), tablet_id, options,
@@ -303,7 +314,8 @@ void Coordinator::ReadModifyWrite(TableSnapshot table, std::string row_key,
       State{std::move(row_key), std::move(rules), now_micros, max_value_bytes, {}});
   op->run_local = [this, op = op.get(), st]() -> Status {
     ASSIGN_OR_RETURN(st->result, access_->ReadModifyWrite(*op->table, st->row, st->rules,
-                                                          st->now_micros, st->max_value_bytes));
+                                                          st->now_micros, st->max_value_bytes,
+                                                          AccessOptions()));
     return Status();
   };
   op->encode = [st](const v1::ForwardTarget& target) {
@@ -367,7 +379,7 @@ Status ReadLocalPage(LocalTableAccess* access, const FilterCompiler& compile,
   }
   request.rows_limit = st->rows_limit;
   request.reversed = st->reversed;
-  ASSIGN_OR_RETURN(std::unique_ptr<RowStream> stream, access->Read(table, std::move(request)));
+  ASSIGN_OR_RETURN(std::unique_ptr<RowStream> stream, access->Read(table, std::move(request), AccessOptions()));
   st->page = ReadPage();
   int64_t bytes = 0;
   model::Row row;
@@ -397,7 +409,7 @@ Status ReadLocalPage(LocalTableAccess* access, const FilterCompiler& compile,
 void Coordinator::Read(TableSnapshot table, size_t tablet_index,
                        std::vector<model::RowRange> ranges,
                        std::shared_ptr<model::RowFilter> filter, int64_t rows_limit,
-                       bool reversed, const OperationOptions& options,
+                       bool reversed, const AccessOptions& options,
                        std::function<void(StatusOr<ReadPage>)> done) {
   const uint64_t tablet_id = table->tablets[tablet_index].id;
   std::shared_ptr<Op> op =
@@ -505,7 +517,10 @@ void Coordinator::ServeForward(const std::string& method, std::string request,
   op->write_level = *wl;
   op->read_level = *rl;
   op->dc = options_.dc;
-  op->deadline_us = clock_->MonotonicMicros() + options_.timeout_us;
+  // The coordinator's remaining time (an older coordinator sends none: the default).
+  op->deadline_us = clock_->MonotonicMicros() +
+                    (target.timeout_us() > 0 ? target.timeout_us()
+                                             : options_.timeout_us);
   if (table.ok()) op->table = *table;
 
   if (method == kForwardMutateMethod) {
@@ -516,7 +531,7 @@ void Coordinator::ServeForward(const std::string& method, std::string request,
       ms->push_back(*std::move(m));
     }
     op->run_local = [this, op = op.get(), ms]() -> Status {
-      for (const model::RowMutation& m : *ms) RETURN_IF_ERROR(access_->Mutate(*op->table, m));
+      for (const model::RowMutation& m : *ms) RETURN_IF_ERROR(access_->Mutate(*op->table, m, AccessOptions()));
       return Status();
     };
     answer = [](const Status& s, bool maybe) {
@@ -543,7 +558,7 @@ void Coordinator::ServeForward(const std::string& method, std::string request,
       ASSIGN_OR_RETURN(*matched,
                        access_->CheckAndMutate(*op->table, cam.row_key(),
                                                predicate.has_value() ? &*predicate : nullptr,
-                                               args->first, args->second));
+                                               args->first, args->second, AccessOptions()));
       return Status();
     };
     answer = [matched](const Status& s, bool maybe) {
@@ -570,7 +585,8 @@ void Coordinator::ServeForward(const std::string& method, std::string request,
     op->run_local = [this, op = op.get(), rmw, rules, result]() -> Status {
       ASSIGN_OR_RETURN(*result,
                        access_->ReadModifyWrite(*op->table, rmw.row_key(), *rules,
-                                                rmw.now_micros(), rmw.max_value_bytes()));
+                                                rmw.now_micros(), rmw.max_value_bytes(),
+                                                AccessOptions()));
       return Status();
     };
     answer = [result](const Status& s, bool maybe) {

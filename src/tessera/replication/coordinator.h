@@ -81,13 +81,6 @@ struct CoordinatorOptions {
   int64_t max_page_bytes = 1 << 20;
 };
 
-// How one operation is run; unset fields take the coordinator's defaults.
-struct OperationOptions {
-  std::optional<WriteLevel> write_level;
-  std::optional<ReadLevel> read_level;
-  int64_t timeout_us = 0;  // 0: the default
-};
-
 // One page of rows of one tablet.
 struct ReadPage {
   std::vector<model::Row> rows;
@@ -104,29 +97,30 @@ class Coordinator {
               Executor* executor, Clock* clock, TableLookup lookup, FilterCompiler compile,
               CoordinatorOptions options = {});
 
-  void Mutate(TableSnapshot table, model::RowMutation mutation, const OperationOptions& options,
+  void Mutate(TableSnapshot table, model::RowMutation mutation, const AccessOptions& options,
               std::function<void(Status)> done);
   // `predicate`: null for "any cell"; a filter that is not pass-all must carry its source
   // (model::RowFilter::source) to be forwarded.
   void CheckAndMutate(TableSnapshot table, std::string row_key,
                       std::shared_ptr<model::RowFilter> predicate, model::RowMutation on_true,
-                      model::RowMutation on_false, const OperationOptions& options,
+                      model::RowMutation on_false, const AccessOptions& options,
                       std::function<void(StatusOr<bool>)> done);
   void ReadModifyWrite(TableSnapshot table, std::string row_key,
                        std::vector<ReadModifyWriteRule> rules, int64_t now_micros,
-                       size_t max_value_bytes, const OperationOptions& options,
+                       size_t max_value_bytes, const AccessOptions& options,
                        std::function<void(StatusOr<model::Row>)> done);
   // One page of the rows of `ranges` inside tablet `tablet_index` of `table`, after `filter`
   // (null: all), at most `rows_limit` (0: no limit), reversed or not.
   void Read(TableSnapshot table, size_t tablet_index, std::vector<model::RowRange> ranges,
             std::shared_ptr<model::RowFilter> filter, int64_t rows_limit, bool reversed,
-            const OperationOptions& options, std::function<void(StatusOr<ReadPage>)> done);
+            const AccessOptions& options, std::function<void(StatusOr<ReadPage>)> done);
 
   // Serves the Forward.* methods; false (and `respond` untouched) for any other.
   bool Handle(const std::string& from, const std::string& method, std::string& request,
               RpcChannel::Responder& respond);
 
   const CoordinatorOptions& options() const { return options_; }
+  Clock* clock() const { return clock_; }
 
  private:
   struct Attempt;
@@ -135,7 +129,7 @@ class Coordinator {
 
   // An operation on `tablet_id` of `table` with `options` filled in from the defaults.
   std::shared_ptr<Op> NewOp(TableSnapshot table, uint64_t tablet_id,
-                            const OperationOptions& options, std::string_view method,
+                            const AccessOptions& options, std::string_view method,
                             bool is_read);
   // Runs `op` at its target, retrying as the top of this file says.
   void Run(std::shared_ptr<Op> op);

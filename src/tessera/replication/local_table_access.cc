@@ -22,7 +22,8 @@ Status LocalTableAccess::Write(tablet::TabletId id, const model::RowMutation& mu
 }
 
 Status LocalTableAccess::Mutate(const catalog::TableInfo& table,
-                                const model::RowMutation& mutation) {
+                                const model::RowMutation& mutation,
+                                const AccessOptions& /*options*/) {
   const catalog::TabletRef& t = table.TabletFor(mutation.row());
   tablet::RowLocks::Guard guard = locks_.LockForWrite(table.full_name, mutation.row());
   Status s = Write(t.id, mutation);
@@ -33,7 +34,8 @@ StatusOr<bool> LocalTableAccess::CheckAndMutate(const catalog::TableInfo& table,
                                                 std::string_view row_key,
                                                 model::RowFilter* predicate,
                                                 const model::RowMutation& on_true,
-                                                const model::RowMutation& on_false) {
+                                                const model::RowMutation& on_false,
+                                                const AccessOptions& /*options*/) {
   model::ReadSpec spec;
   if (predicate != nullptr) {
     spec = predicate->pushdown().ToReadSpec();
@@ -68,7 +70,8 @@ StatusOr<bool> LocalTableAccess::CheckAndMutate(const catalog::TableInfo& table,
 
 StatusOr<model::Row> LocalTableAccess::ReadModifyWrite(
     const catalog::TableInfo& table, std::string_view row_key,
-    const std::vector<ReadModifyWriteRule>& rules, int64_t now_micros, size_t max_value_bytes) {
+    const std::vector<ReadModifyWriteRule>& rules, int64_t now_micros, size_t max_value_bytes,
+    const AccessOptions& /*options*/) {
   // The columns the rules touch, each once, in stored order.
   struct Column {
     std::string presented;
@@ -148,7 +151,8 @@ StatusOr<model::Row> LocalTableAccess::ReadModifyWrite(
 }
 
 StatusOr<std::unique_ptr<RowStream>> LocalTableAccess::Read(TableSnapshot table,
-                                                            ReadRequest request) {
+                                                            ReadRequest request,
+                                                            const AccessOptions& /*options*/) {
   return NewLocalRowStream(engine_, std::move(table), std::move(request));
 }
 
@@ -190,7 +194,8 @@ StatusOr<std::vector<RowKeySample>> LocalTableAccess::SampleRowKeys(const catalo
 }
 
 StatusOr<uint64_t> LocalTableAccess::DropRowRange(const catalog::TableInfo& table,
-                                                  std::string_view prefix) {
+                                                  std::string_view prefix,
+                                                  const AccessOptions& /*options*/) {
   const model::RowRange range = model::RowRange::WithPrefix(prefix);
   model::ReadSpec spec;
   spec.max_versions = 1;

@@ -39,18 +39,23 @@ class LocalTableAccess final : public TableAccess {
   LocalTableAccess(const LocalTableAccess&) = delete;
   LocalTableAccess& operator=(const LocalTableAccess&) = delete;
 
-  Status Mutate(const catalog::TableInfo& table, const model::RowMutation& mutation) override;
+  Status Mutate(const catalog::TableInfo& table, const model::RowMutation& mutation,
+                const AccessOptions& options) override;
   StatusOr<bool> CheckAndMutate(const catalog::TableInfo& table, std::string_view row_key,
                                 model::RowFilter* predicate, const model::RowMutation& on_true,
-                                const model::RowMutation& on_false) override;
+                                const model::RowMutation& on_false,
+                                const AccessOptions& options) override;
   StatusOr<model::Row> ReadModifyWrite(const catalog::TableInfo& table, std::string_view row_key,
                                        const std::vector<ReadModifyWriteRule>& rules,
-                                       int64_t now_micros, size_t max_value_bytes) override;
-  StatusOr<std::unique_ptr<RowStream>> Read(TableSnapshot table, ReadRequest request) override;
+                                       int64_t now_micros, size_t max_value_bytes,
+                                       const AccessOptions& options) override;
+  StatusOr<std::unique_ptr<RowStream>> Read(TableSnapshot table, ReadRequest request,
+                                            const AccessOptions& options) override;
   StatusOr<std::vector<RowKeySample>> SampleRowKeys(const catalog::TableInfo& table,
                                                     uint64_t every_bytes) override;
   StatusOr<uint64_t> DropRowRange(const catalog::TableInfo& table,
-                                  std::string_view prefix) override;
+                                  std::string_view prefix,
+                                  const AccessOptions& options) override;
 
  private:
   Status Write(tablet::TabletId id, const model::RowMutation& mutation);

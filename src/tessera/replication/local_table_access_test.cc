@@ -44,12 +44,12 @@ class LocalTableAccessTest : public ::testing::Test {
            const std::string& value) {
     model::RowMutation m(row);
     m.SetCell("cf", qualifier, ts, value);
-    ASSERT_TRUE(access_->Mutate(*table_, m).ok());
+    ASSERT_TRUE(access_->Mutate(*table_, m, AccessOptions()).ok());
   }
 
   // Every row key a read returns, and the stream's progress.
   std::vector<std::string> Keys(ReadRequest request, ReadProgress* progress = nullptr) {
-    auto stream = access_->Read(table_, std::move(request));
+    auto stream = access_->Read(table_, std::move(request), AccessOptions());
     EXPECT_TRUE(stream.ok()) << stream.status();
     std::vector<std::string> keys;
     model::Row row;
@@ -114,15 +114,15 @@ TEST_F(LocalTableAccessTest, CheckAndMutateAppliesOneBranch) {
   model::RowMutation on_true("r"), on_false("r");
   on_true.SetCell("cf", "t", 5, "yes");
   on_false.SetCell("cf", "f", 5, "no");
-  auto matched = access_->CheckAndMutate(*table_, "r", nullptr, on_true, on_false);
+  auto matched = access_->CheckAndMutate(*table_, "r", nullptr, on_true, on_false, AccessOptions());
   ASSERT_TRUE(matched.ok()) << matched.status();
   EXPECT_FALSE(*matched);  // no row yet: on_false
-  matched = access_->CheckAndMutate(*table_, "r", nullptr, on_true, on_false);
+  matched = access_->CheckAndMutate(*table_, "r", nullptr, on_true, on_false, AccessOptions());
   ASSERT_TRUE(matched.ok()) << matched.status();
   EXPECT_TRUE(*matched);
   ReadRequest request;
   request.rows = model::RowSet::Of({"r"}, {});
-  auto stream = access_->Read(table_, std::move(request));
+  auto stream = access_->Read(table_, std::move(request), AccessOptions());
   ASSERT_TRUE(stream.ok());
   model::Row row;
   StatusOr<ReadStep> step;
@@ -141,7 +141,7 @@ TEST_F(LocalTableAccessTest, ReadModifyWriteAppendsIncrementsAndRefusesBadValues
   std::vector<ReadModifyWriteRule> rules(2);
   rules[0] = {"cf", "n", "n", ReadModifyWriteRule::Kind::kIncrement, "", 1};
   rules[1] = {"cf", "s", "s", ReadModifyWriteRule::Kind::kAppend, "ab", 0};
-  auto row = access_->ReadModifyWrite(*table_, "r", rules, /*now_micros=*/50, 1 << 20);
+  auto row = access_->ReadModifyWrite(*table_, "r", rules, /*now_micros=*/50, 1 << 20, AccessOptions());
   ASSERT_TRUE(row.ok()) << row.status();
   ASSERT_EQ(row->cells.size(), 2u);
   EXPECT_EQ(row->cells[0].value, BigEndian64String(42));
@@ -149,11 +149,11 @@ TEST_F(LocalTableAccessTest, ReadModifyWriteAppendsIncrementsAndRefusesBadValues
   EXPECT_EQ(row->cells[1].value, "ab");
   EXPECT_EQ(row->cells[1].timestamp_micros, 50);
 
-  auto refused = access_->ReadModifyWrite(*table_, "r", {rules[1], rules[1]}, 60, 3);
+  auto refused = access_->ReadModifyWrite(*table_, "r", {rules[1], rules[1]}, 60, 3, AccessOptions());
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
   std::vector<ReadModifyWriteRule> bad = {
       {"cf", "s", "s", ReadModifyWriteRule::Kind::kIncrement, "", 1}};
-  EXPECT_EQ(access_->ReadModifyWrite(*table_, "r", bad, 60, 1 << 20).status().code(),
+  EXPECT_EQ(access_->ReadModifyWrite(*table_, "r", bad, 60, 1 << 20, AccessOptions()).status().code(),
             absl::StatusCode::kFailedPrecondition);
 }
 
@@ -177,7 +177,7 @@ TEST_F(LocalTableAccessTest, SampleRowKeysEndsWithTheTableSize) {
 
 TEST_F(LocalTableAccessTest, DropRowRangeDeletesThePrefixAcrossTablets) {
   for (const char* row : {"f1", "f2", "g", "g1", "h"}) Put(row, "c", 1, "v");
-  auto deleted = access_->DropRowRange(*table_, "g");
+  auto deleted = access_->DropRowRange(*table_, "g", AccessOptions());
   ASSERT_TRUE(deleted.ok()) << deleted.status();
   EXPECT_EQ(*deleted, 2u);
   ReadRequest all;
@@ -189,7 +189,7 @@ TEST_F(LocalTableAccessTest, ADroppedTableIsNotFound) {
   ASSERT_TRUE(catalog_->DeleteTable(table_->full_name).ok());
   model::RowMutation m("r");
   m.SetCell("cf", "c", 1, "v");
-  EXPECT_EQ(access_->Mutate(*table_, m).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(access_->Mutate(*table_, m, AccessOptions()).code(), absl::StatusCode::kNotFound);
 }
 
 }  // namespace

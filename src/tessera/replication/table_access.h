@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +27,7 @@
 #include "tessera/model/row.h"
 #include "tessera/model/row_filter.h"
 #include "tessera/model/row_mutation.h"
+#include "tessera/replication/consistency.h"
 #include "tessera/util/status.h"
 
 namespace tessera::replication {
@@ -33,6 +35,17 @@ namespace tessera::replication {
 // A snapshot of the table an operation works on (server/table_catalog.h). Operations on a
 // table deleted since the snapshot fail with NotFound.
 using TableSnapshot = std::shared_ptr<const catalog::TableInfo>;
+
+// How one operation is run, as the client asked (its app profile, its deadline); unset fields
+// take the node's defaults. A node serving its own copy of a table (LocalTableAccess, or a
+// table the cluster did not make) has one replica and ignores the levels.
+struct AccessOptions {
+  std::optional<WriteLevel> write_level;
+  std::optional<ReadLevel> read_level;
+  // The time the client gives the whole operation (a scan: all its pages), from the call;
+  // 0: the node's default per operation, and no limit for a scan as a whole.
+  int64_t timeout_us = 0;
+};
 
 struct ReadRequest {
   model::RowSet rows;
@@ -95,7 +108,8 @@ class TableAccess {
   virtual ~TableAccess() = default;
 
   // Applies one row's mutations atomically.
-  virtual Status Mutate(const catalog::TableInfo& table, const model::RowMutation& mutation) = 0;
+  virtual Status Mutate(const catalog::TableInfo& table, const model::RowMutation& mutation,
+                        const AccessOptions& options) = 0;
 
   // Atomically on `row_key`: reads the row; it matches when `predicate` (null: any cell) leaves
   // a cell of it; then applies `on_true` if it matched, else `on_false` (an empty mutation
@@ -103,7 +117,8 @@ class TableAccess {
   virtual StatusOr<bool> CheckAndMutate(const catalog::TableInfo& table, std::string_view row_key,
                                         model::RowFilter* predicate,
                                         const model::RowMutation& on_true,
-                                        const model::RowMutation& on_false) = 0;
+                                        const model::RowMutation& on_false,
+                                        const AccessOptions& options) = 0;
 
   // Atomically on `row_key`: applies `rules` in order to the newest cell of their columns
   // (append concatenates; increment adds to a 64-bit value, an absent cell counting as 0) and
@@ -115,11 +130,13 @@ class TableAccess {
   virtual StatusOr<model::Row> ReadModifyWrite(const catalog::TableInfo& table,
                                                std::string_view row_key,
                                                const std::vector<ReadModifyWriteRule>& rules,
-                                               int64_t now_micros, size_t max_value_bytes) = 0;
+                                               int64_t now_micros, size_t max_value_bytes,
+                                               const AccessOptions& options) = 0;
 
   // The rows of request.rows that have cells after request.filter. The stream keeps `table`
   // alive; each tablet is read from a consistent snapshot taken when its scan opens.
-  virtual StatusOr<std::unique_ptr<RowStream>> Read(TableSnapshot table, ReadRequest request) = 0;
+  virtual StatusOr<std::unique_ptr<RowStream>> Read(TableSnapshot table, ReadRequest request,
+                                                    const AccessOptions& options) = 0;
 
   // Split points about `every_bytes` of data apart, by increasing key, with non-decreasing
   // cumulative offsets; every tablet boundary is one; the last sample is ("", table size). An
@@ -132,7 +149,8 @@ class TableAccess {
   // with the drop lands before or after it, whole). Returns the number of rows deleted.
   // REQUIRES: prefix non-empty.
   virtual StatusOr<uint64_t> DropRowRange(const catalog::TableInfo& table,
-                                          std::string_view prefix) = 0;
+                                          std::string_view prefix,
+                                          const AccessOptions& options) = 0;
 };
 
 }  // namespace tessera::replication

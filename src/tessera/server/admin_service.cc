@@ -250,7 +250,8 @@ Status AdminService::DoDropRowRange(const admin::DropRowRangeRequest& request) {
         return absl::InvalidArgumentError(
             "row_key_prefix must not be empty (use delete_all_data_from_table to drop every row)");
       }
-      ASSIGN_OR_RETURN(uint64_t deleted, access_->DropRowRange(*info, request.row_key_prefix()));
+      ASSIGN_OR_RETURN(uint64_t deleted, access_->DropRowRange(*info, request.row_key_prefix(),
+                                                              replication::AccessOptions()));
       TLOG_INFO("admin: DropRowRange {} prefix of {} bytes: {} rows deleted", info->full_name,
                 request.row_key_prefix().size(), deleted);
       return Status();

@@ -8,7 +8,10 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "google/bigtable/v2/feature_flags.pb.h"
 #include "tessera/model/cell_key.h"
 #include "tessera/server/grpc_status.h"
@@ -72,6 +75,34 @@ v2::FeatureFlags ClientFeatures(const grpc::CallbackServerContext* ctx) {
   return flags;
 }
 
+int HexDigit(char c) {
+  return absl::ascii_isdigit(c) ? c - '0' : absl::ascii_tolower(c) - 'a' + 10;
+}
+
+// The app_profile_id of the client's "x-goog-request-params" header (URL-encoded
+// key=value pairs joined by '&'); "" if absent.
+std::string HeaderAppProfile(const grpc::CallbackServerContext* ctx) {
+  const auto& md = ctx->client_metadata();
+  auto it = md.find("x-goog-request-params");
+  if (it == md.end()) return "";
+  const absl::string_view params(it->second.data(), it->second.size());
+  for (absl::string_view pair : absl::StrSplit(params, '&')) {
+    if (!absl::ConsumePrefix(&pair, "app_profile_id=")) continue;
+    std::string id;  // percent-decoded
+    for (size_t i = 0; i < pair.size(); ++i) {
+      if (pair[i] == '%' && i + 2 < pair.size() && absl::ascii_isxdigit(pair[i + 1]) &&
+          absl::ascii_isxdigit(pair[i + 2])) {
+        id.push_back(static_cast<char>(HexDigit(pair[i + 1]) * 16 + HexDigit(pair[i + 2])));
+        i += 2;
+      } else {
+        id.push_back(pair[i]);
+      }
+    }
+    return id;
+  }
+  return "";
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -122,26 +153,55 @@ class DataService::Impl {
     return catalog_->GetTable(name.Full());
   }
 
-  Status MutateRow(const v2::MutateRowRequest& req) {
+  // How a request on `table` runs: its app profile's levels and the client's deadline.
+  StatusOr<replication::AccessOptions> OptionsFor(const grpc::CallbackServerContext* ctx,
+                                                  const catalog::TableInfo& table,
+                                                  std::string_view app_profile_id) const {
+    replication::AccessOptions options;
+    const std::string header_id = app_profile_id.empty() ? HeaderAppProfile(ctx) : "";
+    const std::string_view id = app_profile_id.empty() ? header_id : app_profile_id;
+    if (options_.profile_levels) {
+      ASSIGN_OR_RETURN(catalog::TableName name, catalog::TableName::Parse(table.full_name));
+      ASSIGN_OR_RETURN(ProfileLevels levels, options_.profile_levels(name.instance, id));
+      options.read_level = levels.read;
+      options.write_level = levels.write;
+    } else if (std::optional<ProfileLevels> levels = BuiltInProfileLevels(id)) {
+      options.read_level = levels->read;
+      options.write_level = levels->write;
+    }
+    const auto deadline = ctx->deadline();
+    if (deadline != std::chrono::system_clock::time_point::max()) {
+      const auto left = std::chrono::duration_cast<std::chrono::microseconds>(
+          deadline - std::chrono::system_clock::now());
+      options.timeout_us = std::max<int64_t>(1, left.count());
+    }
+    return options;
+  }
+
+  Status MutateRow(const grpc::CallbackServerContext* ctx, const v2::MutateRowRequest& req) {
     ASSIGN_OR_RETURN(TablePtr table,
                      ResolveTable(req.table_name(), req.authorized_view_name(), ""));
+    ASSIGN_OR_RETURN(replication::AccessOptions options,
+                     OptionsFor(ctx, *table, req.app_profile_id()));
     MutationBuilder builder(table->schema);
     ASSIGN_OR_RETURN(model::RowMutation m,
                      builder.Build(req.row_key(), req.mutations(), clock_->NowMicros()));
-    return access_->Mutate(*table, m);
+    return access_->Mutate(*table, m, options);
   }
 
   // One MutateRows entry.
   Status MutateEntry(const catalog::TableInfo& table, const v2::MutateRowsRequest::Entry& entry,
-                     int64_t now_micros) {
+                     int64_t now_micros, const replication::AccessOptions& options) {
     MutationBuilder builder(table.schema);
     ASSIGN_OR_RETURN(model::RowMutation m,
                      builder.Build(entry.row_key(), entry.mutations(), now_micros));
-    return access_->Mutate(table, m);
+    return access_->Mutate(table, m, options);
   }
 
-  StatusOr<bool> CheckAndMutateRow(const v2::CheckAndMutateRowRequest& req);
-  Status ReadModifyWriteRow(const v2::ReadModifyWriteRowRequest& req,
+  StatusOr<bool> CheckAndMutateRow(const grpc::CallbackServerContext* ctx,
+                                   const v2::CheckAndMutateRowRequest& req);
+  Status ReadModifyWriteRow(const grpc::CallbackServerContext* ctx,
+                            const v2::ReadModifyWriteRowRequest& req,
                             v2::ReadModifyWriteRowResponse* resp);
   Status SampleRowKeys(const v2::SampleRowKeysRequest& req,
                        std::vector<v2::SampleRowKeysResponse>* out);
@@ -155,8 +215,11 @@ class DataService::Impl {
   std::atomic<uint64_t> seed_counter_{0};
 };
 
-StatusOr<bool> DataService::Impl::CheckAndMutateRow(const v2::CheckAndMutateRowRequest& req) {
+StatusOr<bool> DataService::Impl::CheckAndMutateRow(const grpc::CallbackServerContext* ctx,
+                                                    const v2::CheckAndMutateRowRequest& req) {
   ASSIGN_OR_RETURN(TablePtr table, ResolveTable(req.table_name(), req.authorized_view_name(), ""));
+  ASSIGN_OR_RETURN(replication::AccessOptions options,
+                   OptionsFor(ctx, *table, req.app_profile_id()));
   RETURN_IF_ERROR(ValidateRowKey(req.row_key()));
   if (req.true_mutations().empty() && req.false_mutations().empty()) {
     return absl::InvalidArgumentError("No mutations provided");
@@ -182,12 +245,16 @@ StatusOr<bool> DataService::Impl::CheckAndMutateRow(const v2::CheckAndMutateRowR
     predicate.emplace(std::move(f));
   }
   return access_->CheckAndMutate(*table, req.row_key(),
-                                 predicate.has_value() ? &*predicate : nullptr, on_true, on_false);
+                                 predicate.has_value() ? &*predicate : nullptr, on_true, on_false,
+                                 options);
 }
 
-Status DataService::Impl::ReadModifyWriteRow(const v2::ReadModifyWriteRowRequest& req,
+Status DataService::Impl::ReadModifyWriteRow(const grpc::CallbackServerContext* ctx,
+                                             const v2::ReadModifyWriteRowRequest& req,
                                              v2::ReadModifyWriteRowResponse* resp) {
   ASSIGN_OR_RETURN(TablePtr table, ResolveTable(req.table_name(), req.authorized_view_name(), ""));
+  ASSIGN_OR_RETURN(replication::AccessOptions options,
+                   OptionsFor(ctx, *table, req.app_profile_id()));
   RETURN_IF_ERROR(ValidateRowKey(req.row_key()));
   if (req.rules().empty()) return absl::InvalidArgumentError("No rules provided");
   if (static_cast<size_t>(req.rules_size()) > kMaxReadModifyWriteRules) {
@@ -224,7 +291,8 @@ Status DataService::Impl::ReadModifyWriteRow(const v2::ReadModifyWriteRowRequest
   }
   const int64_t now = ServerTimestamp(table->schema, clock_->NowMicros());
   ASSIGN_OR_RETURN(model::Row row,
-                   access_->ReadModifyWrite(*table, req.row_key(), rules, now, kMaxValueBytes));
+                   access_->ReadModifyWrite(*table, req.row_key(), rules, now, kMaxValueBytes,
+                                            options));
   // One cell per column, columns in returned order: a family starts where the name changes.
   v2::Row* out = resp->mutable_row();
   out->set_key(std::move(row.key));
@@ -314,8 +382,9 @@ class ListWriter final : public grpc::ServerWriteReactor<Response> {
 // commit-log writes group-commit); one response with a status per entry.
 class MutateRowsReactor final : public grpc::ServerWriteReactor<v2::MutateRowsResponse> {
  public:
-  MutateRowsReactor(DataService::Impl* impl, const v2::MutateRowsRequest* req)
-      : impl_(impl), req_(req) {
+  MutateRowsReactor(DataService::Impl* impl, const grpc::CallbackServerContext* ctx,
+                    const v2::MutateRowsRequest* req)
+      : impl_(impl), ctx_(ctx), req_(req) {
     impl_->Run([this] { Start(); });
   }
 
@@ -327,6 +396,10 @@ class MutateRowsReactor final : public grpc::ServerWriteReactor<v2::MutateRowsRe
         impl_->ResolveTable(req_->table_name(), req_->authorized_view_name(), "");
     if (!table.ok()) return Finish(ToGrpcStatus(table.status()));
     table_ = *std::move(table);
+    StatusOr<replication::AccessOptions> options =
+        impl_->OptionsFor(ctx_, *table_, req_->app_profile_id());
+    if (!options.ok()) return Finish(ToGrpcStatus(options.status()));
+    options_ = *std::move(options);
     const int n = req_->entries_size();
     if (n == 0) {
       return Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "No entries provided"));
@@ -354,7 +427,7 @@ class MutateRowsReactor final : public grpc::ServerWriteReactor<v2::MutateRowsRe
 
   void ApplySlice(int begin, int end) {
     for (int i = begin; i < end; ++i) {
-      statuses_[i] = impl_->MutateEntry(*table_, req_->entries(i), now_micros_);
+      statuses_[i] = impl_->MutateEntry(*table_, req_->entries(i), now_micros_, options_);
     }
     if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) Respond();
   }
@@ -375,8 +448,10 @@ class MutateRowsReactor final : public grpc::ServerWriteReactor<v2::MutateRowsRe
   }
 
   DataService::Impl* const impl_;
+  const grpc::CallbackServerContext* const ctx_;
   const v2::MutateRowsRequest* const req_;
   TablePtr table_;
+  replication::AccessOptions options_;
   int64_t now_micros_ = 0;
   std::vector<Status> statuses_;  // slot i written only by the task that owns entry i
   std::atomic<int> pending_{0};
@@ -396,6 +471,7 @@ class ReadRowsReactor final : public grpc::ServerWriteReactor<v2::ReadRowsRespon
   ReadRowsReactor(DataService::Impl* impl, grpc::CallbackServerContext* ctx,
                   const v2::ReadRowsRequest* req)
       : impl_(impl),
+        ctx_(ctx),
         req_(req),
         chunker_(ChunkerOptions{.max_chunk_value_bytes = impl->options().read_chunk_bytes,
                                 .target_response_bytes = impl->options().read_response_bytes,
@@ -452,7 +528,9 @@ class ReadRowsReactor final : public grpc::ServerWriteReactor<v2::ReadRowsRespon
           CompileRowFilter(req_->filter(), FilterOptionsFor(table_->schema, impl_->NextSeed())));
     }
     read.reversed = req_->reversed();
-    ASSIGN_OR_RETURN(stream_, impl_->access()->Read(table_, std::move(read)));
+    ASSIGN_OR_RETURN(replication::AccessOptions options,
+                     impl_->OptionsFor(ctx_, *table_, req_->app_profile_id()));
+    ASSIGN_OR_RETURN(stream_, impl_->access()->Read(table_, std::move(read), options));
     return Status();
   }
 
@@ -531,6 +609,7 @@ class ReadRowsReactor final : public grpc::ServerWriteReactor<v2::ReadRowsRespon
   }
 
   DataService::Impl* const impl_;
+  const grpc::CallbackServerContext* const ctx_;
   const v2::ReadRowsRequest* const req_;
   std::atomic<bool> cancelled_{false};
   bool send_last_scanned_ = false;
@@ -579,17 +658,18 @@ grpc::ServerUnaryReactor* DataService::MutateRow(grpc::CallbackServerContext* co
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   Impl* impl = impl_.get();
   if (impl->options().inline_writes) {
-    reactor->Finish(ToGrpcStatus(impl->MutateRow(*request)));
+    reactor->Finish(ToGrpcStatus(impl->MutateRow(context, *request)));
   } else {
-    impl->Run(
-        [impl, request, reactor] { reactor->Finish(ToGrpcStatus(impl->MutateRow(*request))); });
+    impl->Run([impl, context, request, reactor] {
+      reactor->Finish(ToGrpcStatus(impl->MutateRow(context, *request)));
+    });
   }
   return reactor;
 }
 
 grpc::ServerWriteReactor<v2::MutateRowsResponse>* DataService::MutateRows(
     grpc::CallbackServerContext* context, const v2::MutateRowsRequest* request) {
-  return new MutateRowsReactor(impl_.get(), request);
+  return new MutateRowsReactor(impl_.get(), context, request);
 }
 
 grpc::ServerUnaryReactor* DataService::CheckAndMutateRow(
@@ -597,8 +677,8 @@ grpc::ServerUnaryReactor* DataService::CheckAndMutateRow(
     v2::CheckAndMutateRowResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   Impl* impl = impl_.get();
-  impl->Run([impl, request, response, reactor] {
-    StatusOr<bool> matched = impl->CheckAndMutateRow(*request);
+  impl->Run([impl, context, request, response, reactor] {
+    StatusOr<bool> matched = impl->CheckAndMutateRow(context, *request);
     if (matched.ok()) response->set_predicate_matched(*matched);
     reactor->Finish(ToGrpcStatus(matched.status()));
   });
@@ -623,8 +703,8 @@ grpc::ServerUnaryReactor* DataService::ReadModifyWriteRow(
     v2::ReadModifyWriteRowResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   Impl* impl = impl_.get();
-  impl->Run([impl, request, response, reactor] {
-    reactor->Finish(ToGrpcStatus(impl->ReadModifyWriteRow(*request, response)));
+  impl->Run([impl, context, request, response, reactor] {
+    reactor->Finish(ToGrpcStatus(impl->ReadModifyWriteRow(context, *request, response)));
   });
   return reactor;
 }

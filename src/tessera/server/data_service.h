@@ -18,6 +18,10 @@
 // (docs/replication.md), which routes rows, locks them and does the read-modify-write and
 // check-and-mutate semantics.
 //
+// Each request runs with the consistency levels of its app profile (the request's
+// app_profile_id, else the app_profile_id of its x-goog-request-params header;
+// app_profile_levels.h) and the client's deadline as its timeout.
+//
 // Errors carry the codes a Bigtable client expects: NOT_FOUND for a missing table or family
 // (never a retryable code for a permanent error), INVALID_ARGUMENT for malformed requests,
 // UNIMPLEMENTED for authorized and materialized views; engine errors keep their code
@@ -39,6 +43,7 @@
 #include "google/bigtable/v2/bigtable.grpc.pb.h"
 #include "tessera/catalog/table_catalog.h"
 #include "tessera/replication/table_access.h"
+#include "tessera/server/app_profile_levels.h"
 #include "tessera/util/clock.h"
 #include "tessera/util/executor.h"
 
@@ -56,6 +61,12 @@ struct DataServiceOptions {
   // answers Unavailable while it has no lock-service session, as a Bigtable tablet server stops
   // serving when it loses its Chubby lock. Optional (unset: always serving).
   std::function<Status()> serving_check;
+  // The consistency levels of a request's app profile (app_profile_levels.h): (instance
+  // "projects/p/instances/i", profile id) -> levels, or the error the request gets (NotFound
+  // for an unknown profile). Null: only the built-in ids set levels, any other id is accepted
+  // and sets none.
+  std::function<StatusOr<ProfileLevels>(std::string_view instance, std::string_view id)>
+      profile_levels;
 
   // --- performance ---
   // ReadRows steps run on gRPC's callback thread instead of the executor. Saves two thread

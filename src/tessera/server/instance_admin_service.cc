@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/server/app_profile_levels.h"
 #include "tessera/server/grpc_status.h"
 #include "tessera/server/list_pages.h"
 #include "tessera/util/logging.h"
@@ -246,6 +247,9 @@ Status InstanceAdminService::NormalizeProfile(const AppProfileName& name,
     case admin::AppProfile::ISOLATION_NOT_SET:
       break;
   }
+  if (StatusOr<ProfileLevels> levels = LevelsOf(*profile); !levels.ok()) {
+    return BadProfile(name, std::string(levels.status().message()));
+  }
   admin::AppProfile::StandardIsolation* isolation = profile->mutable_standard_isolation();
   if (!admin::AppProfile::Priority_IsValid(isolation->priority())) {
     return BadProfile(name, tessera::StrCat("unknown priority ", isolation->priority()));
@@ -265,6 +269,11 @@ StatusOr<admin::AppProfile> InstanceAdminService::DoCreateAppProfile(
   }
   RETURN_IF_ERROR(ValidateAppProfileId(request.app_profile_id()));
   const AppProfileName name{request.parent(), request.app_profile_id()};
+  if (BuiltInProfileLevels(request.app_profile_id()).has_value()) {
+    return absl::AlreadyExistsError(tessera::StrCat(
+        "app profile \"", name.Full(), "\" already exists: \"", request.app_profile_id(),
+        "\" is built in (app profiles one, quorum, all, local_quorum, primary and default)"));
+  }
   admin::AppProfile profile = request.app_profile();
   RETURN_IF_ERROR(NormalizeProfile(name, &profile));
   ASSIGN_OR_RETURN(admin::AppProfile created, profiles_->Create(name, std::move(profile)));

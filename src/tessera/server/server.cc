@@ -13,6 +13,7 @@
 #include "grpcpp/grpcpp.h"
 #include "tessera/cluster/grpc_transport.h"
 #include "tessera/cluster/status_service.h"
+#include "tessera/server/app_profile_levels.h"
 #include "tessera/server/grpc_rpc_channel.h"
 #include "tessera/server/instance_admin_service.h"
 #include "tessera/server/tablet_admin_service.h"
@@ -95,6 +96,7 @@ struct Server::State {
   // Everything but gRPC: engine, catalog, lock service, TableAccess, admin logic, the node.
   std::unique_ptr<NodeCore> core;
   std::unique_ptr<Executor> workers;
+  std::unique_ptr<AppProfileLevels> profile_levels;
   std::unique_ptr<DataService> data;
   std::unique_ptr<InstanceAdminService> instance_admin;
   std::unique_ptr<UnimplementedService> unimplemented;
@@ -208,6 +210,15 @@ Status Server::StartServices(State* s) {
   auto serving_check = [core] { return core->CheckServing(); };
   DataServiceOptions data_options = options.data;
   data_options.serving_check = serving_check;
+  s->profile_levels = std::make_unique<AppProfileLevels>(
+      [core](const std::string& instance, const std::string& id) {
+        return core->profiles()->Get(AppProfileName{instance, id});
+      },
+      core->env().clock);
+  data_options.profile_levels = [levels = s->profile_levels.get()](std::string_view instance,
+                                                                   std::string_view id) {
+    return levels->Resolve(instance, id);
+  };
   s->data = std::make_unique<DataService>(core->catalog(), core->access(), core->env().clock,
                                           s->workers.get(), data_options);
   const std::string cluster_name = options.cluster.node.cluster_name;

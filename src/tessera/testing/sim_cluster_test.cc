@@ -222,7 +222,7 @@ Status Write(const SimCluster& c, int i, const std::string& key, const std::stri
   ASSIGN_OR_RETURN(auto table, c.core(i)->catalog()->GetTable(kTable));
   model::RowMutation m(key);
   m.SetCell("cf1", "q", 1000 * kMs, value);
-  return c.core(i)->access()->Mutate(*table, m);
+  return c.core(i)->access()->Mutate(*table, m, replication::AccessOptions());
 }
 
 // Every row of kTable through node `i`'s TableAccess, as "key=value" of each row's first cell.
@@ -230,7 +230,7 @@ StatusOr<std::vector<std::string>> ReadAll(const SimCluster& c, int i) {
   ASSIGN_OR_RETURN(auto table, c.core(i)->catalog()->GetTable(kTable));
   replication::ReadRequest request;
   request.rows = model::RowSet::All();
-  ASSIGN_OR_RETURN(auto stream, c.core(i)->access()->Read(table, std::move(request)));
+  ASSIGN_OR_RETURN(auto stream, c.core(i)->access()->Read(table, std::move(request), replication::AccessOptions()));
   std::vector<std::string> rows;
   model::Row row;
   while (!stream->done()) {

@@ -28,7 +28,7 @@ namespace {
 namespace admin = ::google::bigtable::admin::v2;
 namespace v2 = ::google::bigtable::v2;
 using replication::Coordinator;
-using replication::OperationOptions;
+using replication::AccessOptions;
 using replication::ReadLevel;
 
 constexpr int64_t kMs = 1000;
@@ -122,7 +122,7 @@ Status Write(SimCluster& c, int i, const std::string& key, const std::string& va
   model::RowMutation m(key);
   m.SetCell("cf", "q", kCellTs, value);
   std::optional<Status> s = RunCall<Status>(c, [&](std::function<void(Status)> done) {
-    co->Mutate(TableAt(c, i), m, OperationOptions(), std::move(done));
+    co->Mutate(TableAt(c, i), m, AccessOptions(), std::move(done));
   });
   return s.value_or(absl::DeadlineExceededError("the simulation ran out"));
 }
@@ -133,7 +133,7 @@ StatusOr<std::optional<std::string>> Read(SimCluster& c, int i, const std::strin
   Coordinator* co = CoordinatorOf(c, i);
   if (co == nullptr) return absl::UnavailableError("node down");
   replication::TableSnapshot t = TableAt(c, i);
-  OperationOptions o;
+  AccessOptions o;
   o.read_level = level;
   std::optional<StatusOr<replication::ReadPage>> page =
       RunCall<StatusOr<replication::ReadPage>>(
@@ -241,7 +241,7 @@ Status WriteAt(SimCluster& c, int i, const std::string& key, replication::WriteL
   Coordinator* co = CoordinatorOf(c, i);
   model::RowMutation m(key);
   m.SetCell("cf", "q", kCellTs, "v");
-  OperationOptions o;
+  AccessOptions o;
   o.write_level = level;
   std::optional<Status> s = RunCall<Status>(c, [&](std::function<void(Status)> done) {
     co->Mutate(TableAt(c, i), m, o, std::move(done));
@@ -334,7 +334,7 @@ void ClientStep(Workload* w, int client) {
   const int node = live[w->random.Uniform(live.size())];
   Coordinator* co = CoordinatorOf(c, node);
   replication::TableSnapshot table = TableAt(c, node);
-  OperationOptions o;
+  AccessOptions o;
   o.timeout_us = 2 * kSecond;
   const int kind = static_cast<int>(w->random.Uniform(10));
   History* h = w->history;
