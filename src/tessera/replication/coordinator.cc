@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "tessera/catalog/tablet_id.h"
+#include "tessera/replication/quorum_read.h"
 #include "tessera/util/logging.h"
 #include "tessera/v1/replica.pb.h"
 
@@ -48,7 +49,7 @@ Status GetStatus(const v1::ForwardStatus& s, bool* maybe_applied) {
 
 // One operation on one tablet. Built by the coordinator that took the request (with `encode`
 // and `decode`, to send it on) or by the primary serving a forwarded one.
-struct Coordinator::Op {
+struct Coordinator::Op : std::enable_shared_from_this<Coordinator::Op> {
   TableSnapshot table;
   uint64_t tablet_id = 0;
   uint64_t epoch = 0;  // as the sender knew it (forwarded), or the configuration's
@@ -68,6 +69,11 @@ struct Coordinator::Op {
   std::function<Status(const std::string& response, bool* maybe_applied)> decode;
   // Hands the outcome (and the kept result) to whoever asked.
   std::function<void(Status)> finish;
+  // Set for a read at QUORUM: runs the attempt against the replicas of `config` instead of at
+  // one target.
+  std::function<void(const catalog::TabletConfig& config,
+                     std::function<void(Status, bool)> done)>
+      run_fanout;
   int attempts = 0;
   int64_t delay_us = 0;
 };
@@ -94,6 +100,7 @@ std::shared_ptr<Coordinator::Op> Coordinator::NewOp(TableSnapshot table, uint64_
   op->table = std::move(table);
   op->tablet_id = tablet_id;
   op->is_read = is_read;
+  op->idempotent = is_read;  // a read changes nothing: a lost answer is asked again
   op->write_level = options.write_level.value_or(options_.write_level);
   op->read_level = options.read_level.value_or(options_.read_level);
   op->dc = options_.dc;
@@ -140,6 +147,10 @@ void Coordinator::RunOnce(std::shared_ptr<Op> op) {
     return;
   }
   op->epoch = config->epoch;
+  if (op->run_fanout) {
+    op->run_fanout(*config, retry_or_finish);
+    return;
+  }
   std::string target = config->primary_endpoint();
   if (op->is_read && op->read_level == ReadLevel::kOne) {
     const int self = config->IndexOf(channel_->self());
@@ -189,8 +200,9 @@ void Coordinator::Finish(std::shared_ptr<Op> op, Status status, bool maybe_appli
 
 void Coordinator::RunHere(std::shared_ptr<Op> op,
                           std::function<void(Status status, bool maybe_applied)> done) {
-  const bool at_one = op->is_read && op->read_level == ReadLevel::kOne;
-  if (!at_one) {
+  // A read at ONE or QUORUM is served by whichever replica it reached, as it stands.
+  const bool at_replica = op->is_read && op->read_level != ReadLevel::kPrimary;
+  if (!at_replica) {
     Status s = replicas_->CheckPrimary(op->tablet_id, op->epoch);
     if (s.ok()) {
       s = op->is_read ? replicas_->CheckReadLease(op->tablet_id)
@@ -207,7 +219,7 @@ void Coordinator::RunHere(std::shared_ptr<Op> op,
     done(std::move(s), !op->is_read && (absl::IsUnavailable(s) || absl::IsDataLoss(s)));
     return;
   }
-  if (at_one) {
+  if (at_replica) {
     done(Status(), false);
     return;
   }
@@ -353,10 +365,7 @@ void Coordinator::ReadModifyWrite(TableSnapshot table, std::string row_key,
   Run(std::move(op));
 }
 
-namespace {
-
-// The local part of a page read: the rows of `ranges` on this node.
-struct PageState {
+struct Coordinator::PageState {
   std::vector<model::RowRange> ranges;
   std::shared_ptr<model::RowFilter> filter;
   std::string filter_source;  // to compile afresh for each run
@@ -367,19 +376,63 @@ struct PageState {
   ReadPage page;
 };
 
-// Reads one page of st->ranges on this node into st->page.
-Status ReadLocalPage(LocalTableAccess* access, const FilterCompiler& compile,
-                     const TableSnapshot& table, PageState* st) {
+namespace {
+
+std::string EncodeRead(const v1::ForwardTarget& target, const std::vector<model::RowRange>& ranges,
+                       const std::string& filter_source, int64_t rows_limit, bool reversed,
+                       int64_t max_rows, int64_t max_bytes) {
+  v1::ForwardReadRequest r;
+  *r.mutable_target() = target;
+  for (const model::RowRange& range : ranges) {
+    v1::RowRangeMessage* m = r.add_ranges();
+    m->set_start(range.start);
+    m->set_end(range.end);
+  }
+  if (!filter_source.empty()) {
+    r.set_has_filter(true);
+    r.set_filter(filter_source);
+  }
+  r.set_rows_limit(rows_limit);
+  r.set_reversed(reversed);
+  r.set_max_page_rows(max_rows);
+  r.set_max_page_bytes(max_bytes);
+  return r.SerializeAsString();
+}
+
+Status DecodeRead(const std::string& bytes, ReadPage* page, bool* maybe_applied) {
+  v1::ForwardReadResponse r;
+  if (!r.ParseFromString(bytes)) return Status(absl::InternalError("malformed Forward.Read answer"));
+  *page = ReadPage();
+  for (const v1::RowMessage& m : r.rows()) page->rows.push_back(FromMessage(m));
+  page->done = r.done();
+  page->last_scanned_key = r.last_scanned_key();
+  page->rows_seen = r.rows_seen();
+  page->cells_seen = r.cells_seen();
+  page->joined_epoch = r.joined_epoch();
+  page->sequence_before = r.sequence();
+  page->sequence_after = r.sequence_after();
+  return GetStatus(r.status(), maybe_applied);
+}
+
+}  // namespace
+
+Status Coordinator::ReadPageHere(const TableSnapshot& table, uint64_t tablet_id, PageState* st) {
   ReadRequest request;
   request.rows = model::RowSet::Of({}, st->ranges);
   if (!st->filter_source.empty()) {
-    ASSIGN_OR_RETURN(request.filter, compile(*table, st->filter_source));
+    ASSIGN_OR_RETURN(request.filter, compile_(*table, st->filter_source));
   } else if (st->filter != nullptr && !st->filter->IsPassAll()) {
     return absl::InternalError("a filter without its source cannot be run twice");
   }
   request.rows_limit = st->rows_limit;
   request.reversed = st->reversed;
-  ASSIGN_OR_RETURN(std::unique_ptr<RowStream> stream, access->Read(table, std::move(request), AccessOptions()));
+  const bool replicated = catalog::IsClusterTabletId(tablet_id);
+  ReplicaPosition before;
+  if (replicated) {
+    ASSIGN_OR_RETURN(before, replicas_->Position(tablet_id));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<RowStream> stream,
+                   access_->Read(table, std::move(request), AccessOptions()));
   st->page = ReadPage();
   int64_t bytes = 0;
   model::Row row;
@@ -401,10 +454,80 @@ Status ReadLocalPage(LocalTableAccess* access, const FilterCompiler& compile,
   st->page.last_scanned_key = stream->progress().last_scanned_key;
   st->page.rows_seen = stream->progress().rows_seen;
   st->page.cells_seen = stream->progress().cells_seen;
+  if (replicated) {
+    ASSIGN_OR_RETURN(ReplicaPosition after, replicas_->Position(tablet_id));
+    if (after.joined_epoch != before.joined_epoch || after.last_sequence < before.last_sequence) {
+      // Rebuilt or joined another epoch under the read: its rows may mix two contents.
+      return absl::UnavailableError(StrCat("tablet ", tablet_id, " changed at ", channel_->self(),
+                                           " during the read"));
+    }
+    st->page.joined_epoch = before.joined_epoch;
+    st->page.sequence_before = before.last_sequence;
+    st->page.sequence_after = after.last_sequence;
+  }
   return Status();
 }
 
-}  // namespace
+void Coordinator::RunQuorumRead(std::shared_ptr<Op> op, std::shared_ptr<PageState> st,
+                                const catalog::TabletConfig& config,
+                                std::function<void(Status, bool)> done) {
+  const uint64_t tablet_id = op->tablet_id;
+  ReadPageAt read = [this, op, st](const std::string& member,
+                                   std::function<void(StatusOr<ReadPage>)> answer) {
+    auto mine = std::make_shared<PageState>(*st);
+    if (member == channel_->self()) {
+      Status s = ReadPageHere(op->table, op->tablet_id, mine.get());
+      if (!s.ok()) return answer(s);
+      return answer(std::move(mine->page));
+    }
+    v1::ForwardTarget t;
+    t.set_table(op->table->full_name);
+    t.set_tablet_id(op->tablet_id);
+    t.set_epoch(op->epoch);
+    t.set_write_level(static_cast<int>(op->write_level));
+    t.set_read_level(static_cast<int>(ReadLevel::kQuorum));
+    const int64_t remaining = std::max<int64_t>(1, op->deadline_us - clock_->MonotonicMicros());
+    t.set_timeout_us(remaining);
+    channel_->Call(member, kForwardReadMethod,
+                   EncodeRead(t, mine->ranges, mine->filter_source, mine->rows_limit,
+                              mine->reversed, mine->max_rows, mine->max_bytes),
+                   std::min(remaining, options_.attempt_timeout_us),
+                   [mine, answer = std::move(answer)](StatusOr<std::string> response) {
+                     if (!response.ok()) return answer(response.status());
+                     bool maybe_applied = false;
+                     Status s = DecodeRead(*response, &mine->page, &maybe_applied);
+                     if (!s.ok()) return answer(s);
+                     answer(std::move(mine->page));
+                   });
+  };
+  PositionAt position = [this, tablet_id](const std::string& member,
+                                          std::function<void(StatusOr<ReplicaPosition>)> answer) {
+    if (member == channel_->self()) return answer(replicas_->Position(tablet_id));
+    v1::ForwardPositionRequest r;
+    r.set_tablet_id(tablet_id);
+    channel_->Call(member, kForwardPositionMethod, r.SerializeAsString(),
+                   options_.attempt_timeout_us,
+                   [answer = std::move(answer)](StatusOr<std::string> response) {
+                     if (!response.ok()) return answer(response.status());
+                     v1::ForwardPositionResponse p;
+                     if (!p.ParseFromString(*response)) {
+                       return answer(absl::InternalError("malformed Forward.Position answer"));
+                     }
+                     bool maybe_applied = false;
+                     Status s = GetStatus(p.status(), &maybe_applied);
+                     if (!s.ok()) return answer(s);
+                     answer(ReplicaPosition{p.joined_epoch(), p.sequence()});
+                   });
+  };
+  CurrentConfig current = [this, tablet_id] { return replicas_->GetConfig(tablet_id); };
+  replication::RunQuorumRead(config, std::move(read), std::move(position), std::move(current),
+                             executor_, clock_, op->deadline_us, QuorumReadOptions(),
+                             [st, done = std::move(done)](StatusOr<ReadPage> page) {
+                               if (!page.ok()) return done(page.status(), false);
+                               st->page = *std::move(page);
+                               done(Status(), false);
+                             });
+}
 
 void Coordinator::Read(TableSnapshot table, size_t tablet_index,
                        std::vector<model::RowRange> ranges,
@@ -423,37 +546,21 @@ void Coordinator::Read(TableSnapshot table, size_t tablet_index,
   st->max_rows = options_.max_page_rows;
   st->max_bytes = options_.max_page_bytes;
   op->run_local = [this, op = op.get(), st] {
-    return ReadLocalPage(access_, compile_, op->table, st.get());
+    return ReadPageHere(op->table, op->tablet_id, st.get());
   };
   op->encode = [st](const v1::ForwardTarget& target) {
-    v1::ForwardReadRequest r;
-    *r.mutable_target() = target;
-    for (const model::RowRange& range : st->ranges) {
-      v1::RowRangeMessage* m = r.add_ranges();
-      m->set_start(range.start);
-      m->set_end(range.end);
-    }
-    if (!st->filter_source.empty()) {
-      r.set_has_filter(true);
-      r.set_filter(st->filter_source);
-    }
-    r.set_rows_limit(st->rows_limit);
-    r.set_reversed(st->reversed);
-    r.set_max_page_rows(st->max_rows);
-    r.set_max_page_bytes(st->max_bytes);
-    return r.SerializeAsString();
+    return EncodeRead(target, st->ranges, st->filter_source, st->rows_limit, st->reversed,
+                      st->max_rows, st->max_bytes);
   };
   op->decode = [st](const std::string& bytes, bool* maybe_applied) {
-    v1::ForwardReadResponse r;
-    if (!r.ParseFromString(bytes)) return Status(absl::InternalError("malformed Forward.Read answer"));
-    st->page = ReadPage();
-    for (const v1::RowMessage& m : r.rows()) st->page.rows.push_back(FromMessage(m));
-    st->page.done = r.done();
-    st->page.last_scanned_key = r.last_scanned_key();
-    st->page.rows_seen = r.rows_seen();
-    st->page.cells_seen = r.cells_seen();
-    return GetStatus(r.status(), maybe_applied);
+    return DecodeRead(bytes, &st->page, maybe_applied);
   };
+  if (op->read_level == ReadLevel::kQuorum) {
+    op->run_fanout = [this, op = op.get(), st](const catalog::TabletConfig& config,
+                                               std::function<void(Status, bool)> done) {
+      RunQuorumRead(op->shared_from_this(), st, config, std::move(done));
+    };
+  }
   op->finish = [st, done = std::move(done)](Status s) {
     if (!s.ok()) {
       done(std::move(s));
@@ -469,12 +576,32 @@ void Coordinator::Read(TableSnapshot table, size_t tablet_index,
 
 bool Coordinator::Handle(const std::string& /*from*/, const std::string& method,
                          std::string& request, RpcChannel::Responder& respond) {
+  if (method == kForwardPositionMethod) {
+    ServePosition(request, std::move(respond));
+    return true;
+  }
   if (method != kForwardMutateMethod && method != kForwardCheckAndMutateMethod &&
       method != kForwardReadModifyWriteMethod && method != kForwardReadMethod) {
     return false;
   }
   ServeForward(method, std::move(request), std::move(respond));
   return true;
+}
+
+void Coordinator::ServePosition(const std::string& request, RpcChannel::Responder respond) {
+  v1::ForwardPositionRequest r;
+  if (!r.ParseFromString(request)) {
+    respond(absl::InvalidArgumentError("malformed Forward.Position call: does not parse"));
+    return;
+  }
+  v1::ForwardPositionResponse out;
+  StatusOr<ReplicaPosition> p = replicas_->Position(r.tablet_id());
+  SetStatus(p.status(), false, out.mutable_status());
+  if (p.ok()) {
+    out.set_joined_epoch(p->joined_epoch);
+    out.set_sequence(p->last_sequence);
+  }
+  respond(out.SerializeAsString());
 }
 
 void Coordinator::ServeForward(const std::string& method, std::string request,
@@ -607,7 +734,7 @@ void Coordinator::ServeForward(const std::string& method, std::string request,
     st->max_rows = std::max<int64_t>(1, read.max_page_rows());
     st->max_bytes = std::max<int64_t>(1, read.max_page_bytes());
     op->run_local = [this, op = op.get(), st] {
-      return ReadLocalPage(access_, compile_, op->table, st.get());
+      return ReadPageHere(op->table, op->tablet_id, st.get());
     };
     answer = [st](const Status& s, bool maybe) {
       v1::ForwardReadResponse r;
@@ -618,6 +745,9 @@ void Coordinator::ServeForward(const std::string& method, std::string request,
         r.set_last_scanned_key(st->page.last_scanned_key);
         r.set_rows_seen(st->page.rows_seen);
         r.set_cells_seen(st->page.cells_seen);
+        r.set_joined_epoch(st->page.joined_epoch);
+        r.set_sequence(st->page.sequence_before);
+        r.set_sequence_after(st->page.sequence_after);
       }
       return r.SerializeAsString();
     };

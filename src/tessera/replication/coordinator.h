@@ -55,6 +55,7 @@ inline constexpr std::string_view kForwardMutateMethod = "Forward.Mutate";
 inline constexpr std::string_view kForwardCheckAndMutateMethod = "Forward.CheckAndMutate";
 inline constexpr std::string_view kForwardReadModifyWriteMethod = "Forward.ReadModifyWrite";
 inline constexpr std::string_view kForwardReadMethod = "Forward.Read";
+inline constexpr std::string_view kForwardPositionMethod = "Forward.Position";
 
 // Compiles an encoded google.bigtable.v2.RowFilter for `table` (the server's compiler, given
 // from above so that this layer does not parse the wire API).
@@ -88,6 +89,11 @@ struct ReadPage {
   std::string last_scanned_key;
   int64_t rows_seen = 0;
   int64_t cells_seen = 0;
+  // Where the replica that read it stood (ReplicaNode::Position before and after the read);
+  // zeros for a table the cluster did not make.
+  uint64_t joined_epoch = 0;
+  uint64_t sequence_before = 0;
+  uint64_t sequence_after = 0;
 };
 
 class Coordinator {
@@ -123,9 +129,11 @@ class Coordinator {
   Clock* clock() const { return clock_; }
 
  private:
-  struct Attempt;
-  // The operation, as it runs at a tablet's primary (or a replica, for a read at ONE).
+  // The operation, as it runs at a tablet's primary (or a replica, for a read at ONE or
+  // QUORUM).
   struct Op;
+  // A page read's parameters and result.
+  struct PageState;
 
   // An operation on `tablet_id` of `table` with `options` filled in from the defaults.
   std::shared_ptr<Op> NewOp(TableSnapshot table, uint64_t tablet_id,
@@ -139,6 +147,13 @@ class Coordinator {
   void RunHere(std::shared_ptr<Op> op,
                std::function<void(Status status, bool maybe_applied)> done);
   void ServeForward(const std::string& method, std::string request, RpcChannel::Responder respond);
+  void ServePosition(const std::string& request, RpcChannel::Responder respond);
+  // Reads one page of st's ranges on this node into st->page, with this replica's position.
+  Status ReadPageHere(const TableSnapshot& table, uint64_t tablet_id, PageState* st);
+  // One QUORUM page read of `op`'s tablet (quorum_read.h), the result into st->page.
+  void RunQuorumRead(std::shared_ptr<Op> op, std::shared_ptr<PageState> st,
+                     const catalog::TabletConfig& config,
+                     std::function<void(Status status, bool maybe_applied)> done);
 
   ReplicaNode* const replicas_;
   LocalTableAccess* const access_;

@@ -1057,6 +1057,16 @@ void ReplicaNode::Tick() {
   if (running_) ScheduleTick();
 }
 
+StatusOr<ReplicaPosition> ReplicaNode::Position(uint64_t tablet_id) {
+  Tablet* t = Find(tablet_id);
+  if (t == nullptr) {
+    return absl::NotFoundError(StrCat(TabletName(tablet_id), " has no replica at ", self()));
+  }
+  ASSIGN_OR_RETURN(uint64_t promise, LoadPromise(t));
+  ASSIGN_OR_RETURN(uint64_t last, engine_->LastSequence(tablet_id));
+  return ReplicaPosition{JoinedOf(promise), last};
+}
+
 std::vector<TabletReplicaState> ReplicaNode::States() const {
   std::vector<TabletReplicaState> out;
   absl::MutexLock l(&mu_);

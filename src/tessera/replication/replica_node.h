@@ -100,6 +100,13 @@ struct TabletReplicaState {
   size_t retained_bytes = 0;
 };
 
+// What one node's copy of a tablet holds: the epoch whose stream it last joined (the lineage
+// its content belongs to) and its last sequence.
+struct ReplicaPosition {
+  uint64_t joined_epoch = 0;
+  uint64_t last_sequence = 0;
+};
+
 class ReplicaNode final : public TabletWriter {
  public:
   // Every pointer must outlive the node. `channel->self()` is this node's endpoint.
@@ -152,6 +159,9 @@ class ReplicaNode final : public TabletWriter {
   // Serves kReplicateMethod, kSealMethod and kRebuildMethod; false (and `respond` untouched) for any other.
   bool Handle(const std::string& from, const std::string& method, std::string& request,
               RpcChannel::Responder& respond);
+
+  // This node's copy of `tablet_id`: NotFound if it holds none.
+  StatusOr<ReplicaPosition> Position(uint64_t tablet_id);
 
   std::vector<TabletReplicaState> States() const;
   const std::string& self() const { return channel_->self(); }

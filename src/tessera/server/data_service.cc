@@ -150,7 +150,12 @@ class DataService::Impl {
     if (options_.serving_check) RETURN_IF_ERROR(options_.serving_check());
     if (table_name.empty()) return absl::InvalidArgumentError("table_name must be set");
     ASSIGN_OR_RETURN(catalog::TableName name, catalog::TableName::Parse(table_name));
-    return catalog_->GetTable(name.Full());
+    StatusOr<TablePtr> table = catalog_->GetTable(name.Full());
+    if (absl::IsNotFound(table.status()) && options_.catalog_refresh &&
+        options_.catalog_refresh().ok()) {
+      table = catalog_->GetTable(name.Full());
+    }
+    return table;
   }
 
   // How a request on `table` runs: its app profile's levels and the client's deadline.

@@ -210,6 +210,16 @@ Status Server::StartServices(State* s) {
   auto serving_check = [core] { return core->CheckServing(); };
   DataServiceOptions data_options = options.data;
   data_options.serving_check = serving_check;
+  if (ClusterDefinitions* schema = core->cluster_definitions(); schema != nullptr) {
+    data_options.catalog_refresh = [schema] { return schema->store()->Reconcile(); };
+  }
+  if (core->replicated() != nullptr) {
+    // A replicated node's operations wait for other nodes, whose answers arrive on gRPC's
+    // callback threads: run on a callback thread, enough waiting reads or writes would hold
+    // every one of them and never be answered. They run on the workers instead.
+    data_options.inline_reads = false;
+    data_options.inline_writes = false;
+  }
   s->profile_levels = std::make_unique<AppProfileLevels>(
       [core](const std::string& instance, const std::string& id) {
         return core->profiles()->Get(AppProfileName{instance, id});

@@ -360,7 +360,10 @@ void ClientStep(Workload* w, int client) {
                                     : w->registers[w->random.Uniform(w->registers.size())];
     const int id = h->Invoke(client, ClientOp::Read(key), c.now_us());
     const size_t tablet = static_cast<size_t>(&table->TabletFor(key) - table->tablets.data());
-    co->Read(table, tablet, {model::RowRange::SingleKey(key)}, nullptr, 0, false, o,
+    // Half at the primary, half at QUORUM: both must be linearizable.
+    AccessOptions read_options = o;
+    if (w->random.Uniform(2) == 0) read_options.read_level = ReadLevel::kQuorum;
+    co->Read(table, tablet, {model::RowRange::SingleKey(key)}, nullptr, 0, false, read_options,
              [finish, id](StatusOr<replication::ReadPage> page) {
                if (!page.ok()) {
                  finish(id, ClientResult::Failed());
