@@ -130,6 +130,12 @@ void Coordinator::RunOnce(std::shared_ptr<Op> op) {
       executor_->ScheduleAfter(delay, [this, op] { RunOnce(op); });
       return;
     }
+    if (!s.ok() && retryable && op->client_deadline && absl::IsUnavailable(s) &&
+        now + op->delay_us >= op->deadline_us) {
+      // The client's time ran out while the tablet could not serve: say so, with the cause.
+      s = absl::DeadlineExceededError(StrCat("deadline exceeded on tablet ", op->tablet_id,
+                                             " of ", op->table->full_name, ": ", s.message()));
+    }
     Finish(op, std::move(s), maybe_applied);
   };
   if (!catalog::IsClusterTabletId(op->tablet_id)) {
@@ -183,13 +189,6 @@ void Coordinator::RunOnce(std::shared_ptr<Op> op) {
 }
 
 void Coordinator::Finish(std::shared_ptr<Op> op, Status status, bool maybe_applied) {
-  if (absl::IsUnavailable(status) && op->client_deadline &&
-      clock_->MonotonicMicros() >= op->deadline_us) {
-    // The client's time ran out while the tablet could not serve: say so, with the cause.
-    status = absl::DeadlineExceededError(
-        StrCat("deadline exceeded on tablet ", op->tablet_id, " of ", op->table->full_name,
-               ": ", status.message()));
-  }
   if (!status.ok() && maybe_applied && !op->is_read &&
       (absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status)) &&
       std::string(status.message()).find("may have been applied") == std::string::npos) {

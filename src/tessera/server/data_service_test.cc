@@ -6,11 +6,13 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/escaping.h"
+#include "absl/synchronization/mutex.h"
 #include "gmock/gmock.h"
 #include "google/bigtable/v2/feature_flags.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -101,11 +103,13 @@ class DataServiceTest : public ::testing::TestWithParam<bool> {
     StartServer(DataServiceOptions());
   }
 
-  void StartServer(DataServiceOptions options) {
+  // Serves through `access` when given, else through access_.
+  void StartServer(DataServiceOptions options, replication::TableAccess* access = nullptr) {
     StopServer();
     if (GetParam()) executor_ = NewThreadPoolExecutor(4);
-    service_ = std::make_unique<DataService>(catalog_.get(), access_.get(), &clock_,
-                                             executor_.get(), options);
+    service_ = std::make_unique<DataService>(
+        catalog_.get(), access != nullptr ? access : access_.get(), &clock_, executor_.get(),
+        options);
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
@@ -228,6 +232,119 @@ class DataServiceTest : public ::testing::TestWithParam<bool> {
 
 INSTANTIATE_TEST_SUITE_P(Executor, DataServiceTest, ::testing::Bool(),
                          [](const auto& info) { return info.param ? "Pool" : "Inline"; });
+
+// ---------------------------------------------------------------------------------------------
+// Request options: app profiles and deadlines
+
+// The access the service calls, recording the options of each call.
+class RecordingAccess final : public replication::TableAccess {
+ public:
+  explicit RecordingAccess(replication::TableAccess* inner) : inner_(inner) {}
+  using Options = replication::AccessOptions;
+
+  Status Mutate(const catalog::TableInfo& t, const model::RowMutation& m,
+                const Options& o) override {
+    Record(o);
+    return inner_->Mutate(t, m, o);
+  }
+  StatusOr<bool> CheckAndMutate(const catalog::TableInfo& t, std::string_view row,
+                                model::RowFilter* p, const model::RowMutation& on_true,
+                                const model::RowMutation& on_false, const Options& o) override {
+    Record(o);
+    return inner_->CheckAndMutate(t, row, p, on_true, on_false, o);
+  }
+  StatusOr<model::Row> ReadModifyWrite(const catalog::TableInfo& t, std::string_view row,
+                                       const std::vector<replication::ReadModifyWriteRule>& r,
+                                       int64_t now, size_t max, const Options& o) override {
+    Record(o);
+    return inner_->ReadModifyWrite(t, row, r, now, max, o);
+  }
+  StatusOr<std::unique_ptr<replication::RowStream>> Read(replication::TableSnapshot t,
+                                                         replication::ReadRequest r,
+                                                         const Options& o) override {
+    Record(o);
+    return inner_->Read(std::move(t), std::move(r), o);
+  }
+  StatusOr<std::vector<replication::RowKeySample>> SampleRowKeys(const catalog::TableInfo& t,
+                                                                 uint64_t every) override {
+    return inner_->SampleRowKeys(t, every);
+  }
+  StatusOr<uint64_t> DropRowRange(const catalog::TableInfo& t, std::string_view prefix,
+                                  const Options& o) override {
+    Record(o);
+    return inner_->DropRowRange(t, prefix, o);
+  }
+
+  std::optional<Options> last() {
+    absl::MutexLock l(&mu_);
+    return last_;
+  }
+
+ private:
+  void Record(const Options& o) {
+    absl::MutexLock l(&mu_);
+    last_ = o;
+  }
+  replication::TableAccess* const inner_;
+  absl::Mutex mu_;
+  std::optional<Options> last_;
+};
+
+TEST_P(DataServiceTest, AppProfilesSetTheLevelsAndAnUnknownOneIsNotFound) {
+  CreateTable("t");
+  RecordingAccess recording(access_.get());
+  DataServiceOptions options;
+  options.profile_levels = [](std::string_view instance,
+                              std::string_view id) -> StatusOr<ProfileLevels> {
+    if (std::optional<ProfileLevels> built_in = BuiltInProfileLevels(id)) return *built_in;
+    if (instance == kInstance && id == "reports") {
+      return ProfileLevels{replication::ReadLevel::kOne, std::nullopt};
+    }
+    return absl::NotFoundError(StrCat("app profile \"", instance, "/appProfiles/", id,
+                                      "\" not found"));
+  };
+  StartServer(options, &recording);
+
+  auto mutate = [&](const std::string& profile, const std::string& header) {
+    v2::MutateRowRequest req;
+    req.set_table_name(kTable);
+    req.set_row_key("r");
+    req.set_app_profile_id(profile);
+    *req.add_mutations() = SetCell("cf1", "q", 1000, "v");
+    v2::MutateRowResponse resp;
+    grpc::ClientContext ctx;
+    if (!header.empty()) ctx.AddMetadata("x-goog-request-params", header);
+    return stub_->MutateRow(&ctx, req, &resp);
+  };
+  ASSERT_TRUE(mutate("one", "").ok());
+  EXPECT_EQ(recording.last()->write_level, replication::WriteLevel::kOne);
+  EXPECT_EQ(recording.last()->read_level, replication::ReadLevel::kOne);
+  EXPECT_EQ(recording.last()->timeout_us, 0);  // no deadline given
+  ASSERT_TRUE(mutate("", "").ok());
+  EXPECT_FALSE(recording.last()->write_level.has_value());
+  // The header's id, percent-encoded as the clients send it, when the field is empty.
+  ASSERT_TRUE(mutate("", StrCat("table_name=projects%2Fp%2Finstances%2Fi%2Ftables%2Ft&"
+                                "app_profile_id=local%5Fquorum"))
+                  .ok());
+  EXPECT_EQ(recording.last()->write_level, replication::WriteLevel::kLocalQuorum);
+
+  grpc::Status unknown = mutate("nosuch", "");
+  EXPECT_EQ(unknown.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(unknown.error_message(), HasSubstr("appProfiles/nosuch"));
+  EXPECT_EQ(mutate("", "app_profile_id=nosuch").error_code(), grpc::StatusCode::NOT_FOUND);
+
+  // Reads take the profile and the client's deadline.
+  v2::ReadRowsRequest read;
+  read.set_app_profile_id("reports");
+  ReadResult r = Read(read);
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_EQ(r.rows.size(), 1u);
+  EXPECT_EQ(recording.last()->read_level, replication::ReadLevel::kOne);
+  EXPECT_GT(recording.last()->timeout_us, 20'000'000);  // Read() gives 30 s
+  EXPECT_LE(recording.last()->timeout_us, 31'000'000);  // the wire rounds the timeout up
+  read.set_app_profile_id("nosuch");
+  EXPECT_EQ(Read(read).status.error_code(), grpc::StatusCode::NOT_FOUND);
+}
 
 // ---------------------------------------------------------------------------------------------
 // Writes

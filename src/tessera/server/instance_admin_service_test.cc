@@ -348,6 +348,29 @@ TEST_F(InstanceAdminServiceTest, AppProfileLifecycle) {
   EXPECT_TRUE(absl::IsNotFound(Call(stub(), &Stub::DeleteAppProfile, del).status()));
 }
 
+TEST_F(InstanceAdminServiceTest, AProfileCarriesConsistencyLevelsAndBuiltInIdsAreTaken) {
+  // cbt can only set a description: the levels may ride in it.
+  auto created = Call(stub(), &Stub::CreateAppProfile,
+                      CreateRequest("batch", "read_consistency=one write_consistency=all"));
+  ASSERT_TRUE(created.ok()) << created.status();
+  admin::CreateAppProfileRequest extension = CreateRequest("reports", "");
+  extension.mutable_app_profile()->mutable_tessera_options()->set_read_consistency("quorum");
+  created = Call(stub(), &Stub::CreateAppProfile, extension);
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_EQ(created->tessera_options().read_consistency(), "quorum");  // kept and returned
+
+  auto bad = Call(stub(), &Stub::CreateAppProfile,
+                  CreateRequest("typo", "write_consistency=quorom"));
+  EXPECT_TRUE(absl::IsInvalidArgument(bad.status())) << bad.status();
+  EXPECT_NE(bad.status().message().find("write_consistency \"quorom\" is not a consistency"),
+            std::string_view::npos)
+      << bad.status();
+  for (const char* id : {"one", "quorum", "all", "local_quorum", "primary", "default"}) {
+    auto taken = Call(stub(), &Stub::CreateAppProfile, CreateRequest(id, ""));
+    EXPECT_TRUE(absl::IsAlreadyExists(taken.status())) << id << ": " << taken.status();
+  }
+}
+
 TEST_F(InstanceAdminServiceTest, ProfilesSurviveARestart) {
   ASSERT_TRUE(Call(stub(), &Stub::CreateAppProfile, CreateRequest("prof1", "kept")).ok());
   node_->Stop();

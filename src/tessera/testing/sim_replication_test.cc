@@ -273,9 +273,57 @@ TEST(SimReplicationTest, ConsistencyLevelsCountTheReplicasThatAnswer) {
   EXPECT_FALSE(all.ok());
   EXPECT_TRUE(absl::IsUnavailable(all) || absl::IsDeadlineExceeded(all)) << all;
   EXPECT_NE(std::string(all.message()).find("tablet"), std::string::npos) << all;
+  // The client's deadline bounds the retries, and its end is said as such, with the cause.
+  {
+    model::RowMutation m("a");
+    m.SetCell("cf", "q", kCellTs, "v");
+    AccessOptions o;
+    o.write_level = WriteLevel::kAll;
+    o.timeout_us = 300 * kMs;
+    const int64_t start = c.now_us();
+    std::optional<Status> s = RunCall<Status>(c, [&](std::function<void(Status)> done) {
+      CoordinatorOf(c, via)->Mutate(TableAt(c, via), m, o, std::move(done));
+    });
+    ASSERT_TRUE(s.has_value());
+    EXPECT_TRUE(absl::IsDeadlineExceeded(*s)) << *s;
+    EXPECT_NE(std::string(s->message()).find("replicas"), std::string::npos) << *s;
+    EXPECT_LE(c.now_us() - start, 400 * kMs);
+  }
   c.Heal();
   c.RunFor(2 * kSecond);
   EXPECT_TRUE(WriteAt(c, via, "a", WriteLevel::kAll).ok());
+}
+
+TEST(SimReplicationTest, QuorumReadsAnswerWhileThePrimaryIsDownAndSeeEveryAcknowledgedWrite) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE(StrCat("replay with TESSERA_SEED=", seed));
+  SimCluster c(Options(seed));
+  ASSERT_NO_FATAL_FAILURE(StartWithTable(c));
+  const uint64_t tablet = TableAt(c, 0)->tablets[0].id;  // rows before "m"
+  auto config = c.core(0)->replicated()->replicas()->GetConfig(tablet);
+  ASSERT_TRUE(config.has_value());
+  int primary = -1;
+  for (int i = 0; i < c.size(); ++i) {
+    if (SimCluster::Endpoint(i) == config->primary_endpoint()) primary = i;
+  }
+  ASSERT_GE(primary, 0);
+  const int reader = (primary + 1) % c.size();
+  for (int k = 0; k < 20; ++k) {
+    ASSERT_TRUE(Write(c, reader, StrCat("b", k), StrCat("x", k)).ok());
+  }
+  ASSERT_TRUE(c.Crash(primary).ok());
+  // Well inside the session TTL: no failover yet, so a read at the primary would wait; a read
+  // at QUORUM is served by the two live replicas and sees every acknowledged write.
+  const int64_t crashed_at = c.now_us();
+  for (int k = 0; k < 20; ++k) {
+    auto v = Read(c, reader, StrCat("b", k), ReadLevel::kQuorum);
+    ASSERT_TRUE(v.ok()) << "b" << k << ": " << v.status();
+    EXPECT_EQ(v->value_or("absent"), StrCat("x", k));
+  }
+  EXPECT_LT(c.now_us() - crashed_at, 1 * kSecond);
+  auto still = c.core(reader)->replicated()->replicas()->GetConfig(tablet);
+  ASSERT_TRUE(still.has_value());
+  EXPECT_EQ(still->epoch, config->epoch) << "the reads were meant to run before the failover";
 }
 
 // ---------------------------------------------------------------------------------------------
