@@ -7,15 +7,15 @@
 namespace tessera::replication {
 namespace {
 
+// Epochs 1..5 of one tablet, each begun at the sequence given (epoch 1 at 0).
 catalog::TabletConfig EpochFive() {
   catalog::TabletConfig c;
   c.tablet_id = 7;
-  c.epoch = 5;
-  c.epoch_start_sequence = 207;
+  c.epoch = 1;
   c.state = catalog::TabletConfigState::kServing;
   c.replicas = {"a:1", "b:1", "c:1"};
-  c.primary = 0;
-  c.history = {{3, 120}, {4, 150}, {5, 207}};
+  c.history = {{1, 0}};
+  for (uint64_t start : {110, 120, 150, 207}) c = c.NextEpoch(c.epoch % 3, start);
   return c;
 }
 
@@ -64,8 +64,12 @@ TEST(ConsistencyTokenTest, TheRequiredSequenceIsTheTokensUnlessALaterEpochBeganB
   EXPECT_EQ(RequiredSequence({7, 4, 215}, c), 207u);
   // Taken in epoch 2 at 160: epoch 3 began at 120, so 121..160 were lost then.
   EXPECT_EQ(RequiredSequence({7, 2, 160}, c), 120u);
-  // Taken in epoch 1: the history does not reach epoch 2; the token's own sequence.
-  EXPECT_EQ(RequiredSequence({7, 1, 160}, c), 160u);
+  // Taken in epoch 1 at 160: every later start caps it, the lowest (epoch 2's) wins.
+  EXPECT_EQ(RequiredSequence({7, 1, 160}, c), 110u);
+  // The history no longer reaches epoch 2: the token's own sequence.
+  catalog::TabletConfig trimmed = c;
+  trimmed.history.erase(trimmed.history.begin(), trimmed.history.begin() + 2);
+  EXPECT_EQ(RequiredSequence({7, 1, 160}, trimmed), 160u);
 }
 
 TEST(ConsistencyTokenTest, AReplicaReachesATokenWithTheLineagesMutationsOnly) {
