@@ -3,7 +3,8 @@
 // node 1 and read through node 2; killing (kill -9) a node under writes loses no acknowledged
 // row, and a client that retries UNAVAILABLE and DEADLINE_EXCEEDED on another node within a
 // 10 s budget sees every write succeed; the longest stall it saw is printed. `tessera admin
-// tablets` shows each tablet's replicas, primary and lag.
+// tablets` shows each tablet's replicas, primary and lag. A consistency token taken through
+// one node is reached through another.
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -212,6 +213,65 @@ TEST_F(ClusterTest, AdminTabletsShowsEveryTabletsReplicasPrimaryAndLag) {
   }
   EXPECT_EQ(tablets, 6) << out;
   EXPECT_EQ(primaries, 2) << out;
+}
+
+// The Bigtable admin API's consistency tokens across the cluster: written through node 0, a
+// token taken through node 1 is reached, checked through node 2, once every replica of both
+// tablets has the writes; a token that does not parse is refused by name.
+TEST_F(ClusterTest, AConsistencyTokenTakenThroughOneNodeIsReachedThroughAnother) {
+  StartCluster(3);
+  ASSERT_TRUE(WaitFor([&] { return Converged(Endpoints()); }, std::chrono::milliseconds(20'000)));
+  const grpc::Status created = CreateTableR(*nodes_[0]);
+  ASSERT_TRUE(created.ok()) << created.error_message();
+  ASSERT_TRUE(WaitFor([&] { return WriteRow(*nodes_[0], "a", "1").ok(); },
+                      std::chrono::milliseconds(15'000)))
+      << FullLog(*nodes_[0]);
+  for (int k = 0; k < 20; ++k) {
+    const std::string key = StrCat(k % 2 == 0 ? "b" : "x", k);
+    ASSERT_TRUE(WriteRow(*nodes_[0], key, "2").ok()) << key;
+  }
+
+  admin::GenerateConsistencyTokenRequest generate;
+  generate.set_name(kTableName);
+  admin::GenerateConsistencyTokenResponse token;
+  {
+    auto stub = admin::BigtableTableAdmin::NewStub(nodes_[1]->NewChannel());
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    const grpc::Status s = stub->GenerateConsistencyToken(&ctx, generate, &token);
+    ASSERT_TRUE(s.ok()) << s.error_message() << "\n" << FullLog(*nodes_[1]);
+  }
+  EXPECT_EQ(token.consistency_token().substr(0, 2), "2:") << token.consistency_token();
+
+  auto check = [&](const std::string& text, admin::CheckConsistencyResponse* response) {
+    auto stub = admin::BigtableTableAdmin::NewStub(nodes_[2]->NewChannel());
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    admin::CheckConsistencyRequest request;
+    request.set_name(kTableName);
+    request.set_consistency_token(text);
+    return stub->CheckConsistency(&ctx, request, response);
+  };
+  grpc::Status last;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        admin::CheckConsistencyResponse response;
+        last = check(token.consistency_token(), &response);
+        return last.ok() && response.consistent();
+      },
+      std::chrono::milliseconds(10'000)))
+      << last.error_message() << "\n"
+      << FullLog(*nodes_[2]);
+
+  admin::CheckConsistencyResponse response;
+  const grpc::Status garbled = check("2:%%%", &response);
+  EXPECT_EQ(garbled.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << garbled.error_message();
+  EXPECT_NE(garbled.error_message().find("\"2:%%%\""), std::string::npos)
+      << garbled.error_message();
+  // A token of the previous version (one node) stays "already consistent".
+  const grpc::Status old = check("tessera-consistency-7", &response);
+  ASSERT_TRUE(old.ok()) << old.error_message();
+  EXPECT_TRUE(response.consistent());
 }
 
 }  // namespace

@@ -62,6 +62,8 @@ ReplicatedStore::ReplicatedStore(ReplicatedStoreEnv env, ReplicatedStoreOptions 
                                                env_.compile, options.coordinator);
   master_ = std::make_unique<TabletMaster>(env_.channel, env_.executor, env_.clock, env_.tables,
                                            env_.is_master, options.master);
+  tokens_ =
+      std::make_unique<ConsistencyTokens>(replicas_.get(), env_.engine, env_.channel, env_.tables);
   listener_ = std::make_unique<ConfigListener>(replicas_.get());
   coord::PrefixMirrorOptions mo;
   mo.prefix = "tablets/";
@@ -77,13 +79,15 @@ void ReplicatedStore::Start() {
   started_ = true;
   ReplicaNode* replicas = replicas_.get();
   Coordinator* coordinator = coordinator_.get();
-  env_.channel->SetHandler([replicas, coordinator](const std::string& from,
-                                                   const std::string& method, std::string request,
-                                                   RpcChannel::Responder respond) {
-    if (replicas->Handle(from, method, request, respond)) return;
-    if (coordinator->Handle(from, method, request, respond)) return;
-    respond(absl::UnimplementedError(StrCat("no replication method \"", method, "\"")));
-  });
+  ConsistencyTokens* tokens = tokens_.get();
+  env_.channel->SetHandler(
+      [replicas, coordinator, tokens](const std::string& from, const std::string& method,
+                                      std::string request, RpcChannel::Responder respond) {
+        if (replicas->Handle(from, method, request, respond)) return;
+        if (coordinator->Handle(from, method, request, respond)) return;
+        if (tokens->Handle(method, request, respond)) return;
+        respond(absl::UnimplementedError(StrCat("no replication method \"", method, "\"")));
+      });
   replicas_->Start();
   master_->Start();
 }

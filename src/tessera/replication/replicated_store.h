@@ -1,8 +1,8 @@
 // ReplicatedStore: the parts of the distributed store on one node, wired together
 // (docs/replication.md, "The protocol in detail"): the node's ReplicaNode, the LocalTableAccess
-// whose writes go through it, the Coordinator, the TabletMaster, and the mirror of the lock
-// service's `tablets/` prefix that keeps the ReplicaNode's configurations current. It installs
-// itself as the RpcChannel's handler.
+// whose writes go through it, the Coordinator, the TabletMaster, the ConsistencyTokens, and
+// the mirror of the lock service's `tablets/` prefix that keeps the ReplicaNode's configurations
+// current. It installs itself as the RpcChannel's handler.
 //
 // Lifecycle: Start() begins the replicas' tick and the master's steps and takes the channel's
 // calls; Attach(session) (after each registration) starts the mirror and gives the master its
@@ -16,6 +16,7 @@
 
 #include "tessera/coord/lock_service.h"
 #include "tessera/coord/prefix_mirror.h"
+#include "tessera/replication/consistency_tokens.h"
 #include "tessera/replication/coordinator.h"
 #include "tessera/replication/local_table_access.h"
 #include "tessera/replication/replica_node.h"
@@ -59,6 +60,7 @@ class ReplicatedStore {
   Coordinator* coordinator() const { return coordinator_.get(); }
   ReplicaNode* replicas() const { return replicas_.get(); }
   TabletMaster* master() const { return master_.get(); }
+  ConsistencyTokens* tokens() const { return tokens_.get(); }
 
  private:
   class ConfigListener;
@@ -68,6 +70,7 @@ class ReplicatedStore {
   std::unique_ptr<LocalTableAccess> access_;
   std::unique_ptr<Coordinator> coordinator_;
   std::unique_ptr<TabletMaster> master_;
+  std::unique_ptr<ConsistencyTokens> tokens_;
   std::unique_ptr<ConfigListener> listener_;
   std::unique_ptr<coord::PrefixMirror> mirror_;
   bool started_ = false;

@@ -4,7 +4,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/synchronization/notification.h"
+#include "tessera/catalog/tablet_id.h"
 #include "tessera/model/row_mutation.h"
+#include "tessera/replication/consistency_token.h"
 #include "tessera/server/admin_convert.h"
 #include "tessera/server/grpc_status.h"
 #include "tessera/server/list_pages.h"
@@ -15,8 +18,6 @@ namespace tessera::server {
 namespace {
 
 namespace admin = ::google::bigtable::admin::v2;
-
-constexpr std::string_view kTokenPrefix = "tessera-consistency-";
 
 Status ApplyModification(const admin::ModifyColumnFamiliesRequest::Modification& m, size_t index,
                          model::TableSchema* schema) {
@@ -268,34 +269,69 @@ Status AdminService::DoDropRowRange(const admin::DropRowRangeRequest& request) {
       "DropRowRange needs row_key_prefix or delete_all_data_from_table");
 }
 
+StatusOr<replication::ConsistencyTokens*> AdminService::TokensFor(
+    const catalog::TableInfo& table) const {
+  if (!tokens_) return nullptr;
+  // A node's own table that joined the cluster is served by each node alone.
+  for (const catalog::TabletRef& ref : table.tablets) {
+    if (!catalog::IsClusterTabletId(ref.id)) return nullptr;
+  }
+  replication::ConsistencyTokens* tokens = tokens_();
+  if (tokens == nullptr) return absl::UnavailableError("this node is still joining its cluster");
+  return tokens;
+}
+
 StatusOr<admin::GenerateConsistencyTokenResponse> AdminService::DoGenerateConsistencyToken(
     const admin::GenerateConsistencyTokenRequest& request) {
   RETURN_IF_ERROR(catalog::TableName::Parse(request.name()).status());
-  RETURN_IF_ERROR(catalog_->GetTable(request.name()).status());
-  // One node: every acknowledged write is already visible to every reader, so a token only
-  // has to name the point in the write history it was issued at.
+  ASSIGN_OR_RETURN(std::shared_ptr<const catalog::TableInfo> info,
+                   catalog_->GetTable(request.name()));
+  ASSIGN_OR_RETURN(replication::ConsistencyTokens * tokens, TokensFor(*info));
   admin::GenerateConsistencyTokenResponse response;
-  response.set_consistency_token(
-      tessera::StrCat(kTokenPrefix, catalog_->engine()->GetStats().last_sequence));
+  if (tokens == nullptr) {
+    // Not replicated: every acknowledged write is already visible to every reader, so a token
+    // only has to name the point in the write history it was issued at.
+    response.set_consistency_token(
+        replication::SingleNodeToken(catalog_->engine()->GetStats().last_sequence));
+    return response;
+  }
+  absl::Notification answered;
+  StatusOr<std::string> token;
+  tokens->Generate(info, [&](StatusOr<std::string> t) {
+    token = std::move(t);
+    answered.Notify();
+  });
+  answered.WaitForNotification();
+  RETURN_IF_ERROR(token.status());
+  response.set_consistency_token(*std::move(token));
   return response;
 }
 
 StatusOr<admin::CheckConsistencyResponse> AdminService::DoCheckConsistency(
     const admin::CheckConsistencyRequest& request) {
   RETURN_IF_ERROR(catalog::TableName::Parse(request.name()).status());
-  RETURN_IF_ERROR(catalog_->GetTable(request.name()).status());
+  ASSIGN_OR_RETURN(std::shared_ptr<const catalog::TableInfo> info,
+                   catalog_->GetTable(request.name()));
   const std::string& token = request.consistency_token();
-  const std::string_view digits =
-      std::string_view(token).substr(std::min(token.size(), kTokenPrefix.size()));
-  const bool well_formed = token.size() > kTokenPrefix.size() &&
-                           std::string_view(token).substr(0, kTokenPrefix.size()) == kTokenPrefix &&
-                           digits.find_first_not_of("0123456789") == std::string_view::npos;
-  if (!well_formed) {
+  admin::CheckConsistencyResponse response;
+  if (replication::IsSingleNodeToken(token)) {
+    response.set_consistent(true);
+    return response;
+  }
+  ASSIGN_OR_RETURN(replication::ConsistencyTokens * tokens, TokensFor(*info));
+  if (tokens == nullptr) {
     return absl::InvalidArgumentError(
         tessera::StrCat("consistency token \"", token, "\" was not issued by this server"));
   }
-  admin::CheckConsistencyResponse response;
-  response.set_consistent(true);
+  absl::Notification answered;
+  StatusOr<bool> consistent;
+  tokens->Check(info, token, [&](StatusOr<bool> c) {
+    consistent = std::move(c);
+    answered.Notify();
+  });
+  answered.WaitForNotification();
+  ASSIGN_OR_RETURN(const bool reached, std::move(consistent));
+  response.set_consistent(reached);
   return response;
 }
 

@@ -14,6 +14,12 @@
 // (decided in the lock service, mirrored into the catalog) in cluster mode. Reads and row
 // operations (GetTable, ListTables, DropRowRange, consistency tokens) use the local catalog.
 //
+// Consistency tokens (docs/replication.md, "Consistency tokens"; replication/
+// consistency_token.h): a replicated table's token names each tablet's primary's last
+// sequence, and CheckConsistency asks every replica (replication::ConsistencyTokens). A table
+// that is not replicated (a single node, or a node's own table) gets a version-1 token, which
+// is consistent at once, as is every version-1 token.
+//
 // Thread-safety: gRPC calls the handlers concurrently; all state is in the catalog (and the
 // definitions). Handlers run on gRPC's callback threads and block on engine I/O (schema changes
 // are rare and small) and, in cluster mode, on the lock service.
@@ -24,6 +30,7 @@
 #include "google/bigtable/admin/v2/bigtable_table_admin.grpc.pb.h"
 #include "tessera/catalog/table_catalog.h"
 #include "tessera/catalog/table_definitions.h"
+#include "tessera/replication/consistency_tokens.h"
 #include "tessera/replication/table_access.h"
 
 namespace tessera::server {
@@ -40,13 +47,19 @@ class AdminService final
   // `serving_check` is asked before every gRPC call (not before the Do* methods); a non-OK
   // status is the call's answer (a cluster node answers Unavailable while it has no
   // lock-service session). Unset: always serving.
+  // `tokens`, set on a node whose tables are replicated, gives the node's ConsistencyTokens,
+  // or null while replication has not begun (the token calls then answer Unavailable). With
+  // it, the token calls wait for other nodes: call the Do* methods from a thread that may
+  // block, never from a task of the executor the replication runs on. Unset: no replication.
   AdminService(catalog::TableCatalog* catalog, replication::TableAccess* access,
                catalog::TableDefinitions* definitions = nullptr,
-               std::function<Status()> serving_check = nullptr)
+               std::function<Status()> serving_check = nullptr,
+               std::function<replication::ConsistencyTokens*()> tokens = nullptr)
       : catalog_(catalog),
         access_(access),
         definitions_(definitions != nullptr ? definitions : catalog),
-        serving_check_(std::move(serving_check)) {}
+        serving_check_(std::move(serving_check)),
+        tokens_(std::move(tokens)) {}
 
   grpc::ServerUnaryReactor* CreateTable(
       grpc::CallbackServerContext* context,
@@ -105,11 +118,15 @@ class AdminService final
 
  private:
   Status CheckServing() const;
+  // The ConsistencyTokens for `table` when its tablets are replicated; null when they are not
+  // (version-1 tokens). Unavailable while the node's replication has not begun.
+  StatusOr<replication::ConsistencyTokens*> TokensFor(const catalog::TableInfo& table) const;
 
   catalog::TableCatalog* const catalog_;
   replication::TableAccess* const access_;
   catalog::TableDefinitions* const definitions_;
   const std::function<Status()> serving_check_;
+  const std::function<replication::ConsistencyTokens*()> tokens_;
 };
 
 }  // namespace tessera::server

@@ -88,8 +88,16 @@ Status NodeCore::OpenParts() {
   } else {
     access_ = std::make_unique<replication::LocalTableAccess>(engine_.get());
   }
-  admin_ = std::make_unique<AdminService>(catalog_.get(), access_.get(), schema_.get(),
-                                          [this] { return CheckServing(); });
+  std::function<replication::ConsistencyTokens*()> tokens;
+  if (env_.replica_channel && schema_ != nullptr) {
+    tokens = [this]() -> replication::ConsistencyTokens* {
+      replication::ReplicatedStore* store = replicated();
+      return store != nullptr ? store->tokens() : nullptr;
+    };
+  }
+  admin_ = std::make_unique<AdminService>(
+      catalog_.get(), access_.get(), schema_.get(), [this] { return CheckServing(); },
+      std::move(tokens));
   return Status();
 }
 

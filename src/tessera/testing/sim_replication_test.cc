@@ -15,6 +15,8 @@
 #include "google/bigtable/v2/data.pb.h"
 #include "gtest/gtest.h"
 #include "spdlog/spdlog.h"
+#include "tessera/replication/consistency_token.h"
+#include "tessera/replication/consistency_tokens.h"
 #include "tessera/replication/coordinator.h"
 #include "tessera/server/row_filter_proto.h"
 #include "tessera/testing/history.h"
@@ -324,6 +326,168 @@ TEST(SimReplicationTest, QuorumReadsAnswerWhileThePrimaryIsDownAndSeeEveryAcknow
   auto still = c.core(reader)->replicated()->replicas()->GetConfig(tablet);
   ASSERT_TRUE(still.has_value());
   EXPECT_EQ(still->epoch, config->epoch) << "the reads were meant to run before the failover";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Consistency tokens (replication/consistency_tokens.h) through any node.
+
+StatusOr<std::string> GenerateToken(SimCluster& c, int i) {
+  replication::ConsistencyTokens* tokens = c.core(i)->replicated()->tokens();
+  std::optional<StatusOr<std::string>> token =
+      RunCall<StatusOr<std::string>>(c, [&](std::function<void(StatusOr<std::string>)> done) {
+        tokens->Generate(TableAt(c, i), std::move(done));
+      });
+  return token.value_or(absl::DeadlineExceededError("the simulation ran out"));
+}
+
+StatusOr<bool> CheckToken(SimCluster& c, int i, const std::string& token) {
+  replication::ConsistencyTokens* tokens = c.core(i)->replicated()->tokens();
+  std::optional<StatusOr<bool>> consistent =
+      RunCall<StatusOr<bool>>(c, [&](std::function<void(StatusOr<bool>)> done) {
+        tokens->Check(TableAt(c, i), token, std::move(done));
+      });
+  return consistent.value_or(absl::DeadlineExceededError("the simulation ran out"));
+}
+
+// Checks through node i until the token is consistent or `limit_us` has passed.
+bool BecomesConsistent(SimCluster& c, int i, const std::string& token, int64_t limit_us) {
+  const int64_t end = c.now_us() + limit_us;
+  while (c.now_us() < end) {
+    StatusOr<bool> consistent = CheckToken(c, i, token);
+    if (consistent.ok() && *consistent) return true;
+    c.RunFor(100 * kMs);
+  }
+  return false;
+}
+
+// The node that is the primary of no tablet of the table (2 tablets on 3 nodes: one is).
+int NotAPrimary(const SimCluster& c) {
+  for (int i = 0; i < c.size(); ++i) {
+    bool primary = false;
+    for (const catalog::TabletRef& tablet : TableAt(c, 0)->tablets) {
+      auto config = c.core(0)->replicated()->replicas()->GetConfig(tablet.id);
+      primary = primary || config->primary_endpoint() == SimCluster::Endpoint(i);
+    }
+    if (!primary) return i;
+  }
+  return -1;
+}
+
+TEST(SimReplicationTest, ATokenIsConsistentOnceEveryReplicaHasWhatWasAcknowledgedBeforeIt) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE(StrCat("replay with TESSERA_SEED=", seed));
+  SimCluster c(Options(seed));
+  ASSERT_NO_FATAL_FAILURE(StartWithTable(c));
+  const int away = NotAPrimary(c);
+  ASSERT_GE(away, 0);
+  const int writer = (away + 1) % 3;
+  const int checker = (away + 2) % 3;
+  // Cut off, the replica misses writes to both tablets that a quorum acknowledges.
+  c.Partition({{away}});
+  for (int k = 0; k < 5; ++k) {
+    ASSERT_TRUE(Write(c, writer, StrCat("a", k), "v").ok());
+    ASSERT_TRUE(Write(c, writer, StrCat("z", k), "v").ok());
+  }
+  StatusOr<std::string> token = GenerateToken(c, checker);
+  ASSERT_TRUE(token.ok()) << token.status();
+  EXPECT_EQ(token->substr(0, 2), "2:");
+  for (int k = 0; k < 10; ++k) {
+    StatusOr<bool> consistent = CheckToken(c, writer, *token);
+    ASSERT_TRUE(consistent.ok()) << consistent.status();
+    EXPECT_FALSE(*consistent) << "node " << away << " is cut off\n" << DescribeReplicas(c);
+    c.RunFor(200 * kMs);
+  }
+  // Healed, the replica catches up and the token is reached, through every node.
+  c.Heal();
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(BecomesConsistent(c, i, *token, 10 * kSecond)) << "through node " << i << "\n"
+                                                               << DescribeReplicas(c);
+  }
+  // A token taken after further writes is reached too.
+  ASSERT_TRUE(Write(c, away, "a9", "v").ok());
+  StatusOr<std::string> later = GenerateToken(c, away);
+  ASSERT_TRUE(later.ok()) << later.status();
+  EXPECT_NE(*later, *token);
+  EXPECT_TRUE(BecomesConsistent(c, writer, *later, 10 * kSecond)) << DescribeReplicas(c);
+  // Every replica answers, but a sequence none has applied yet is not reached: two beyond the
+  // first tablet's, reached by its next two writes.
+  StatusOr<replication::ConsistencyToken> ahead = replication::ConsistencyToken::Decode(*later);
+  ASSERT_TRUE(ahead.ok()) << ahead.status();
+  const uint64_t first_tablet = TableAt(c, 0)->tablets[0].id;
+  for (replication::TokenTablet& t : ahead->tablets) {
+    if (t.tablet_id == first_tablet) t.sequence += 2;
+  }
+  StatusOr<bool> consistent = CheckToken(c, checker, ahead->Encode());
+  ASSERT_TRUE(consistent.ok()) << consistent.status();
+  EXPECT_FALSE(*consistent);
+  ASSERT_TRUE(Write(c, writer, "a10", "v").ok());
+  c.RunFor(1 * kSecond);
+  consistent = CheckToken(c, checker, ahead->Encode());
+  ASSERT_TRUE(consistent.ok()) << consistent.status();
+  EXPECT_FALSE(*consistent) << "one of the two writes is made";
+  ASSERT_TRUE(Write(c, writer, "a11", "v").ok());
+  EXPECT_TRUE(BecomesConsistent(c, checker, ahead->Encode(), 10 * kSecond)) << DescribeReplicas(c);
+}
+
+TEST(SimReplicationTest, ATokenTakenBeforeAFailoverIsReachedByTheNewConfiguration) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE(StrCat("replay with TESSERA_SEED=", seed));
+  SimCluster c(Options(seed));
+  ASSERT_NO_FATAL_FAILURE(StartWithTable(c));
+  const uint64_t tablet = TableAt(c, 0)->tablets[0].id;
+  const auto config = c.core(0)->replicated()->replicas()->GetConfig(tablet);
+  int primary = 0;
+  while (SimCluster::Endpoint(primary) != config->primary_endpoint()) ++primary;
+  const int writer = (primary + 1) % 3;
+  for (int k = 0; k < 5; ++k) ASSERT_TRUE(Write(c, writer, StrCat("b", k), "v").ok());
+  StatusOr<std::string> token = GenerateToken(c, writer);
+  ASSERT_TRUE(token.ok()) << token.status();
+  // The primary dies; its tablet moves on to a new epoch. Its replica set still names the dead
+  // node, which does not answer: not consistent until it is back and has caught up.
+  ASSERT_TRUE(c.Crash(primary).ok());
+  ASSERT_TRUE(c.RunUntil(
+      [&] {
+        auto now = c.core(writer)->replicated()->replicas()->GetConfig(tablet);
+        return now.has_value() && now->epoch > config->epoch;
+      },
+      20 * kSecond));
+  StatusOr<bool> consistent = CheckToken(c, writer, *token);
+  ASSERT_TRUE(consistent.ok()) << consistent.status();
+  EXPECT_FALSE(*consistent);
+  ASSERT_TRUE(c.Restart(primary).ok());
+  EXPECT_TRUE(BecomesConsistent(c, (primary + 2) % 3, *token, 10 * kSecond)) << DescribeReplicas(c);
+}
+
+TEST(SimReplicationTest, ATokenOfAnotherTableOrOfADeletedTableIsRefused) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE(StrCat("replay with TESSERA_SEED=", seed));
+  SimCluster c(Options(seed));
+  ASSERT_NO_FATAL_FAILURE(StartWithTable(c));
+  StatusOr<std::string> token = GenerateToken(c, 0);
+  ASSERT_TRUE(token.ok()) << token.status();
+  StatusOr<replication::ConsistencyToken> decoded = replication::ConsistencyToken::Decode(*token);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->table_name, kTable);
+  EXPECT_EQ(decoded->tablets.size(), 2u);
+  replication::ConsistencyToken other = *decoded;
+  other.table_name = "projects/p/instances/i/tables/other";
+  StatusOr<bool> foreign = CheckToken(c, 1, other.Encode());
+  EXPECT_EQ(foreign.status().code(), absl::StatusCode::kInvalidArgument) << foreign.status();
+  EXPECT_NE(foreign.status().message().find("tables/other"), std::string::npos) << foreign.status();
+  // The same table deleted and made again: the token's tablets are gone.
+  const uint64_t old_tablet = TableAt(c, 2)->tablets[0].id;
+  admin::DeleteTableRequest drop;
+  drop.set_name(kTable);
+  ASSERT_TRUE(c.core(1)->admin()->DoDeleteTable(drop).ok());
+  ASSERT_TRUE(c.core(1)->admin()->DoCreateTable(CreateRequest()).ok());
+  ASSERT_TRUE(c.RunUntil(
+      [&] {
+        replication::TableSnapshot t = TableAt(c, 2);
+        return t != nullptr && t->tablets[0].id != old_tablet;
+      },
+      5 * kSecond));
+  StatusOr<bool> gone = CheckToken(c, 2, *token);
+  EXPECT_EQ(gone.status().code(), absl::StatusCode::kNotFound) << gone.status();
 }
 
 // ---------------------------------------------------------------------------------------------
