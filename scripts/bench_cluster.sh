@@ -54,34 +54,17 @@ set -euo pipefail
 {
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
-TESSERA="${TESSERA:-$BUILD_DIR/src/tessera/cli/tessera}"
+BENCH_TAG=bench_cluster
+# shellcheck source=scripts/bench_lib.sh
+source "$ROOT/scripts/bench_lib.sh"
 ETCD="${ETCD:-$(command -v etcd || true)}"
 SETUPS="${BENCH_CLUSTER_SETUPS:-1node,3node-spread,3node-one}"
 WORKLOADS="${BENCH_CLUSTER_WORKLOADS:-A,C}"
 TABLETS="${BENCH_CLUSTER_TABLETS:-3}"
-RECORDS="${BENCH_RECORDS:-50000}"
-OPERATIONS="${BENCH_OPERATIONS:-20000}"
-DURATION_S="${BENCH_DURATION_S:-30}"
-THREADS="${BENCH_THREADS:-8}"
-FIELDS="${BENCH_FIELDS:-10}"
-VALUE_SIZE="${BENCH_VALUE_SIZE:-100}"
-read -r -a EXTRA_ARGS <<<"${BENCH_EXTRA_ARGS:-}"
 read -r -a SERVE_ARGS <<<"${BENCH_SERVE_ARGS:-} ${BENCH_CLUSTER_SERVE_ARGS---no-inline-reads}"
 OUT="${BENCH_CLUSTER_OUT:-$BUILD_DIR/cluster_bench.jsonl}"
 PROJECT=tessera-bench
 INSTANCE=bench
-BENCH_TAG=bench_cluster
-# shellcheck source=scripts/bench_lib.sh
-source "$ROOT/scripts/bench_lib.sh"
-
-if [[ -f "$BUILD_DIR/CMakeCache.txt" && -z ${TESSERA_NO_BUILD:-} ]]; then
-  cmake --build "$BUILD_DIR" --target tessera >&2
-fi
-if [[ ! -x $TESSERA ]]; then
-  say "no tessera binary at $TESSERA (set BUILD_DIR or TESSERA)"
-  exit 1
-fi
 IFS=',' read -r -a SETUP_LIST <<<"$SETUPS"
 declare -a RUN_SETUPS=()
 for setup in "${SETUP_LIST[@]}"; do
@@ -103,12 +86,8 @@ if ((${#RUN_SETUPS[@]} == 0)); then
   exit 1
 fi
 
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/tessera_bench_cluster.XXXXXX")"
-trap bench_cleanup EXIT
-trap 'exit 130' INT TERM
-RAW="$WORK/raw.jsonl"
+bench_prepare bench_cluster
 SIDE="$WORK/side.jsonl"  # etcd CPU per run, tablets per setup
-: >"$RAW"
 : >"$SIDE"
 
 # The split keys giving $TABLETS tablets of about equal record counts: quantiles of the load's
@@ -243,7 +222,6 @@ measure() {
 }
 
 SPLITS="$(split_keys)"
-COMMON=(--records "$RECORDS" --fields "$FIELDS" --value-size "$VALUE_SIZE")
 for setup in "${RUN_SETUPS[@]}"; do
   start_setup "$setup"
   say "$setup: load of $RECORDS records in $TABLETS tablets, then $WORKLOADS ($OPERATIONS ops or ${DURATION_S} s each, $THREADS threads)"
@@ -265,7 +243,7 @@ import sys
 
 raw_path, side_path, out_path = sys.argv[1], sys.argv[2], sys.argv[3]
 sys.path.insert(0, sys.argv[4])
-from bench_runs import fmt, main_latency, read_raw, run_record
+from bench_runs import fmt, main_latency, read_raw, run_record, write_lines
 
 TARGET_THROUGHPUT, TARGET_P99 = 0.5, 2.0
 runs, _ = read_raw(raw_path)
@@ -316,11 +294,7 @@ for setup in setups:
         ratios.append(r)
         out.append(r)
 
-with open(out_path, "w") as f:
-    for rec in out:
-        f.write(json.dumps(rec) + "\n")
-for rec in out:
-    print(json.dumps(rec))
+write_lines(out, out_path)
 
 print()
 for t in tablets:
@@ -353,9 +327,5 @@ if ratios:
               f"   {'met' if r['meets_targets'] else 'MISSED'}")
 PY
 
-if ((FAILED)); then
-  say "some runs failed or counted errors (see above)"
-  exit 1
-fi
-exit 0
+bench_exit
 }

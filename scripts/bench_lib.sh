@@ -1,17 +1,26 @@
+# shellcheck shell=bash disable=SC2034  # sourced: the variables it sets are the callers'
 # bench_lib.sh: what the server benchmarks share (scripts/bench_server.sh, against `tessera
 # serve` and the emulator, and scripts/bench_cluster.sh, against a 3-node cluster and one node):
 # starting servers and etcd on free ports, stopping them by PID, and one measured `tessera
 # bench` run. Sourced, not run.
 #
-# The caller sets, before sourcing:
-#   TESSERA   the tessera binary       WORK  a fresh temporary folder (logs, data, raw lines)
-#   RAW       the file run_workload appends its raw JSON lines to
-#   THREADS   client threads           EXTRA_ARGS  (array) more `tessera bench` flags
-#   BENCH_TAG the prefix of messages ("bench_server", "bench_cluster")
-# and installs `trap bench_cleanup EXIT` and `trap 'exit 130' INT TERM`. Every process started
-# here is stopped by that trap, newest first (so the nodes go before their etcd), and WORK is
-# removed unless BENCH_KEEP=1. FAILED is set to 1 when a run fails or counts errors.
+# The caller sets ROOT (the repository) and BENCH_TAG (the prefix of messages: "bench_server",
+# "bench_cluster") before sourcing. Sourcing sets, from the environment (defaults in brackets):
+#   BUILD_DIR [$ROOT/build]  TESSERA [$BUILD_DIR/src/tessera/cli/tessera]
+#   RECORDS [$BENCH_RECORDS or 50000]  OPERATIONS [$BENCH_OPERATIONS or 20000]
+#   DURATION_S [$BENCH_DURATION_S or 30]  THREADS [$BENCH_THREADS or 8]
+#   FIELDS [$BENCH_FIELDS or 10]  VALUE_SIZE [$BENCH_VALUE_SIZE or 100]
+#   EXTRA_ARGS (array, from $BENCH_EXTRA_ARGS)  COMMON (array: the record flags of every run)
+# FAILED is set to 1 when a run fails or counts errors; bench_exit exits with it.
 #
+#   bench_prepare <name>
+#       Builds `tessera` (unless TESSERA_NO_BUILD is set or BUILD_DIR is not configured),
+#       checks it has the bench command, makes WORK (a fresh temporary folder named after
+#       <name>) and RAW (the file run_workload appends to), and installs the EXIT trap: every
+#       process started here is stopped, newest first (so nodes go before their etcd), and WORK
+#       is removed unless BENCH_KEEP=1.
+#   bench_exit
+#       Exits 1 (saying so) if FAILED, else 0.
 #   start_server tessera|emulator <dir> [tessera serve flags...]
 #       Starts the server fresh in <dir> (data in <dir>/data, log <dir>/server.log), waits at
 #       most 30 s until it serves, and sets STARTED_PID and ENDPOINT (127.0.0.1:<port>).
@@ -27,6 +36,16 @@
 #       raw line to RAW. Returns 1 when a server died during the run.
 #   memory_kb <pid>   "<VmRSS kB> <VmHWM kB>"
 
+BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
+TESSERA="${TESSERA:-$BUILD_DIR/src/tessera/cli/tessera}"
+RECORDS="${BENCH_RECORDS:-50000}"
+OPERATIONS="${BENCH_OPERATIONS:-20000}"
+DURATION_S="${BENCH_DURATION_S:-30}"
+THREADS="${BENCH_THREADS:-8}"
+FIELDS="${BENCH_FIELDS:-10}"
+VALUE_SIZE="${BENCH_VALUE_SIZE:-100}"
+read -r -a EXTRA_ARGS <<<"${BENCH_EXTRA_ARGS:-}"
+COMMON=(--records "$RECORDS" --fields "$FIELDS" --value-size "$VALUE_SIZE")
 CLK_TCK="$(getconf CLK_TCK)"
 FAILED=0
 declare -a BENCH_PIDS=()   # every process started here, oldest first
@@ -58,6 +77,33 @@ stop_pid() {
     kill -KILL "$pid" 2>/dev/null || true
   fi
   wait "$pid" 2>/dev/null || true
+}
+
+bench_prepare() {
+  if [[ -f "$BUILD_DIR/CMakeCache.txt" && -z ${TESSERA_NO_BUILD:-} ]]; then
+    cmake --build "$BUILD_DIR" --target tessera >&2
+  fi
+  if [[ ! -x $TESSERA ]]; then
+    say "no tessera binary at $TESSERA (set BUILD_DIR or TESSERA)"
+    exit 1
+  fi
+  if ! "$TESSERA" --help | grep -q '^  bench '; then
+    say "$TESSERA has no bench command"
+    exit 1
+  fi
+  WORK="$(mktemp -d "${TMPDIR:-/tmp}/tessera_$1.XXXXXX")"
+  trap bench_cleanup EXIT
+  trap 'exit 130' INT TERM
+  RAW="$WORK/raw.jsonl"
+  : >"$RAW"
+}
+
+bench_exit() {
+  if ((FAILED)); then
+    say "some runs failed or counted errors (see above)"
+    exit 1
+  fi
+  exit 0
 }
 
 bench_cleanup() {
@@ -211,5 +257,5 @@ run_workload() {
   [[ -n $line ]] || line="null"
   printf '{"server":"%s","workload":"%s","rc":%d,"cpu_ticks":%d,"client_ticks":%d,"clk_tck":%d,"rss_kb":%d,"hwm_kb":%d,"bench":%s}\n' \
     "$label" "$workload" "$rc" $((after - before)) $((client_after - client_before)) \
-    "$CLK_TCK" ${mem% *} ${mem#* } "$line" >>"$RAW"
+    "$CLK_TCK" "${mem% *}" "${mem#* }" "$line" >>"$RAW"
 }

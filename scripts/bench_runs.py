@@ -50,6 +50,15 @@ def main_latency(record):
     return next((lat[k] for k in MAIN_TYPES if k in lat), None)
 
 
+def write_lines(records, path):
+    """Writes the records, one JSON object a line, to path and to stdout."""
+    with open(path, "w") as f:
+        for rec in records:
+            f.write(json.dumps(rec) + "\n")
+    for rec in records:
+        print(json.dumps(rec))
+
+
 def fmt(v, spec):
     """v formatted by spec; None as "-", right-aligned to the spec's width."""
     if v is not None:

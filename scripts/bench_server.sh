@@ -46,39 +46,19 @@ set -euo pipefail
 {
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
-TESSERA="${TESSERA:-$BUILD_DIR/src/tessera/cli/tessera}"
+BENCH_TAG=bench_server
+# shellcheck source=scripts/bench_lib.sh
+source "$ROOT/scripts/bench_lib.sh"
 EMULATOR="${TESSERA_CBTEMULATOR:-/usr/lib/google-cloud-sdk/platform/bigtable-emulator/cbtemulator}"
 if [[ ! -x $EMULATOR ]] && command -v cbtemulator >/dev/null 2>&1; then
   EMULATOR="$(command -v cbtemulator)"
 fi
 SERVERS="${BENCH_SERVERS:-tessera,emulator}"
 WORKLOADS="${BENCH_WORKLOADS:-A,B,C,D,E,F}"
-RECORDS="${BENCH_RECORDS:-50000}"
-OPERATIONS="${BENCH_OPERATIONS:-20000}"
-DURATION_S="${BENCH_DURATION_S:-30}"
-THREADS="${BENCH_THREADS:-8}"
-FIELDS="${BENCH_FIELDS:-10}"
-VALUE_SIZE="${BENCH_VALUE_SIZE:-100}"
 MEMCHECK_ROWS="${BENCH_MEMCHECK_ROWS:-220000}"
-read -r -a EXTRA_ARGS <<<"${BENCH_EXTRA_ARGS:-}"
 read -r -a SERVE_ARGS <<<"${BENCH_SERVE_ARGS:-}"
 OUT="${BENCH_SERVER_OUT:-$BUILD_DIR/server_bench.jsonl}"
-BENCH_TAG=bench_server
-# shellcheck source=scripts/bench_lib.sh
-source "$ROOT/scripts/bench_lib.sh"
-
-if [[ -f "$BUILD_DIR/CMakeCache.txt" && -z ${TESSERA_NO_BUILD:-} ]]; then
-  cmake --build "$BUILD_DIR" --target tessera >&2
-fi
-if [[ ! -x $TESSERA ]]; then
-  say "no tessera binary at $TESSERA (set BUILD_DIR or TESSERA)"
-  exit 1
-fi
-if ! "$TESSERA" --help | grep -q '^  bench '; then
-  say "$TESSERA has no bench command"
-  exit 1
-fi
+bench_prepare bench_server
 
 # Which servers can run here; a missing one is announced loudly, never silently dropped.
 declare -a RUN_SERVERS=()
@@ -110,9 +90,6 @@ if ((${#RUN_SERVERS[@]} == 0)); then
   exit 1
 fi
 
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/tessera_bench_server.XXXXXX")"
-trap bench_cleanup EXIT
-trap 'exit 130' INT TERM
 declare -A PIDS=()
 
 # start <server> <dir>: starts it fresh (bench_lib.sh's start_server), sets PIDS[<server>] and
@@ -131,10 +108,6 @@ stop_server() {
   unset "PIDS[$1]"
 }
 
-RAW="$WORK/raw.jsonl"
-: >"$RAW"
-
-COMMON=(--records "$RECORDS" --fields "$FIELDS" --value-size "$VALUE_SIZE")
 for server in "${RUN_SERVERS[@]}"; do
   start "$server" "$WORK/$server"
   say "$server: load of $RECORDS records, then $WORKLOADS ($OPERATIONS ops or ${DURATION_S} s each, $THREADS threads)"
@@ -176,7 +149,7 @@ import sys
 
 raw_path, out_path = sys.argv[1], sys.argv[2]
 sys.path.insert(0, sys.argv[3])
-from bench_runs import fmt, main_latency, read_raw, run_record
+from bench_runs import fmt, main_latency, read_raw, run_record, write_lines
 
 runs, memory = read_raw(raw_path)
 out = []
@@ -210,11 +183,7 @@ for m in memory:
         rec["errors"] = m["bench"].get("errors")
     out.append(rec)
 
-with open(out_path, "w") as f:
-    for rec in out:
-        f.write(json.dumps(rec) + "\n")
-for rec in out:
-    print(json.dumps(rec))
+write_lines(out, out_path)
 
 print()
 print(f"{'workload':<9}{'server':<10}{'ops/s':>10}{'srv cpu us/op':>15}{'client us/op':>14}"
@@ -246,9 +215,5 @@ if memory:
               f"{m['hwm_kb'] / 1024:>10.1f}")
 PY
 
-if ((FAILED)); then
-  say "some runs failed or counted errors (see above)"
-  exit 1
-fi
-exit 0
+bench_exit
 }
