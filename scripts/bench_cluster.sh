@@ -42,11 +42,12 @@
 #   BENCH_RECORDS [50000]  BENCH_OPERATIONS [20000]  BENCH_DURATION_S [30] (per workload)
 #   BENCH_THREADS [8]  BENCH_FIELDS [10]  BENCH_VALUE_SIZE [100]
 #   BENCH_EXTRA_ARGS []          more `tessera bench` flags
+#   BENCH_RUN_TIMEOUT_S [900]    a `tessera bench` run still going after this is killed (a failure)
 #   BENCH_SERVE_ARGS []          more `tessera serve` flags, every node of every setup
 #   BENCH_CLUSTER_SERVE_ARGS [--no-inline-reads]  more `tessera serve` flags, every setup:
 #                                with reads inline on gRPC's callback threads, a node whose
 #                                callback threads all wait for forwarded reads deadlocks
-#                                (docs/bench.md, "The cluster benchmark")
+#                                (docs/bench.md, "scripts/bench_cluster.sh")
 #   BENCH_CLUSTER_OUT [$BUILD_DIR/cluster_bench.jsonl]
 #   BENCH_KEEP [0]               1: keep the temporary directory (logs, data)
 set -euo pipefail
@@ -113,8 +114,8 @@ PY
 # Waits (at most 60 s) until every node of the cluster at $NODE_ENDPOINTS serves, sees the
 # three up and names one master.
 wait_converged() {
-  local i e ok
-  for ((i = 0; i < 120; i++)); do
+  local deadline=$((SECONDS + 60)) e ok
+  while ((SECONDS < deadline)); do
     ok=1
     for e in "${NODE_ENDPOINTS[@]}"; do
       if ! "$TESSERA" admin status --json --timeout-ms 2000 --addr "$e" 2>/dev/null |

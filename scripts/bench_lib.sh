@@ -11,6 +11,7 @@
 #   DURATION_S [$BENCH_DURATION_S or 30]  THREADS [$BENCH_THREADS or 8]
 #   FIELDS [$BENCH_FIELDS or 10]  VALUE_SIZE [$BENCH_VALUE_SIZE or 100]
 #   EXTRA_ARGS (array, from $BENCH_EXTRA_ARGS)  COMMON (array: the record flags of every run)
+#   RUN_TIMEOUT_S [$BENCH_RUN_TIMEOUT_S or 900]: a `tessera bench` run is killed after this long
 # FAILED is set to 1 when a run fails or counts errors; bench_exit exits with it.
 #
 #   bench_prepare <name>
@@ -45,6 +46,7 @@ THREADS="${BENCH_THREADS:-8}"
 FIELDS="${BENCH_FIELDS:-10}"
 VALUE_SIZE="${BENCH_VALUE_SIZE:-100}"
 read -r -a EXTRA_ARGS <<<"${BENCH_EXTRA_ARGS:-}"
+RUN_TIMEOUT_S="${BENCH_RUN_TIMEOUT_S:-900}"
 COMMON=(--records "$RECORDS" --fields "$FIELDS" --value-size "$VALUE_SIZE")
 CLK_TCK="$(getconf CLK_TCK)"
 FAILED=0
@@ -172,7 +174,7 @@ print(*[s.getsockname()[1] for s in socks])'
 }
 
 start_etcd() {
-  local dir="$1" attempt client peer pid i
+  local dir="$1" attempt client peer pid deadline
   for ((attempt = 1; attempt <= 3; attempt++)); do
     read -r client peer < <(free_ports)
     rm -rf "$dir"
@@ -185,7 +187,8 @@ start_etcd() {
       --initial-cluster "m0=http://127.0.0.1:$peer" >"$dir/etcd.log" 2>&1 &
     pid=$!
     track_pid "$pid" "$dir/etcd.log"
-    for ((i = 0; i < 300; i++)); do
+    deadline=$((SECONDS + 30))
+    while ((SECONDS < deadline)); do
       process_running "$pid" || break
       if curl -sf --max-time 2 "http://127.0.0.1:$client/health" 2>/dev/null | grep -q '"true"'; then
         ETCD_ENDPOINT="127.0.0.1:$client"
@@ -236,7 +239,8 @@ run_workload() {
   local before after client_before client_after rc=0 line mem pid
   client_before="$(children_ticks)"
   before="$(cpu_ticks "${pid_list[@]}")"
-  line="$("$TESSERA" bench --endpoint "$endpoints" --json --workload "$workload" \
+  line="$(timeout --kill-after=10 "$RUN_TIMEOUT_S" \
+    "$TESSERA" bench --endpoint "$endpoints" --json --workload "$workload" \
     --threads "$THREADS" "$@" "${EXTRA_ARGS[@]}" 2>>"$WORK/bench.err")" || rc=$?
   for pid in "${pid_list[@]}"; do
     if ! process_running "$pid"; then
@@ -249,7 +253,10 @@ run_workload() {
   after="$(cpu_ticks "${pid_list[@]}")"
   client_after="$(children_ticks)"
   mem="$(memory_kb "${pid_list[0]}")"
-  if ((rc != 0)); then
+  if ((rc == 124 || rc == 137)); then
+    say "tessera bench did not finish within $RUN_TIMEOUT_S s on $label, workload $workload"
+    FAILED=1
+  elif ((rc != 0)); then
     say "tessera bench exited $rc on $label, workload $workload (errors are in its JSON line)"
     tail -3 "$WORK/bench.err" >&2 || true
     FAILED=1

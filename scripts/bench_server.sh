@@ -37,6 +37,7 @@
 #   BENCH_THREADS [8]  BENCH_FIELDS [10]  BENCH_VALUE_SIZE [100]
 #   BENCH_MEMCHECK_ROWS [220000] (0: skip the memory check)
 #   BENCH_EXTRA_ARGS []          more `tessera bench` flags
+#   BENCH_RUN_TIMEOUT_S [900]    a `tessera bench` run still going after this is killed (a failure)
 #   BENCH_SERVE_ARGS []          more `tessera serve` flags
 #   BENCH_SERVER_OUT [$BUILD_DIR/server_bench.jsonl]
 #   BENCH_KEEP [0]               1: keep the temporary directory (server logs, data)
