@@ -7,7 +7,8 @@
 #   make tsan    the ThreadSanitizer build (clang) of the libraries and tests that link no gRPC
 #   make check-thread-safety  clang's -Werror=thread-safety over the gcc build's other files
 #   make bench   engine vs RocksDB and LevelDB; tessera serve vs the official emulator (YCSB,
-#                scripts/bench_server.sh); the cluster simulator's detection and gossip figures
+#                scripts/bench_server.sh); 3 nodes at RF 3 vs one node (scripts/bench_cluster.sh);
+#                the cluster simulator's detection and gossip figures
 #   make fuzz    run every fuzzer for FUZZ_SECONDS each (default 20)
 #   make inbox-search  the Cassandra paper's inbox search example, end to end
 #   make test-cluster  only the multi-process suites (etcd and several `tessera serve`)

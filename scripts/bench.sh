@@ -2,7 +2,8 @@
 # Builds tessera_engine_bench in an already configured build directory and runs it with its
 # default settings (Tessera vs RocksDB vs LevelDB, 1M keys), then prints Tessera's throughput
 # relative to the best peer per benchmark. Used by `make bench`. Then runs the server
-# benchmark, scripts/bench_server.sh (tessera bench against `tessera serve` and the emulator).
+# benchmark, scripts/bench_server.sh (tessera bench against `tessera serve` and the emulator),
+# and the cluster benchmark, scripts/bench_cluster.sh (3 nodes at RF 3 against one node).
 #
 #   scripts/bench.sh [extra tessera_engine_bench flags, e.g. --num 100000]
 #
@@ -63,6 +64,11 @@ PY
 # The server benchmark: YCSB workloads against `tessera serve` and the official emulator.
 echo
 BUILD_DIR="$BUILD_DIR" bash "$ROOT/scripts/bench_server.sh"
+
+# The cluster benchmark (issue 11): YCSB load, A and C against 3 nodes at RF 3 (QUORUM writes),
+# the client spread over them and then on one, and against one node at RF 1; the ratios.
+echo
+BUILD_DIR="$BUILD_DIR" bash "$ROOT/scripts/bench_cluster.sh"
 
 # The cluster simulator (issue 4): failure detection and gossip on 100 simulated nodes, at the
 # Cassandra paper's settings (exponential phi, 1 s rounds) and at Tessera's defaults; rounds to

@@ -37,6 +37,7 @@
 #   BENCH_THREADS [8]  BENCH_FIELDS [10]  BENCH_VALUE_SIZE [100]
 #   BENCH_MEMCHECK_ROWS [220000] (0: skip the memory check)
 #   BENCH_EXTRA_ARGS []          more `tessera bench` flags
+#   BENCH_RUN_TIMEOUT_S [900]    a `tessera bench` run still going after this is killed (a failure)
 #   BENCH_SERVE_ARGS []          more `tessera serve` flags
 #   BENCH_SERVER_OUT [$BUILD_DIR/server_bench.jsonl]
 #   BENCH_KEEP [0]               1: keep the temporary directory (server logs, data)
@@ -46,39 +47,19 @@ set -euo pipefail
 {
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
-TESSERA="${TESSERA:-$BUILD_DIR/src/tessera/cli/tessera}"
+BENCH_TAG=bench_server
+# shellcheck source=scripts/bench_lib.sh
+source "$ROOT/scripts/bench_lib.sh"
 EMULATOR="${TESSERA_CBTEMULATOR:-/usr/lib/google-cloud-sdk/platform/bigtable-emulator/cbtemulator}"
 if [[ ! -x $EMULATOR ]] && command -v cbtemulator >/dev/null 2>&1; then
   EMULATOR="$(command -v cbtemulator)"
 fi
 SERVERS="${BENCH_SERVERS:-tessera,emulator}"
 WORKLOADS="${BENCH_WORKLOADS:-A,B,C,D,E,F}"
-RECORDS="${BENCH_RECORDS:-50000}"
-OPERATIONS="${BENCH_OPERATIONS:-20000}"
-DURATION_S="${BENCH_DURATION_S:-30}"
-THREADS="${BENCH_THREADS:-8}"
-FIELDS="${BENCH_FIELDS:-10}"
-VALUE_SIZE="${BENCH_VALUE_SIZE:-100}"
 MEMCHECK_ROWS="${BENCH_MEMCHECK_ROWS:-220000}"
-read -r -a EXTRA_ARGS <<<"${BENCH_EXTRA_ARGS:-}"
 read -r -a SERVE_ARGS <<<"${BENCH_SERVE_ARGS:-}"
 OUT="${BENCH_SERVER_OUT:-$BUILD_DIR/server_bench.jsonl}"
-CLK_TCK="$(getconf CLK_TCK)"
-
-say() { echo "bench_server: $*" >&2; }
-
-if [[ -f "$BUILD_DIR/CMakeCache.txt" && -z ${TESSERA_NO_BUILD:-} ]]; then
-  cmake --build "$BUILD_DIR" --target tessera >&2
-fi
-if [[ ! -x $TESSERA ]]; then
-  say "no tessera binary at $TESSERA (set BUILD_DIR or TESSERA)"
-  exit 1
-fi
-if ! "$TESSERA" --help | grep -q '^  bench '; then
-  say "$TESSERA has no bench command"
-  exit 1
-fi
+bench_prepare bench_server
 
 # Which servers can run here; a missing one is announced loudly, never silently dropped.
 declare -a RUN_SERVERS=()
@@ -110,74 +91,17 @@ if ((${#RUN_SERVERS[@]} == 0)); then
   exit 1
 fi
 
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/tessera_bench_server.XXXXXX")"
 declare -A PIDS=()
 
-stop_pid() {
-  local pid="$1" i
-  kill -TERM "$pid" 2>/dev/null || return 0
-  for ((i = 0; i < 100; i++)); do
-    kill -0 "$pid" 2>/dev/null || break
-    # A zombie (exited, not yet reaped) counts as stopped.
-    [[ $(sed 's/.*) \(.\).*/\1/' "/proc/$pid/stat" 2>/dev/null) == Z ]] && break
-    sleep 0.1
-  done
-  if kill -0 "$pid" 2>/dev/null && [[ $(sed 's/.*) \(.\).*/\1/' "/proc/$pid/stat" 2>/dev/null) != Z ]]; then
-    say "server $pid ignored SIGTERM for 10 s; killing it"
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  wait "$pid" 2>/dev/null || true
-}
-
-cleanup() {
-  local name
-  for name in "${!PIDS[@]}"; do stop_pid "${PIDS[$name]}"; done
-  PIDS=()
-  if [[ ${BENCH_KEEP:-0} == 1 ]]; then
-    say "kept $WORK"
+# start <server> <dir>: starts it fresh (bench_lib.sh's start_server), sets PIDS[<server>] and
+# ENDPOINT.
+start() {
+  if [[ $1 == tessera ]]; then
+    start_server tessera "$2" --sync batch "${SERVE_ARGS[@]}"
   else
-    rm -rf "$WORK"
+    start_server emulator "$2"
   fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# start_server <server> <dir>: starts it fresh, sets PIDS[<server>] and ENDPOINT.
-start_server() {
-  local server="$1" dir="$2" port="" i pid
-  mkdir -p "$dir"
-  # The server's shell opens its log after the fork: make it now, so the wait below can read it
-  # at once.
-  : >"$dir/server.log"
-  if [[ $server == tessera ]]; then
-    "$TESSERA" serve --listen 127.0.0.1:0 --port-file "$dir/port" --data-dir "$dir/data" \
-      --sync batch --log-level warn "${SERVE_ARGS[@]}" >"$dir/server.log" 2>&1 &
-  else
-    "$EMULATOR" -host 127.0.0.1 -port 0 >"$dir/server.log" 2>&1 &
-  fi
-  pid=$!
-  PIDS[$server]=$pid
-  for ((i = 0; i < 300; i++)); do
-    if ! kill -0 "$pid" 2>/dev/null; then
-      say "$server exited before serving; its log:"
-      cat "$dir/server.log" >&2
-      exit 1
-    fi
-    if [[ $server == tessera ]]; then
-      [[ -s "$dir/port" ]] && port="$(tr -d '[:space:]' <"$dir/port")"
-    else
-      port="$(sed -n 's/.*running on 127\.0\.0\.1:\([0-9][0-9]*\).*/\1/p' "$dir/server.log" | head -1)"
-    fi
-    if [[ -n $port ]]; then
-      ENDPOINT="127.0.0.1:$port"
-      say "$server (pid $pid) serving on $ENDPOINT"
-      return 0
-    fi
-    sleep 0.1
-  done
-  say "$server did not serve within 30 s; its log:"
-  cat "$dir/server.log" >&2
-  exit 1
+  PIDS[$1]=$STARTED_PID
 }
 
 stop_server() {
@@ -185,71 +109,14 @@ stop_server() {
   unset "PIDS[$1]"
 }
 
-# CPU seconds (user + system, all threads) the process has used so far.
-cpu_ticks() {
-  local stat
-  stat="$(cat "/proc/$1/stat")"
-  stat="${stat##*) }"  # the fields after the command name, starting with the state (field 3)
-  read -r -a f <<<"$stat"
-  echo $((f[11] + f[12]))  # utime is field 14, stime field 15
-}
-
-# CPU ticks used by this script's finished children (cutime + cstime): around a `tessera bench`
-# run, its CPU time (plus a few ms of the helpers run meanwhile).
-children_ticks() {
-  local stat
-  stat="$(cat "/proc/$$/stat")"
-  stat="${stat##*) }"
-  read -r -a f <<<"$stat"
-  echo $((f[13] + f[14]))  # cutime is field 16, cstime field 17
-}
-
-# "<VmRSS kB> <VmHWM kB>" of the process.
-memory_kb() {
-  awk '/^VmRSS:/ {rss = $2} /^VmHWM:/ {hwm = $2} END {print rss, hwm}' "/proc/$1/status"
-}
-
-RAW="$WORK/raw.jsonl"
-: >"$RAW"
-FAILED=0
-
-# run_workload <server> <workload> <extra bench flags...>: one `tessera bench` run, measured.
-run_workload() {
-  local server="$1" workload="$2"
-  shift 2
-  local pid="${PIDS[$server]}" before after client_before client_after rc=0 line mem
-  client_before="$(children_ticks)"
-  before="$(cpu_ticks "$pid")"
-  line="$("$TESSERA" bench --endpoint "$ENDPOINT" --json --workload "$workload" \
-    --threads "$THREADS" "$@" "${EXTRA_ARGS[@]}" 2>>"$WORK/bench.err")" || rc=$?
-  if ! kill -0 "$pid" 2>/dev/null; then
-    say "$server died during workload $workload; its log:"
-    tail -20 "$WORK/$server/server.log" >&2 || true
-    FAILED=1
-    return 1
-  fi
-  after="$(cpu_ticks "$pid")"
-  client_after="$(children_ticks)"
-  mem="$(memory_kb "$pid")"
-  if ((rc != 0)); then
-    say "tessera bench exited $rc on $server, workload $workload (errors are in its JSON line)"
-    tail -3 "$WORK/bench.err" >&2 || true
-    FAILED=1
-  fi
-  [[ -n $line ]] || line="null"
-  printf '{"server":"%s","workload":"%s","rc":%d,"cpu_ticks":%d,"client_ticks":%d,"clk_tck":%d,"rss_kb":%d,"hwm_kb":%d,"bench":%s}\n' \
-    "$server" "$workload" "$rc" $((after - before)) $((client_after - client_before)) \
-    "$CLK_TCK" ${mem% *} ${mem#* } "$line" >>"$RAW"
-}
-
-COMMON=(--records "$RECORDS" --fields "$FIELDS" --value-size "$VALUE_SIZE")
 for server in "${RUN_SERVERS[@]}"; do
-  start_server "$server" "$WORK/$server"
+  start "$server" "$WORK/$server"
   say "$server: load of $RECORDS records, then $WORKLOADS ($OPERATIONS ops or ${DURATION_S} s each, $THREADS threads)"
-  if run_workload "$server" load "${COMMON[@]}"; then
+  if run_workload "$server" load "$ENDPOINT" "${PIDS[$server]}" "${COMMON[@]}"; then
     IFS=',' read -r -a list <<<"$WORKLOADS"
     for w in "${list[@]}"; do
-      run_workload "$server" "$w" "${COMMON[@]}" --operations "$OPERATIONS" \
+      run_workload "$server" "$w" "$ENDPOINT" "${PIDS[$server]}" "${COMMON[@]}" \
+        --operations "$OPERATIONS" \
         --duration-s "$DURATION_S" || break
     done
     mem="$(memory_kb "${PIDS[$server]}")"
@@ -261,7 +128,7 @@ done
 
 if ((MEMCHECK_ROWS > 0)); then
   for server in "${RUN_SERVERS[@]}"; do
-    start_server "$server" "$WORK/memcheck-$server"
+    start "$server" "$WORK/memcheck-$server"
     say "$server: memory check, $MEMCHECK_ROWS rows of one 100-byte cell"
     before="$(cpu_ticks "${PIDS[$server]}")"
     rc=0
@@ -277,40 +144,20 @@ if ((MEMCHECK_ROWS > 0)); then
 fi
 
 mkdir -p "$(dirname "$OUT")"
-python3 - "$RAW" "$OUT" <<'PY'
+python3 - "$RAW" "$OUT" "$ROOT/scripts" <<'PY'
 import json
 import sys
 
 raw_path, out_path = sys.argv[1], sys.argv[2]
-runs, memory = {}, []
-with open(raw_path) as f:
-    for line in f:
-        r = json.loads(line)
-        if "memory" in r:
-            memory.append(r)
-        else:
-            runs[(r["server"], r["workload"])] = r
+sys.path.insert(0, sys.argv[3])
+from bench_runs import fmt, main_latency, read_raw, run_record, write_lines
 
+runs, memory = read_raw(raw_path)
 out = []
 flat = {}
-for (server, workload), r in runs.items():
-    b = r["bench"] or {}
-    ops = b.get("ops", 0)
-    cpu_s = r["cpu_ticks"] / r["clk_tck"]
-    client_s = r["client_ticks"] / r["clk_tck"]
-    rec = {
-        "kind": "run", "server": server, "workload": workload,
-        "ops": ops, "seconds": b.get("seconds"), "throughput": b.get("throughput"),
-        "errors": b.get("errors"), "exit": r["rc"],
-        "server_cpu_s": cpu_s,
-        "server_cpu_us_per_op": cpu_s * 1e6 / ops if ops else None,
-        "client_cpu_us_per_op": client_s * 1e6 / ops if ops else None,
-        "rss_mb": r["rss_kb"] / 1024, "peak_rss_mb": r["hwm_kb"] / 1024,
-        "latency_us": {t: {"p50": s["p50_us"], "p99": s["p99_us"], "p999": s["p999_us"]}
-                       for t, s in b.get("ops_by_type", {}).items()},
-        "bench": b,
-    }
-    flat[(server, workload)] = rec
+for key, r in runs.items():
+    rec = run_record(r)
+    flat[key] = rec
     out.append(rec)
 
 workloads = []
@@ -337,14 +184,7 @@ for m in memory:
         rec["errors"] = m["bench"].get("errors")
     out.append(rec)
 
-with open(out_path, "w") as f:
-    for rec in out:
-        f.write(json.dumps(rec) + "\n")
-for rec in out:
-    print(json.dumps(rec))
-
-def fmt(v, spec):
-    return format(v, spec) if v is not None else "-"
+write_lines(out, out_path)
 
 print()
 print(f"{'workload':<9}{'server':<10}{'ops/s':>10}{'srv cpu us/op':>15}{'client us/op':>14}"
@@ -354,8 +194,7 @@ for w in workloads:
         r = flat.get((server, w))
         if not r:
             continue
-        lat = r["latency_us"]
-        main = next((lat[k] for k in ("READ", "SCAN", "BATCH-INSERT") if k in lat), None)
+        main = main_latency(r)
         print(f"{w:<9}{server:<10}{fmt(r['throughput'], '10.0f')}"
               f"{fmt(r['server_cpu_us_per_op'], '15.1f')}"
               f"{fmt(r['client_cpu_us_per_op'], '14.1f')}"
@@ -377,9 +216,5 @@ if memory:
               f"{m['hwm_kb'] / 1024:>10.1f}")
 PY
 
-if ((FAILED)); then
-  say "some runs failed or counted errors (see above)"
-  exit 1
-fi
-exit 0
+bench_exit
 }

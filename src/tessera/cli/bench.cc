@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "fmt/format.h"
 #include "tessera/cli/cli_flags.h"
@@ -21,13 +22,13 @@ namespace {
 using namespace ycsb;  // NOLINT: this file is the front of the ycsb pieces
 
 struct BenchFlags {
-  std::string endpoint;
+  std::vector<std::string> endpoints;  // the threads spread over them (ChannelPool)
   BigtableTarget target;
   std::vector<std::string> splits;
   std::string workloads = "load,A,B,C,D,E,F";
   std::string distribution;
   RunOptions run;
-  int channels = 0;  // 0: min(threads, 4)
+  int channels = 0;  // per endpoint; 0: min(ceil(threads / endpoints), 4)
   double rpc_timeout_s = 30;
   double connect_timeout_s = 10;
   bool json = false;
@@ -47,7 +48,7 @@ std::chrono::milliseconds Millis(double seconds) {
 int RunBench(int argc, char** argv) {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   BenchFlags f;
-  f.endpoint = DefaultEndpoint();
+  f.endpoints = {DefaultEndpoint()};
   f.target.project = "tessera-bench";
   f.target.instance = "bench";
   f.target.table = "usertable";
@@ -64,9 +65,11 @@ int RunBench(int argc, char** argv) {
       "bad flags.",
       "tessera bench"};
   SetUpCommandLine(&app);
-  app.add_option("--endpoint", f.endpoint,
-                 "HOST:PORT (default $BIGTABLE_EMULATOR_HOST, else "
-                 "127.0.0.1:8086)")
+  app.add_option("--endpoint", f.endpoints,
+                 "HOST:PORT (default $BIGTABLE_EMULATOR_HOST, else 127.0.0.1:8086); a comma "
+                 "list spreads the threads over the endpoints (the nodes of a cluster), thread "
+                 "t on endpoint t mod N")
+      ->delimiter(',')
       ->check(HostPortCheck());
   app.add_option("--project", f.target.project, "project id")->capture_default_str();
   app.add_option("--instance", f.target.instance, "instance id")->capture_default_str();
@@ -89,7 +92,8 @@ int RunBench(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--threads", f.run.threads, "client threads")->capture_default_str();
   app.add_option("--channels", f.channels,
-                 "gRPC channels (connections) the threads share (default min(threads, 4))");
+                 "gRPC channels (connections) per endpoint, shared by its threads (default "
+                 "min(ceil(threads / endpoints), 4))");
   app.add_option("--fields", f.run.fields, "fields (cells) per record")->capture_default_str();
   app.add_option("--value-size", f.run.value_size, "bytes per field")->capture_default_str();
   app.add_option("--scan-length", f.run.max_scan_length,
@@ -130,14 +134,17 @@ int RunBench(int argc, char** argv) {
     return usage_error(absl::InvalidArgumentError("timeouts must be positive"));
   }
   if (app.get_option("--endpoint")->count() == 0) {  // the default: from the environment
-    if (Status s = CheckHostPort("$BIGTABLE_EMULATOR_HOST", f.endpoint); !s.ok()) {
+    if (Status s = CheckHostPort("$BIGTABLE_EMULATOR_HOST", f.endpoints.front()); !s.ok()) {
       return usage_error(s);
     }
   }
-  f.target.endpoint = f.endpoint;
+  f.target.endpoint = f.endpoints.front();  // where the table is made
+  const std::string endpoint_list = absl::StrJoin(f.endpoints, ",");
 
-  const int channels = f.channels > 0 ? f.channels : std::min(f.run.threads, 4);
-  ChannelPool pool(f.endpoint, channels);
+  const int endpoints = static_cast<int>(f.endpoints.size());
+  const int threads_per_endpoint = (f.run.threads + endpoints - 1) / endpoints;
+  const int channels = f.channels > 0 ? f.channels : std::min(threads_per_endpoint, 4);
+  ChannelPool pool(f.endpoints, channels);
   if (Status s = pool.WaitConnected(Millis(f.connect_timeout_s)); !s.ok()) {
     fmt::print(stderr, "tessera bench: {}\n", s.message());
     return 1;
@@ -148,8 +155,8 @@ int RunBench(int argc, char** argv) {
   }
   fmt::print(stderr,
              "tessera bench: {} on {}, {} records of {} x {} B, {} threads over {} channels\n",
-             f.target.TableName(), f.endpoint, f.run.records, f.run.fields, f.run.value_size,
-             f.run.threads, channels);
+             f.target.TableName(), endpoint_list, f.run.records, f.run.fields, f.run.value_size,
+             f.run.threads, pool.size());
 
   const std::chrono::milliseconds rpc_timeout = Millis(f.rpc_timeout_s);
   const YcsbDbFactory factory = [&](int thread) -> StatusOr<std::unique_ptr<YcsbDb>> {
@@ -164,7 +171,7 @@ int RunBench(int argc, char** argv) {
       fmt::print(stderr, "tessera bench: workload {}: {}\n", spec.name, result.status());
       return 1;
     }
-    const ReportContext context{f.endpoint, &spec, &f.run};
+    const ReportContext context{endpoint_list, &spec, &f.run};
     if (f.json) {
       fmt::print("{}\n", FormatJson(*result, context));
     } else {

@@ -28,3 +28,12 @@ tessera_add_test(bench_server_script_test
   DEFINITIONS TESSERA_BINARY_PATH="$<TARGET_FILE:tessera>"
               TESSERA_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
   RUNS tessera)
+
+# scripts/bench_cluster.sh end to end (tiny sizes; ~15 s: one node, then two 3-node clusters).
+tessera_add_test(bench_cluster_script_test
+  SOURCES bench_cluster_script_test.cc
+  DEPS tessera_testing tessera_testing_etcd nlohmann_json::nlohmann_json
+  LABELS slow
+  DEFINITIONS TESSERA_BINARY_PATH="$<TARGET_FILE:tessera>"
+              TESSERA_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+  RUNS tessera)

@@ -6,11 +6,12 @@
 #include <chrono>
 #include <map>
 #include <set>
-#include <sstream>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tessera/cli/bench_script_testing.h"
 #include "tessera/testing/test_servers.h"
 
 namespace tessera::cli {
@@ -22,29 +23,23 @@ TEST(BenchServerScriptTest, ComparesBothServersOnEveryWorkload) {
     GTEST_SKIP() << "SKIPPED: no cbtemulator at " << emulator;
   }
   const std::string out_file = ::testing::TempDir() + "/bench_server_script_test.jsonl";
-  StatusOr<testing::ProcessResult> r = testing::RunProcess(
-      {"/bin/bash", TESSERA_SOURCE_DIR "/scripts/bench_server.sh"}, "",
-      {"TESSERA=" TESSERA_BINARY_PATH, "TESSERA_NO_BUILD=1", "TESSERA_CBTEMULATOR=" + emulator,
-       "BENCH_RECORDS=300", "BENCH_OPERATIONS=200", "BENCH_DURATION_S=5", "BENCH_THREADS=2",
-       "BENCH_MEMCHECK_ROWS=1000", "BENCH_SERVER_OUT=" + out_file},
-      std::chrono::minutes(4));
-  ASSERT_TRUE(r.ok()) << r.status();
-  ASSERT_EQ(r->exit_code, 0) << r->err << r->out;
+  std::vector<nlohmann::json> lines;
+  std::string out;
+  RunBenchScript("bench_server.sh",
+                 {"TESSERA_CBTEMULATOR=" + emulator, "BENCH_RECORDS=300", "BENCH_OPERATIONS=200",
+                  "BENCH_DURATION_S=5", "BENCH_THREADS=2", "BENCH_MEMCHECK_ROWS=1000",
+                  "BENCH_SERVER_OUT=" + out_file},
+                 std::chrono::minutes(4), &lines, &out);
+  if (HasFatalFailure()) return;
 
   std::map<std::string, std::set<std::string>> runs;  // server -> workloads
   std::set<std::string> ratios;
   std::map<std::string, int> memory;  // phase -> lines
-  std::istringstream lines(r->out);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (line.empty() || line[0] != '{') continue;
-    const nlohmann::json j = nlohmann::json::parse(line);
+  for (const nlohmann::json& j : lines) {
+    const std::string line = j.dump();
     const std::string kind = j["kind"];
     if (kind == "run") {
-      EXPECT_EQ(j["errors"], 0) << line;
-      EXPECT_GT(j["ops"].get<int>(), 0) << line;
-      EXPECT_GT(j["throughput"].get<double>(), 0) << line;
-      EXPECT_GE(j["server_cpu_us_per_op"].get<double>(), 0) << line;
+      ExpectCleanRun(j);
       EXPECT_GT(j["rss_mb"].get<double>(), 1) << line;
       runs[j["server"]].insert(j["workload"]);
     } else if (kind == "ratio") {
@@ -56,11 +51,11 @@ TEST(BenchServerScriptTest, ComparesBothServersOnEveryWorkload) {
     }
   }
   const std::set<std::string> all = {"load", "A", "B", "C", "D", "E", "F"};
-  EXPECT_EQ(runs["tessera"], all) << r->out;
-  EXPECT_EQ(runs["emulator"], all) << r->out;
-  EXPECT_EQ(ratios, all) << r->out;
-  EXPECT_EQ(memory["after_workloads"], 2) << r->out;
-  EXPECT_EQ(memory["memcheck"], 2) << r->out;
+  EXPECT_EQ(runs["tessera"], all) << out;
+  EXPECT_EQ(runs["emulator"], all) << out;
+  EXPECT_EQ(ratios, all) << out;
+  EXPECT_EQ(memory["after_workloads"], 2) << out;
+  EXPECT_EQ(memory["memcheck"], 2) << out;
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "tessera/cli/ycsb_bigtable_db.h"
 
 #include <chrono>
+#include <utility>
 
 #include "google/bigtable/admin/v2/bigtable_table_admin.grpc.pb.h"
 #include "google/bigtable/v2/bigtable.grpc.pb.h"
@@ -181,25 +182,35 @@ std::string BigtableTarget::InstanceName() const {
 
 std::string BigtableTarget::TableName() const { return StrCat(InstanceName(), "/tables/", table); }
 
-ChannelPool::ChannelPool(std::string_view endpoint, int count) : endpoint_(endpoint) {
-  for (int i = 0; i < count; i++) {
-    grpc::ChannelArguments args;
-    // Without a local subchannel pool, channels with equal arguments share one connection.
-    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    args.SetInt("tessera.bench.channel_index", i);
-    args.SetMaxReceiveMessageSize(-1);
-    args.SetMaxSendMessageSize(-1);
-    channels_.push_back(
-        grpc::CreateCustomChannel(endpoint_, grpc::InsecureChannelCredentials(), args));
+ChannelPool::ChannelPool(std::vector<std::string> endpoints, int per_endpoint)
+    : endpoints_(std::move(endpoints)), per_endpoint_(per_endpoint) {
+  for (const std::string& endpoint : endpoints_) {
+    for (int i = 0; i < per_endpoint_; i++) {
+      grpc::ChannelArguments args;
+      // Without a local subchannel pool, channels with equal arguments share one connection.
+      args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+      args.SetInt("tessera.bench.channel_index", i);
+      args.SetMaxReceiveMessageSize(-1);
+      args.SetMaxSendMessageSize(-1);
+      channels_.push_back(
+          grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args));
+    }
   }
+}
+
+size_t ChannelPool::Index(int i) const {
+  const size_t n = endpoints_.size();
+  const size_t k = static_cast<size_t>(per_endpoint_);
+  return (i % n) * k + (i / n) % k;
 }
 
 Status ChannelPool::WaitConnected(std::chrono::milliseconds timeout) {
   const auto deadline = Deadline(timeout);
   for (size_t i = 0; i < channels_.size(); i++) {
     if (!channels_[i]->WaitForConnected(deadline)) {
-      return absl::UnavailableError(StrCat("cannot connect to ", endpoint_, " within ",
-                                           timeout.count(), " ms (channel ", i, ")"));
+      const size_t k = static_cast<size_t>(per_endpoint_);
+      return absl::UnavailableError(StrCat("cannot connect to ", endpoints_[i / k], " within ",
+                                           timeout.count(), " ms (channel ", i % k, ")"));
     }
   }
   return Status();

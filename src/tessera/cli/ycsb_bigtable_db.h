@@ -9,7 +9,8 @@
 //
 // Channels: gRPC multiplexes calls over one HTTP/2 connection per channel, so a handful of
 // channels (ChannelPool), each its own connection, serve any number of threads; a stub is a
-// cheap per-thread handle on a shared channel.
+// cheap per-thread handle on a shared channel. A pool may span several endpoints (the nodes of
+// a cluster): thread t talks to endpoint t mod N, so the threads spread evenly over the nodes.
 //
 // Thread-safety: ChannelPool is thread-safe after construction. A YcsbDb from NewBigtableDb is
 // for one thread at a time (it reuses its request messages). EnsureTable is thread-safe.
@@ -18,7 +19,6 @@
 #include <chrono>
 #include <memory>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "grpcpp/channel.h"
@@ -40,20 +40,28 @@ struct BigtableTarget {
 
 class ChannelPool {
  public:
-  // `count` insecure (h2c) channels to `endpoint`, each on its own connection. Connecting
-  // starts at WaitConnected(). REQUIRES: count >= 1.
-  ChannelPool(std::string_view endpoint, int count);
+  // `per_endpoint` insecure (h2c) channels to each of `endpoints`, each channel on its own
+  // connection. Connecting starts at WaitConnected().
+  // REQUIRES: !endpoints.empty(), per_endpoint >= 1.
+  ChannelPool(std::vector<std::string> endpoints, int per_endpoint);
 
   // Connects every channel; Unavailable naming the endpoint if one is not connected within
   // `timeout`.
   Status WaitConnected(std::chrono::milliseconds timeout);
 
   int size() const { return static_cast<int>(channels_.size()); }
-  // Channel i modulo size().
-  const std::shared_ptr<grpc::Channel>& Get(int i) const { return channels_[i % channels_.size()]; }
+  // The channel of thread (or any index) i >= 0: to endpoint i mod N (N endpoints), and among
+  // that endpoint's channels number (i / N) mod per_endpoint.
+  const std::shared_ptr<grpc::Channel>& Get(int i) const { return channels_[Index(i)]; }
+  // The endpoint Get(i) talks to.
+  const std::string& EndpointOf(int i) const { return endpoints_[i % endpoints_.size()]; }
 
  private:
-  std::string endpoint_;
+  size_t Index(int i) const;
+
+  std::vector<std::string> endpoints_;
+  int per_endpoint_;
+  // Endpoint e's channel c is channels_[e * per_endpoint_ + c].
   std::vector<std::shared_ptr<grpc::Channel>> channels_;
 };
 

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "tessera/testing/test_servers.h"
@@ -25,7 +26,7 @@ class BigtableDbTest : public ::testing::TestWithParam<std::string> {
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
     target_ = {server_->endpoint(), "p", "i", "usertable", "cf"};
-    pool_ = std::make_unique<ChannelPool>(target_.endpoint, 2);
+    pool_ = std::make_unique<ChannelPool>(std::vector<std::string>{target_.endpoint}, 2);
     ASSERT_TRUE(pool_->WaitConnected(10s).ok());
   }
 
@@ -109,6 +110,28 @@ TEST_P(BigtableDbTest, AllWorkloadsRunCleanly) {
   std::unique_ptr<YcsbDb> db = NewBigtableDb(pool_->Get(0), target_, o.fields, 10s);
   EXPECT_EQ(*db->Read(KeyName(0)), 4);
   EXPECT_EQ(*db->Read(KeyName(inserts.Last())), 4);
+}
+
+// Thread t talks to endpoint t mod N, and an endpoint's threads take its channels in turn.
+TEST(ChannelPoolTest, ThreadsSpreadOverTheEndpointsInTurn) {
+  const ChannelPool pool({"127.0.0.1:1", "127.0.0.1:2"}, 2);
+  EXPECT_EQ(pool.size(), 4);
+  EXPECT_EQ(pool.EndpointOf(0), "127.0.0.1:1");
+  EXPECT_EQ(pool.EndpointOf(1), "127.0.0.1:2");
+  EXPECT_EQ(pool.EndpointOf(2), "127.0.0.1:1");
+  EXPECT_EQ(pool.EndpointOf(7), "127.0.0.1:2");
+  EXPECT_NE(pool.Get(0), pool.Get(1));
+  EXPECT_NE(pool.Get(0), pool.Get(2));  // the endpoint's second channel
+  EXPECT_EQ(pool.Get(0), pool.Get(4));
+  EXPECT_EQ(pool.Get(3), pool.Get(7));
+}
+
+// Nothing listens on port 1: the error names the endpoint that could not be reached.
+TEST(ChannelPoolTest, AnUnreachableEndpointIsNamed) {
+  ChannelPool pool({"127.0.0.1:1"}, 1);
+  const Status s = pool.WaitConnected(200ms);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_NE(s.message().find("127.0.0.1:1"), std::string::npos) << s;
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, BigtableDbTest, ::testing::Values("emulator", "serve"),
