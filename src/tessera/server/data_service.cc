@@ -119,6 +119,9 @@ class DataService::Impl {
     if (options_.serving_check) RETURN_IF_ERROR(options_.serving_check());
     if (table_name.empty()) return absl::InvalidArgumentError("table_name must be set");
     ASSIGN_OR_RETURN(catalog::TableName name, catalog::TableName::Parse(table_name));
+    StatusOr<TablePtr> table = catalog_->GetTable(name.Full());
+    if (!absl::IsNotFound(table.status()) || !options_.refresh_schema) return table;
+    RETURN_IF_ERROR(options_.refresh_schema());
     return catalog_->GetTable(name.Full());
   }
 

@@ -56,6 +56,11 @@ struct DataServiceOptions {
   // answers Unavailable while it has no lock-service session, as a Bigtable tablet server stops
   // serving when it loses its Chubby lock. Optional (unset: always serving).
   std::function<Status()> serving_check;
+  // Asked when a request names a table this node does not have: brings the node's tables up to
+  // date with the cluster's schema, after which the table is looked up once more. A cluster
+  // node mirrors the schema from the lock service's watch, which may lag a CreateTable that
+  // another node has already answered. Optional (unset: NotFound at once).
+  std::function<Status()> refresh_schema;
 
   // --- performance ---
   // ReadRows steps run on gRPC's callback thread instead of the executor. Saves two thread

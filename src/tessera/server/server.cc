@@ -13,6 +13,7 @@
 #include "grpcpp/grpcpp.h"
 #include "tessera/cluster/grpc_transport.h"
 #include "tessera/cluster/status_service.h"
+#include "tessera/server/cluster_definitions.h"
 #include "tessera/server/grpc_rpc_channel.h"
 #include "tessera/server/instance_admin_service.h"
 #include "tessera/server/tablet_admin_service.h"
@@ -208,6 +209,9 @@ Status Server::StartServices(State* s) {
   auto serving_check = [core] { return core->CheckServing(); };
   DataServiceOptions data_options = options.data;
   data_options.serving_check = serving_check;
+  if (ClusterDefinitions* definitions = core->cluster_definitions(); definitions != nullptr) {
+    data_options.refresh_schema = [definitions] { return definitions->store()->Reconcile(); };
+  }
   s->data = std::make_unique<DataService>(core->catalog(), core->access(), core->env().clock,
                                           s->workers.get(), data_options);
   const std::string cluster_name = options.cluster.node.cluster_name;
