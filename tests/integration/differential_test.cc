@@ -90,9 +90,9 @@
 
 #include <unistd.h>
 
+#include "differential_gc.h"
 #include "google/bigtable/admin/v2/bigtable_table_admin.grpc.pb.h"
 #include "google/bigtable/v2/bigtable.grpc.pb.h"
-#include "differential_gc.h"
 #include "google/protobuf/empty.pb.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "process_cluster.h"
@@ -152,7 +152,7 @@ std::string Text(const google::protobuf::Message& message) {
 struct Backend {
   std::string name;
   std::unique_ptr<ServerProcess> process;
-  std::unique_ptr<ProcessCluster> cluster;  // --cluster=1: tessera is this (process unset)
+  std::unique_ptr<ProcessCluster> cluster;       // --cluster=1: tessera is this (process unset)
   std::shared_ptr<grpc::Channel> channel;        // data calls
   std::shared_ptr<grpc::Channel> admin_channel;  // table admin: `channel`, or node 1's
   std::unique_ptr<btv2::Bigtable::Stub> data;
@@ -624,20 +624,21 @@ class DifferentialTest : public ::testing::Test {
     // Durability is the kill -9 test's business; periodic sync keeps this run fast. 1 MiB
     // memtables: every big value makes a flush, and four flushes a compaction, so GC and
     // tombstone purging at flush and compaction are part of every run.
-    const std::vector<std::string> args = {
-        "--sync", "periodic", "--memtable-mb",
-        // Settled GC: no flush (and no GC) between restarts.
-        memtable_mb_ != 0 ? std::to_string(memtable_mb_) : g_run.settled_gc ? "4096" : "1",
-        "--memory-limit-mb", "8192"};
+    const std::vector<std::string> args = {"--sync", "periodic", "--memtable-mb",
+                                           // Settled GC: no flush (and no GC) between restarts.
+                                           memtable_mb_ != 0  ? std::to_string(memtable_mb_)
+                                           : g_run.settled_gc ? "4096"
+                                                              : "1",
+                                           "--memory-limit-mb", "8192"};
     if (g_run.cluster) {
       auto cluster = ProcessCluster::Start(g_tessera_binary, dir_->path() + "/cluster",
                                            {.nodes = 3, .extra_args = args});
       ASSERT_TRUE(cluster.ok()) << cluster.status();
       backends_[0].cluster = std::move(*cluster);
     } else {
-      auto tessera = SelfCheck() ? ServerProcess::StartEmulator(g_tessera_binary, dir_->path())
-                                 : ServerProcess::StartTessera(g_tessera_binary,
-                                                               dir_->path() + "/data", args);
+      auto tessera =
+          SelfCheck() ? ServerProcess::StartEmulator(g_tessera_binary, dir_->path())
+                      : ServerProcess::StartTessera(g_tessera_binary, dir_->path() + "/data", args);
       ASSERT_TRUE(tessera.ok()) << tessera.status();
       backends_[0].process = std::move(*tessera);
     }
@@ -1399,10 +1400,10 @@ class DifferentialTest : public ::testing::Test {
           return true;
         },
         10'000, 1);
-    schema_wait_ms_ = std::max(schema_wait_ms_,
-                               std::chrono::duration<double, std::milli>(
-                                   std::chrono::steady_clock::now() - start)
-                                   .count());
+    schema_wait_ms_ =
+        std::max(schema_wait_ms_,
+                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                     .count());
     if (!agreed) {
       Diverged(StrCat("node ", node + 1, " did not get node 1's families within 10 s\nnode 1: ",
                       Text(answered), "\nnode ", node + 1, ": ", seen));
@@ -1431,7 +1432,6 @@ class DifferentialTest : public ::testing::Test {
     }
     return true;
   }
-
 
   // Stops tessera (SIGTERM) and starts it again on the same data folder: what was written
   // must all be there, read back from the commit log and the SSTables.
@@ -1678,9 +1678,10 @@ class DifferentialTest : public ::testing::Test {
         rows_compared_, diverged_ ? ", DIVERGED" : ", all equal");
     std::fflush(stdout);
     if (g_run.cluster) {
-      std::printf("differential_test: cluster: every node had each family change %.1f ms "
-                  "after node 1 answered, at most\n",
-                  schema_wait_ms_);
+      std::printf(
+          "differential_test: cluster: every node had each family change %.1f ms "
+          "after node 1 answered, at most\n",
+          schema_wait_ms_);
     }
     const bool agreed = !diverged_ && !SequenceFailed();
     StopServers();
@@ -1775,8 +1776,7 @@ int main(int argc, char** argv) {
   g_run.settled_gc = settled_gc == "1" || settled_gc == "true";
   g_run.keep_going = keep_going == "1" || keep_going == "true";
   g_run.cluster = cluster == "1" || cluster == "true";
-  if (g_run.cluster && (g_run.restarts || g_run.settled_gc ||
-                        tessera::integration::SelfCheck())) {
+  if (g_run.cluster && (g_run.restarts || g_run.settled_gc || tessera::integration::SelfCheck())) {
     std::fprintf(stderr, "--cluster=1 runs tessera, without --restarts or --settled-gc\n");
     return 2;
   }

@@ -73,8 +73,8 @@ Status ProcessCluster::Stop(std::chrono::milliseconds timeout) {
     StatusOr<int> exit = (*it)->Stop(timeout);
     if (!exit.ok() || *exit != 0) {
       failed += StrCat("node ", (*it)->endpoint(), ": ",
-                       exit.ok() ? StrCat("exit status ", *exit) : exit.status().ToString(),
-                       "\n", (*it)->LogTail(), "\n");
+                       exit.ok() ? StrCat("exit status ", *exit) : exit.status().ToString(), "\n",
+                       (*it)->LogTail(), "\n");
     }
   }
   nodes_.clear();
