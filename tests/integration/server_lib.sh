@@ -8,10 +8,10 @@
 #       SERVER_PID   process id
 #       SERVER_HOST  127.0.0.1:<port>
 #       SERVER_KIND  tessera | emulator
-#     The server's stdout/stderr go to <work-dir>/server.log. Exits the test (code 1) if the
-#     server does not come up.
 #       ADMIN_HOST   where table and instance admin go: SERVER_HOST on one server
 #       SERVER_NODES 1 (3 for a cluster, below)
+#     The server's stdout/stderr go to <work-dir>/server.log. Exits the test (code 1) if the
+#     server does not come up.
 #   stop_server
 #     SIGTERM, wait (at most 10 s), then SIGKILL. Sets SERVER_EXIT to the server's exit status
 #     (137 when it had to be killed). Safe to call twice; install it in an EXIT trap.
@@ -114,11 +114,15 @@ stop_server() {
   stop_process "$pid"
 }
 
-# SIGTERM `pid`, wait (at most 10 s), then SIGKILL; SERVER_EXIT = its exit status.
+# SIGTERM `pid`, wait (at most 10 s), then SIGKILL; SERVER_EXIT = its exit status (also when
+# it had already exited).
 stop_process() {
   local pid=$1 i
-  SERVER_EXIT=""
-  kill -TERM "$pid" 2>/dev/null || return 0
+  if ! kill -TERM "$pid" 2>/dev/null; then
+    wait "$pid" 2>/dev/null
+    SERVER_EXIT=$?
+    return 0
+  fi
   for ((i = 0; i < 100; i++)); do
     if ! process_running "$pid"; then
       wait "$pid" 2>/dev/null
