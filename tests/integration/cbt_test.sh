@@ -307,8 +307,8 @@ if [[ $SERVER_KIND == emulator ]]; then
 else
   check_ok "listinstances: the instance of the tables" \
     "$(printf 'Instance Name\t\tInfo\n-------------\t\t----\ni\t\t\ti')" listinstances
-  check_ok "listclusters: the Tessera cluster with its one node" \
-    "$(printf 'Cluster Name\tZone\t\tState\n------------\t----\t\t----\ntessera\t\tdc1\t\tREADY (1 serve nodes)')" \
+  check_ok "listclusters: the Tessera cluster with its $SERVER_NODES node(s)" \
+    "$(printf 'Cluster Name\tZone\t\tState\n------------\t----\t\t----\ntessera\t\tdc1\t\tREADY (%d serve nodes)' "$SERVER_NODES")" \
     listclusters
   check_fail "listclusters of an instance holding nothing" \
     'code = NotFound desc = instance "projects/p/instances/nosuch" not found' \

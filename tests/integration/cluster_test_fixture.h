@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "process_cluster.h"
 #include "server_process.h"
 #include "tessera/testing/etcd_test_server.h"
 #include "tessera/v1/cluster.grpc.pb.h"
@@ -113,13 +114,7 @@ class ClusterTest : public ::testing::Test {
   }
 
   static StatusOr<v1::ClusterStatus> GetStatus(const ServerProcess& node) {
-    auto stub = v1::ClusterAdmin::NewStub(node.NewChannel());
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-    v1::ClusterStatus status;
-    grpc::Status s = stub->GetClusterStatus(&ctx, v1::GetClusterStatusRequest(), &status);
-    if (!s.ok()) return absl::UnavailableError(s.error_message());
-    return status;
+    return GetClusterStatus(node);
   }
 
   // The liveness `observer` reports for `endpoint` ("" if unknown or unreachable).
@@ -134,20 +129,9 @@ class ClusterTest : public ::testing::Test {
 
   // True when every running node sees exactly `endpoints` up and agrees on one master.
   bool Converged(const std::set<std::string>& endpoints) {
-    std::string master;
-    for (auto& node : nodes_) {
-      if (node == nullptr) continue;
-      auto status = GetStatus(*node);
-      if (!status.ok() || status->master().empty() || !status->serving()) return false;
-      if (!master.empty() && status->master() != master) return false;
-      master = status->master();
-      std::set<std::string> up;
-      for (const auto& n : status->nodes()) {
-        if (n.liveness() == "up" && n.registered()) up.insert(n.endpoint());
-      }
-      if (up != endpoints) return false;
-    }
-    return endpoints.count(master) > 0;
+    std::vector<const ServerProcess*> running;
+    for (auto& node : nodes_) running.push_back(node.get());
+    return ClusterConverged(running, endpoints);
   }
 
   std::set<std::string> Endpoints() const {

@@ -58,6 +58,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/tessera-node-test.XXXXXX")
 status=1
 cleanup() {
   stop_server
+  stop_lock_service
   if ((status == 0)); then rm -rf "$work"; else echo "work folder kept: $work"; fi
 }
 trap cleanup EXIT
@@ -65,7 +66,8 @@ trap 'exit 1' INT TERM
 
 start_server "$server_cmd" "$work"
 # METADATA_SERVER_DETECTION=none: no probing for a GCE metadata server (no credentials needed).
-BIGTABLE_EMULATOR_HOST=$SERVER_HOST TESSERA_NODE_MODULES="$cache/node_modules" \
+BIGTABLE_EMULATOR_HOST=$SERVER_HOST TESSERA_ADMIN_HOST=$ADMIN_HOST \
+  TESSERA_NODE_MODULES="$cache/node_modules" \
   TESSERA_SERVER_KIND=$SERVER_KIND METADATA_SERVER_DETECTION=none \
   timeout 300 node --test --test-reporter=spec "$here/node/bigtable_test.js"
 status=$?

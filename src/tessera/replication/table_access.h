@@ -145,9 +145,9 @@ class TableAccess {
   virtual StatusOr<std::vector<RowKeySample>> SampleRowKeys(const catalog::TableInfo& table,
                                                             uint64_t every_bytes) = 0;
 
-  // Deletes every row whose key starts with `prefix`, each row atomically (a write racing
-  // with the drop lands before or after it, whole). Returns the number of rows deleted.
-  // REQUIRES: prefix non-empty.
+  // Deletes every row whose key starts with `prefix` (every row of the table when `prefix` is
+  // empty), each row atomically (a write racing with the drop lands before or after it, whole).
+  // Returns the number of rows deleted.
   virtual StatusOr<uint64_t> DropRowRange(const catalog::TableInfo& table,
                                           std::string_view prefix,
                                           const AccessOptions& options) = 0;

@@ -261,6 +261,14 @@ Status AdminService::DoDropRowRange(const admin::DropRowRangeRequest& request) {
       if (!request.delete_all_data_from_table()) {
         return absl::InvalidArgumentError("delete_all_data_from_table must be true when set");
       }
+      if (cluster_mode_) {
+        // The tablets live on replicas across the cluster, not all here: every row is deleted
+        // through its tablet's primary, as for a prefix. Truncating this node's replicas would
+        // leave the others' rows, and this node's replicas diverged from them.
+        ASSIGN_OR_RETURN(uint64_t deleted, access_->DropRowRange(*info, "", replication::AccessOptions()));
+        TLOG_INFO("admin: DropRowRange {} all data: {} rows deleted", info->full_name, deleted);
+        return Status();
+      }
       return catalog_->TruncateTable(request.name());
     case admin::DropRowRangeRequest::TARGET_NOT_SET:
       break;

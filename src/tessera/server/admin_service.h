@@ -43,7 +43,8 @@ class AdminService final
   // All must outlive the service. `access` is the one the data service uses, so that
   // DropRowRange's row deletes are ordered with CheckAndMutateRow / ReadModifyWriteRow.
   // `definitions` decides table changes; nullptr means the catalog (single-node mode). In
-  // cluster mode it is the ClusterSchema that mirrors into `catalog`.
+  // cluster mode it is the ClusterSchema that mirrors into `catalog`, and DropRowRange of all
+  // data deletes row by row through `access` instead of truncating this node's tablets.
   // `serving_check` is asked before every gRPC call (not before the Do* methods); a non-OK
   // status is the call's answer (a cluster node answers Unavailable while it has no
   // lock-service session). Unset: always serving.
@@ -58,6 +59,7 @@ class AdminService final
       : catalog_(catalog),
         access_(access),
         definitions_(definitions != nullptr ? definitions : catalog),
+        cluster_mode_(definitions != nullptr),
         serving_check_(std::move(serving_check)),
         tokens_(std::move(tokens)) {}
 
@@ -125,6 +127,7 @@ class AdminService final
   catalog::TableCatalog* const catalog_;
   replication::TableAccess* const access_;
   catalog::TableDefinitions* const definitions_;
+  const bool cluster_mode_;  // definitions were given: DropRowRange goes through access_ only
   const std::function<Status()> serving_check_;
   const std::function<replication::ConsistencyTokens*()> tokens_;
 };

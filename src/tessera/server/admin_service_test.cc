@@ -333,6 +333,21 @@ TEST_F(AdminServiceTest, DropRowRange) {
   EXPECT_EQ(service_->DoDropRowRange(r).code(), absl::StatusCode::kNotFound);
 }
 
+// In cluster mode (definitions given) dropping all data deletes each row through the table
+// access, every tablet's, instead of truncating this node's tablets.
+TEST_F(AdminServiceTest, DropRowRangeOfAllDataInClusterModeDeletesThroughTheAccess) {
+  service_ = std::make_unique<AdminService>(catalog_.get(), access_.get(), catalog_.get());
+  CreateDefault();
+  for (const char* row : {"a1", "b1", "m", "user1", "z"}) Put(row, "cf", "v");
+  admin::DropRowRangeRequest r;
+  r.set_name(kTable);
+  r.set_delete_all_data_from_table(true);
+  ASSERT_TRUE(service_->DoDropRowRange(r).ok());
+  EXPECT_TRUE(Rows().empty());
+  Put("after", "cf", "v");
+  EXPECT_EQ(Rows(), (std::vector<std::string>{"after"}));
+}
+
 // Rows whose only cells are collectable (here by age) are dropped too: relaxing the rule
 // afterwards must not bring them back.
 TEST_F(AdminServiceTest, DropRowRangeDropsRowsOfCollectableCellsOnly) {

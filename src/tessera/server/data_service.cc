@@ -151,11 +151,9 @@ class DataService::Impl {
     if (table_name.empty()) return absl::InvalidArgumentError("table_name must be set");
     ASSIGN_OR_RETURN(catalog::TableName name, catalog::TableName::Parse(table_name));
     StatusOr<TablePtr> table = catalog_->GetTable(name.Full());
-    if (absl::IsNotFound(table.status()) && options_.catalog_refresh &&
-        options_.catalog_refresh().ok()) {
-      table = catalog_->GetTable(name.Full());
-    }
-    return table;
+    if (!absl::IsNotFound(table.status()) || !options_.refresh_schema) return table;
+    RETURN_IF_ERROR(options_.refresh_schema());
+    return catalog_->GetTable(name.Full());
   }
 
   // How a request on `table` runs: its app profile's levels and the client's deadline.

@@ -61,10 +61,11 @@ struct DataServiceOptions {
   // answers Unavailable while it has no lock-service session, as a Bigtable tablet server stops
   // serving when it loses its Chubby lock. Optional (unset: always serving).
   std::function<Status()> serving_check;
-  // Brings the catalog up to date with the cluster's schema (a table made through another
-  // node a moment ago may not have reached this one's mirror yet). Asked once before a
-  // request is answered NOT_FOUND for its table; null: the catalog is all there is.
-  std::function<Status()> catalog_refresh;
+  // Asked when a request names a table this node does not have: brings the node's tables up to
+  // date with the cluster's schema, after which the table is looked up once more. A cluster
+  // node mirrors the schema from the lock service's watch, which may lag a CreateTable that
+  // another node has already answered. Optional (unset: NotFound at once).
+  std::function<Status()> refresh_schema;
   // The consistency levels of a request's app profile (app_profile_levels.h): (instance
   // "projects/p/instances/i", profile id) -> levels, or the error the request gets (NotFound
   // for an unknown profile). Null: only the built-in ids set levels, any other id is accepted

@@ -402,6 +402,27 @@ TEST_P(DataServiceTest, ANodeThatIsNotServingAnswersUnavailable) {
   EXPECT_TRUE(MutateRow("r2", {SetCell("cf1", "c", 1000, "v")}).ok());
 }
 
+// A cluster node whose schema mirror lags: the table it does not have is looked up again after
+// refresh_schema, which here is what brings it; a table that does not exist stays NotFound,
+// after one refresh per request.
+TEST_P(DataServiceTest, AnUnknownTableIsLookedUpAgainAfterRefreshingTheSchema) {
+  int refreshes = 0;
+  DataServiceOptions options;
+  options.refresh_schema = [&]() -> Status {
+    if (++refreshes == 1) CreateTable("t");
+    return Status();
+  };
+  StartServer(options);
+  EXPECT_TRUE(MutateRow("r1", {SetCell("cf1", "c", 1000, "v")}).ok());
+  EXPECT_EQ(refreshes, 1);
+  EXPECT_TRUE(MutateRow("r2", {SetCell("cf1", "c", 1000, "v")}).ok());
+  EXPECT_EQ(refreshes, 1);  // known now: no refresh
+  EXPECT_EQ(MutateRow("r", {SetCell("cf1", "c", 1000, "v")}, "projects/p/instances/i/tables/no")
+                .error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(refreshes, 2);
+}
+
 TEST_P(DataServiceTest, ServerTimestampForMinusOne) {
   CreateTable("t");
   Put("r", "cf1", "q", -1, "v");

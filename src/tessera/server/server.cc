@@ -14,6 +14,7 @@
 #include "tessera/cluster/grpc_transport.h"
 #include "tessera/cluster/status_service.h"
 #include "tessera/server/app_profile_levels.h"
+#include "tessera/server/cluster_definitions.h"
 #include "tessera/server/grpc_rpc_channel.h"
 #include "tessera/server/instance_admin_service.h"
 #include "tessera/server/tablet_admin_service.h"
@@ -210,8 +211,8 @@ Status Server::StartServices(State* s) {
   auto serving_check = [core] { return core->CheckServing(); };
   DataServiceOptions data_options = options.data;
   data_options.serving_check = serving_check;
-  if (ClusterDefinitions* schema = core->cluster_definitions(); schema != nullptr) {
-    data_options.catalog_refresh = [schema] { return schema->store()->Reconcile(); };
+  if (ClusterDefinitions* definitions = core->cluster_definitions(); definitions != nullptr) {
+    data_options.refresh_schema = [definitions] { return definitions->store()->Reconcile(); };
   }
   if (core->replicated() != nullptr) {
     // A replicated node's operations wait for other nodes, whose answers arrive on gRPC's

@@ -6,6 +6,8 @@
 //   TESSERA_NODE_MODULES    the node_modules folder holding the client
 //   TESSERA_SERVER_KIND     tessera | emulator (the emulator's known departures from the API
 //                           are accepted only under "emulator"; each is explained where used)
+//   TESSERA_ADMIN_HOST      host:port that table and instance admin go to (node 1 of the
+//                           cluster variant; on one server the same as BIGTABLE_EMULATOR_HOST)
 'use strict';
 
 const test = require('node:test');
@@ -21,6 +23,15 @@ const {Bigtable} = require(require.resolve('@google-cloud/bigtable', {paths: [mo
 const emulator = process.env.TESSERA_SERVER_KIND === 'emulator';
 
 const bigtable = new Bigtable({projectId: 'p'});
+// The client has one endpoint option for all three APIs. It makes each gRPC client lazily, at
+// its first call, from bigtable.options[<client>], so the admin ones are pointed elsewhere here.
+const adminHost = process.env.TESSERA_ADMIN_HOST;
+if (adminHost && adminHost !== process.env.BIGTABLE_EMULATOR_HOST) {
+  const [servicePath, port] = adminHost.split(':');
+  for (const client of ['BigtableTableAdminClient', 'BigtableInstanceAdminClient']) {
+    Object.assign(bigtable.options[client], {servicePath, port: Number(port)});
+  }
+}
 const instance = bigtable.instance('i');
 
 // gRPC status codes the tests expect.
