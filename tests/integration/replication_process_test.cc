@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cluster_test_fixture.h"
+#include "google/bigtable/admin/v2/bigtable_instance_admin.grpc.pb.h"
 #include "google/bigtable/admin/v2/bigtable_table_admin.grpc.pb.h"
 #include "google/bigtable/v2/bigtable.grpc.pb.h"
 #include "gtest/gtest.h"
@@ -27,12 +28,14 @@ using Clock = std::chrono::steady_clock;
 
 constexpr char kTableName[] = "projects/p/instances/i/tables/r";
 
-grpc::Status WriteRow(const ServerProcess& node, const std::string& key, const std::string& value) {
+grpc::Status WriteRow(const ServerProcess& node, const std::string& key, const std::string& value,
+                      const std::string& app_profile = "") {
   auto stub = v2::Bigtable::NewStub(node.NewChannel());
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
   v2::MutateRowRequest req;
   req.set_table_name(kTableName);
+  req.set_app_profile_id(app_profile);
   req.set_row_key(key);
   auto* set = req.add_mutations()->mutable_set_cell();
   set->set_family_name("cf");
@@ -44,12 +47,14 @@ grpc::Status WriteRow(const ServerProcess& node, const std::string& key, const s
 }
 
 // The value of `key` through `node`, "" when absent; the status when the read failed.
-StatusOr<std::string> ReadRow(const ServerProcess& node, const std::string& key) {
+StatusOr<std::string> ReadRow(const ServerProcess& node, const std::string& key,
+                              const std::string& app_profile = "") {
   auto stub = v2::Bigtable::NewStub(node.NewChannel());
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
   v2::ReadRowsRequest req;
   req.set_table_name(kTableName);
+  req.set_app_profile_id(app_profile);
   req.mutable_rows()->add_row_keys(key);
   auto reader = stub->ReadRows(&ctx, req);
   v2::ReadRowsResponse resp;
@@ -58,7 +63,7 @@ StatusOr<std::string> ReadRow(const ServerProcess& node, const std::string& key)
     for (const auto& chunk : resp.chunks()) value += chunk.value();
   }
   grpc::Status s = reader->Finish();
-  if (!s.ok()) return absl::UnavailableError(s.error_message());
+  if (!s.ok()) return Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
   return value;
 }
 
@@ -272,6 +277,78 @@ TEST_F(ClusterTest, AConsistencyTokenTakenThroughOneNodeIsReachedThroughAnother)
   const grpc::Status old = check("tessera-consistency-7", &response);
   ASSERT_TRUE(old.ok()) << old.error_message();
   EXPECT_TRUE(response.consistent());
+}
+
+}  // namespace
+}  // namespace tessera::integration
+
+namespace tessera::integration {
+namespace {
+
+// Consistency levels chosen per request through app profiles: a profile made through node 0
+// (its levels in the description, as `cbt createappprofile` can give them) and the built-in
+// ids; with one node of three killed, ALL writes fail while ONE and QUORUM work, and an
+// unknown profile is NOT_FOUND.
+TEST_F(ClusterTest, AppProfilesChooseTheConsistencyLevelOfEachRequest) {
+  StartCluster(3);
+  ASSERT_TRUE(WaitFor([&] { return Converged(Endpoints()); }, std::chrono::milliseconds(20'000)));
+  ASSERT_TRUE(CreateTableR(*nodes_[0]).ok());
+  ASSERT_TRUE(WaitFor([&] { return WriteRow(*nodes_[1], "a", "1").ok(); },
+                      std::chrono::milliseconds(15'000)))
+      << FullLog(*nodes_[1]);
+  {
+    auto stub = admin::BigtableInstanceAdmin::NewStub(nodes_[0]->NewChannel());
+    grpc::ClientContext ctx;
+    admin::CreateAppProfileRequest req;
+    req.set_parent("projects/p/instances/i");
+    req.set_app_profile_id("strict");
+    req.mutable_app_profile()->set_description("audit log: write_consistency=all");
+    req.mutable_app_profile()->mutable_multi_cluster_routing_use_any();
+    admin::AppProfile created;
+    const grpc::Status s = stub->CreateAppProfile(&ctx, req, &created);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  // Every node knows the profile (the lock service), all replicas answer: ALL succeeds.
+  for (int k = 0; k < 3; ++k) {
+    grpc::Status s;
+    ASSERT_TRUE(WaitFor([&] { return (s = WriteRow(*nodes_[k], "b", "2", "strict")).ok(); },
+                        std::chrono::milliseconds(10'000)))
+        << "through node " << k << ": " << s.error_message();
+  }
+  const grpc::Status unknown = WriteRow(*nodes_[1], "b", "3", "nosuch");
+  EXPECT_EQ(unknown.error_code(), grpc::StatusCode::NOT_FOUND) << unknown.error_message();
+  EXPECT_NE(unknown.error_message().find("nosuch"), std::string::npos) << unknown.error_message();
+  EXPECT_EQ(ReadRow(*nodes_[2], "b", "nosuch").status().code(), absl::StatusCode::kNotFound);
+
+  nodes_[2]->Kill();
+  // ALL cannot be acknowledged with a replica gone; the answer says so within the deadline.
+  grpc::Status all;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        all = WriteRow(*nodes_[0], "c", "4", "strict");
+        return !all.ok();
+      },
+      std::chrono::milliseconds(15'000)));
+  EXPECT_TRUE(Retryable(all)) << all.error_message();
+  // ONE and QUORUM keep working (after the failover of node 2's tablets), and a QUORUM read
+  // through the other node sees what was acknowledged.
+  for (const char* profile : {"one", "quorum"}) {
+    grpc::Status s;
+    ASSERT_TRUE(WaitFor([&] { return (s = WriteRow(*nodes_[0], "d", profile, profile)).ok(); },
+                        std::chrono::milliseconds(15'000)))
+        << profile << ": " << s.error_message();
+  }
+  StatusOr<std::string> v;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        v = ReadRow(*nodes_[1], "d", "quorum");
+        return v.ok() && *v == "quorum";
+      },
+      std::chrono::milliseconds(10'000)))
+      << (v.ok() ? *v : v.status().ToString());
+  v = ReadRow(*nodes_[1], "b", "quorum");
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(*v, "2");
 }
 
 }  // namespace

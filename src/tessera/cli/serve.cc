@@ -134,6 +134,8 @@ int RunServe(int argc, char** argv) {
   // --- cluster ---
   cluster::NodeOptions& node = options.cluster.node;
   std::string on_session_loss = "reregister";
+  std::string read_consistency = "primary";
+  std::string write_consistency = "quorum";
   int64_t gossip_interval_ms = node.gossip.interval_ms;
   app.add_option("--cluster-name", node.cluster_name,
                  "the cluster this node belongs to; gossip from another cluster is refused")
@@ -187,6 +189,19 @@ int RunServe(int argc, char** argv) {
       ->capture_default_str()
       ->group("Cluster");
 
+  app.add_option("--read-consistency", read_consistency,
+                 "level of reads whose app profile sets none: primary (linearizable), quorum "
+                 "or one")
+      ->check(CLI::IsMember({"primary", "quorum", "one"}))
+      ->capture_default_str()
+      ->group("Cluster");
+  app.add_option("--write-consistency", write_consistency,
+                 "level of writes whose app profile sets none: one, quorum, all or "
+                 "local_quorum")
+      ->check(CLI::IsMember({"one", "quorum", "all", "local_quorum"}))
+      ->capture_default_str()
+      ->group("Cluster");
+
   app.add_option("--port-file", port_file, "write the bound port to this file once serving");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")
       ->capture_default_str();
@@ -226,6 +241,8 @@ int RunServe(int argc, char** argv) {
   options.engine.compaction_bytes_per_second = compaction_mb_per_s * int64_t{kMiB};
   cluster::SetGossipInterval(&node.gossip, gossip_interval_ms);
   node.gossip.suspect_phi = node.gossip.convict_phi / 2;
+  options.cluster.read_level = *replication::ParseReadLevel(read_consistency);
+  options.cluster.write_level = *replication::ParseWriteLevel(write_consistency);
   node.on_session_loss = on_session_loss == "exit" ? cluster::SessionLossAction::kExit
                                                    : cluster::SessionLossAction::kReregister;
   options.cluster.on_fatal = [](const Status& why) {

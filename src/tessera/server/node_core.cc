@@ -173,6 +173,8 @@ Status NodeCore::StartReplication(const std::string& endpoint) {
   };
   replication::ReplicatedStoreOptions ro;
   ro.coordinator.dc = options_.cluster.node.dc;
+  ro.coordinator.write_level = options_.cluster.write_level;
+  ro.coordinator.read_level = options_.cluster.read_level;
   store_ = std::make_unique<replication::ReplicatedStore>(std::move(re), ro);
   for (auto& [tablet, r] : replayed_) {
     for (auto& [first, mutation] : r.records) {

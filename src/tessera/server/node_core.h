@@ -51,6 +51,7 @@
 #include "tessera/replication/replicated_store.h"
 #include "tessera/replication/rpc_channel.h"
 #include "tessera/server/admin_service.h"
+#include "tessera/replication/consistency.h"
 #include "tessera/server/app_profile_store.h"
 #include "tessera/server/cluster_definitions.h"
 #include "tessera/tablet/engine.h"
@@ -72,6 +73,9 @@ struct ClusterServeOptions {
   // Called (on a node task) when the node will never serve again: it lost its session and
   // node.on_session_loss is kExit. The owner should shut the node down and exit non-zero.
   std::function<void(const Status&)> on_fatal;
+  // The levels of requests whose app profile sets none (replication/consistency.h).
+  replication::WriteLevel write_level = replication::WriteLevel::kQuorum;
+  replication::ReadLevel read_level = replication::ReadLevel::kPrimary;
 };
 
 struct NodeCoreOptions {
