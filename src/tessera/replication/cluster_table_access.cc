@@ -209,28 +209,15 @@ StatusOr<uint64_t> ClusterTableAccess::DropRowRange(const catalog::TableInfo& ta
                                                     std::string_view prefix,
                                                     const AccessOptions& options) {
   ASSIGN_OR_RETURN(Coordinator * c, Get());
-  // Each row of the range is deleted through its primary, like any write; the rows are read
-  // in pages of keys only, and deleted as they come.
+  // Each tablet's rows are deleted at its primary, row by row as replicated writes.
   TableSnapshot snapshot = Snapshot(table);
-  ReadRequest request;
-  request.rows = model::RowSet::Of({}, {model::RowRange::WithPrefix(prefix)});
-  // The deletes take the drop's write level; the scan reads at the primary (it must see every
-  // row written before the drop began), with no limit of its own.
-  AccessOptions scan_options;
-  scan_options.read_level = ReadLevel::kPrimary;
-  ClusterRowStream rows(c, snapshot, std::move(request), scan_options);
+  const model::RowRange range = model::RowRange::WithPrefix(prefix);
   uint64_t deleted = 0;
-  model::Row row;
-  while (true) {
-    ASSIGN_OR_RETURN(ReadStep step, rows.Step(&row));
-    if (step == ReadStep::kEnd) break;
-    if (step != ReadStep::kRow) continue;
-    model::RowMutation m(row.key);
-    m.DeleteFromRow();
-    Waiter<Status> waiter;
-    c->Mutate(snapshot, std::move(m), options, waiter.Callback());
-    RETURN_IF_ERROR(waiter.Wait());
-    ++deleted;
+  for (size_t i : table.TabletsOverlapping(range.start, range.end)) {
+    Waiter<StatusOr<uint64_t>> waiter;
+    c->DropRowRange(snapshot, i, std::string(prefix), options, waiter.Callback());
+    ASSIGN_OR_RETURN(uint64_t n, waiter.Wait());
+    deleted += n;
   }
   return deleted;
 }

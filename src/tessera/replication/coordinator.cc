@@ -570,6 +570,57 @@ void Coordinator::Read(TableSnapshot table, size_t tablet_index,
   Run(std::move(op));
 }
 
+namespace {
+
+// The part of `table` that is tablet `index`: the local drop then touches only that tablet.
+catalog::TableInfo OneTablet(const catalog::TableInfo& table, size_t index) {
+  catalog::TableInfo one = table;
+  one.tablets = {table.tablets[index]};
+  return one;
+}
+
+}  // namespace
+
+void Coordinator::DropRowRange(TableSnapshot table, size_t tablet_index, std::string prefix,
+                               const AccessOptions& options,
+                               std::function<void(StatusOr<uint64_t>)> done) {
+  const uint64_t tablet_id = table->tablets[tablet_index].id;
+  std::shared_ptr<Op> op = NewOp(std::move(table), tablet_id, options,
+                                 kForwardDropRowRangeMethod, /*is_read=*/false);
+  op->idempotent = true;
+  struct State {
+    std::string prefix;
+    size_t tablet_index;
+    uint64_t deleted = 0;
+  };
+  auto st = std::make_shared<State>(State{std::move(prefix), tablet_index});
+  op->run_local = [this, op = op.get(), st]() -> Status {
+    ASSIGN_OR_RETURN(st->deleted,
+                     access_->DropRowRange(OneTablet(*op->table, st->tablet_index), st->prefix,
+                                           AccessOptions()));
+    return Status();
+  };
+  op->encode = [st](const v1::ForwardTarget& target) {
+    v1::ForwardDropRowRangeRequest r;
+    *r.mutable_target() = target;
+    r.set_prefix(st->prefix);
+    return r.SerializeAsString();
+  };
+  op->decode = [st](const std::string& bytes, bool* maybe_applied) {
+    v1::ForwardDropRowRangeResponse r;
+    if (!r.ParseFromString(bytes)) {
+      return Status(absl::InternalError("malformed Forward.DropRowRange answer"));
+    }
+    st->deleted = r.deleted();
+    return GetStatus(r.status(), maybe_applied);
+  };
+  op->finish = [st, done = std::move(done)](Status s) {
+    if (!s.ok()) return done(std::move(s));
+    done(st->deleted);
+  };
+  Run(std::move(op));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Serving forwarded operations
 
@@ -580,7 +631,8 @@ bool Coordinator::Handle(const std::string& /*from*/, const std::string& method,
     return true;
   }
   if (method != kForwardMutateMethod && method != kForwardCheckAndMutateMethod &&
-      method != kForwardReadModifyWriteMethod && method != kForwardReadMethod) {
+      method != kForwardReadModifyWriteMethod && method != kForwardReadMethod &&
+      method != kForwardDropRowRangeMethod) {
     return false;
   }
   ServeForward(method, std::move(request), std::move(respond));
@@ -616,6 +668,7 @@ void Coordinator::ServeForward(const std::string& method, std::string request,
   v1::ForwardCheckAndMutateRequest cam;
   v1::ForwardReadModifyWriteRequest rmw;
   v1::ForwardReadRequest read;
+  v1::ForwardDropRowRangeRequest drop;
   if (method == kForwardMutateMethod) {
     if (!mutate.ParseFromString(request)) return bad("does not parse");
     target = mutate.target();
@@ -625,6 +678,9 @@ void Coordinator::ServeForward(const std::string& method, std::string request,
   } else if (method == kForwardReadModifyWriteMethod) {
     if (!rmw.ParseFromString(request)) return bad("does not parse");
     target = rmw.target();
+  } else if (method == kForwardDropRowRangeMethod) {
+    if (!drop.ParseFromString(request)) return bad("does not parse");
+    target = drop.target();
   } else {
     if (!read.ParseFromString(request)) return bad("does not parse");
     target = read.target();
@@ -719,6 +775,28 @@ void Coordinator::ServeForward(const std::string& method, std::string request,
       v1::ForwardReadModifyWriteResponse r;
       SetStatus(s, maybe, r.mutable_status());
       if (s.ok()) ToMessage(*result, r.mutable_row());
+      return r.SerializeAsString();
+    };
+  } else if (method == kForwardDropRowRangeMethod) {
+    auto deleted = std::make_shared<uint64_t>(0);
+    op->run_local = [this, op = op.get(), drop, deleted]() -> Status {
+      const auto& tablets = op->table->tablets;
+      auto it = std::find_if(tablets.begin(), tablets.end(), [&](const catalog::TabletRef& t) {
+        return t.id == op->tablet_id;
+      });
+      if (it == tablets.end()) {
+        return absl::UnavailableError(StrCat("tablet ", op->tablet_id, " is not one of ",
+                                             op->table->full_name, " at ", channel_->self()));
+      }
+      ASSIGN_OR_RETURN(*deleted, access_->DropRowRange(
+                                     OneTablet(*op->table, static_cast<size_t>(it - tablets.begin())),
+                                     drop.prefix(), AccessOptions()));
+      return Status();
+    };
+    answer = [deleted](const Status& s, bool maybe) {
+      v1::ForwardDropRowRangeResponse r;
+      SetStatus(s, maybe, r.mutable_status());
+      r.set_deleted(*deleted);
       return r.SerializeAsString();
     };
   } else {

@@ -56,6 +56,7 @@ inline constexpr std::string_view kForwardCheckAndMutateMethod = "Forward.CheckA
 inline constexpr std::string_view kForwardReadModifyWriteMethod = "Forward.ReadModifyWrite";
 inline constexpr std::string_view kForwardReadMethod = "Forward.Read";
 inline constexpr std::string_view kForwardPositionMethod = "Forward.Position";
+inline constexpr std::string_view kForwardDropRowRangeMethod = "Forward.DropRowRange";
 
 // Compiles an encoded google.bigtable.v2.RowFilter for `table` (the server's compiler, given
 // from above so that this layer does not parse the wire API).
@@ -120,6 +121,14 @@ class Coordinator {
   void Read(TableSnapshot table, size_t tablet_index, std::vector<model::RowRange> ranges,
             std::shared_ptr<model::RowFilter> filter, int64_t rows_limit, bool reversed,
             const AccessOptions& options, std::function<void(StatusOr<ReadPage>)> done);
+
+  // Deletes, at the primary of tablet `tablet_index` of `table`, every row of the tablet whose
+  // key starts with `prefix` ("" = every row; cells GC may collect but has not count too),
+  // each row a write at the options' level. Returns how many rows it deleted. A lost answer
+  // is asked again: a second pass deletes only rows written since, as a drop racing with
+  // them may.
+  void DropRowRange(TableSnapshot table, size_t tablet_index, std::string prefix,
+                    const AccessOptions& options, std::function<void(StatusOr<uint64_t>)> done);
 
   // Serves the Forward.* methods; false (and `respond` untouched) for any other.
   bool Handle(const std::string& from, const std::string& method, std::string& request,

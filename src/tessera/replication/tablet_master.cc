@@ -4,6 +4,7 @@
 #include <set>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
 #include "tessera/catalog/placement.h"
@@ -21,6 +22,8 @@ using catalog::TabletConfigState;
 
 constexpr std::string_view kDirectoryPrefix = "nodes/";
 constexpr std::string_view kConfigPrefix = "tablets/";
+// Promotions begun: "sealing/<tablet id>" -> the epoch being replaced, in decimal.
+constexpr std::string_view kSealingPrefix = "sealing/";
 
 template <typename... Args>
 void Append(std::string* log, const Args&... args) {
@@ -63,9 +66,8 @@ struct TabletMaster::Promotion {
   std::map<size_t, SealedReplica> sealed;
 };
 
-TabletMaster::TabletMaster(RpcChannel* channel, Executor* executor, Clock* clock,
-                           TablesFn tables, std::function<bool()> is_master,
-                           TabletMasterOptions options)
+TabletMaster::TabletMaster(RpcChannel* channel, Executor* executor, Clock* clock, TablesFn tables,
+                           std::function<bool()> is_master, TabletMasterOptions options)
     : channel_(channel),
       executor_(executor),
       clock_(clock),
@@ -98,7 +100,8 @@ void TabletMaster::Stop() {
     running_ = false;
     executor_->Cancel(timer_);
   }
-  mu_.Await(absl::Condition(+[](bool* stepping) { return !*stepping; }, &stepping_));
+  mu_.Await(absl::Condition(
+      +[](bool* stepping) { return !*stepping; }, &stepping_));
 }
 
 void TabletMaster::ScheduleStep() {
@@ -116,8 +119,8 @@ void TabletMaster::ScheduleStep() {
   });
 }
 
-bool TabletMaster::WriteConfig(coord::Session* session, const TabletConfig& config,
-                               int64_t version, std::string* log) {
+bool TabletMaster::WriteConfig(coord::Session* session, const TabletConfig& config, int64_t version,
+                               std::string* log) {
   coord::PutOptions put;
   put.expected_version = version;
   StatusOr<coord::FileInfo> written =
@@ -125,7 +128,7 @@ bool TabletMaster::WriteConfig(coord::Session* session, const TabletConfig& conf
   if (!written.ok()) {
     if (!absl::IsAborted(written.status())) {
       Append(log, "writing ", catalog::TabletConfigName(config.tablet_id), ": ",
-                written.status().ToString(), "; ");
+             written.status().ToString(), "; ");
     }
     return false;
   }
@@ -138,6 +141,8 @@ std::string TabletMaster::Step() {
   std::string log;
   StatusOr<coord::Listing> directory = session_->List(kDirectoryPrefix);
   StatusOr<coord::Listing> configs = session_->List(kConfigPrefix);
+  StatusOr<coord::Listing> sealing = session_->List(kSealingPrefix);
+  if (!sealing.ok()) configs = sealing.status();
   if (!directory.ok() || !configs.ok()) {
     return StrCat("cannot read the lock service: ",
                   (!directory.ok() ? directory.status() : configs.status()).ToString());
@@ -147,8 +152,8 @@ std::string TabletMaster::Step() {
   for (const LiveNode& n : live) alive.insert(n.endpoint);
 
   std::map<uint64_t, std::pair<TabletConfig, int64_t>> known;  // id -> (config, version)
-  std::map<std::string, size_t> load;                         // endpoint -> replicas held
-  std::map<std::string, size_t> leading;                      // endpoint -> primaries held
+  std::map<std::string, size_t> load;                          // endpoint -> replicas held
+  std::map<std::string, size_t> leading;                       // endpoint -> primaries held
   for (const coord::FileInfo& f : configs->files) {
     StatusOr<uint64_t> id = catalog::ParseTabletConfigName(f.name);
     StatusOr<TabletConfig> c = TabletConfig::Decode(f.value);
@@ -167,9 +172,9 @@ std::string TabletMaster::Step() {
         // The `tablets` strategy until tables choose theirs (tessera_options).
         catalog::PlacementPolicy policy;
         policy.strategy = catalog::PlacementPolicy::Strategy::kTablets;
-        policy.replication_factor = std::min(options_.max_replication_factor,
-                                             catalog::DefaultReplicationFactor(
-                                                 static_cast<int>(live.size())));
+        policy.replication_factor =
+            std::min(options_.max_replication_factor,
+                     catalog::DefaultReplicationFactor(static_cast<int>(live.size())));
         std::vector<catalog::PlacementNode> nodes;
         for (const LiveNode& n : live) {
           nodes.push_back(catalog::PlacementNode{n.endpoint, n.dc, n.rack, "", load[n.endpoint]});
@@ -195,19 +200,35 @@ std::string TabletMaster::Step() {
         if (WriteConfig(session_, c, 0, &log)) {
           for (const std::string& r : *chosen) ++load[r];
           ++leading[c.primary_endpoint()];
-          Append(&log, "placed ", table->full_name, " tablet ", t.id, " on ", absl::StrJoin(*chosen, ","),
-                 "; ");
+          Append(&log, "placed ", table->full_name, " tablet ", t.id, " on ",
+                 absl::StrJoin(*chosen, ","), "; ");
         }
       }
     }
   }
 
+  // Promotions begun (by this master or an earlier one) and not yet written: owed.
+  std::map<uint64_t, uint64_t> owed;  // tablet -> the epoch being replaced
+  for (const coord::FileInfo& f : sealing->files) {
+    uint64_t id = 0, epoch = 0;
+    if (!absl::SimpleAtoi(f.name.substr(kSealingPrefix.size()), &id) ||
+        !absl::SimpleAtoi(f.value, &epoch)) {
+      continue;
+    }
+    auto k = known.find(id);
+    if (k == known.end() || k->second.first.epoch != epoch) {
+      (void)session_->Delete(f.name, f.version);  // done, or its tablet is gone
+      continue;
+    }
+    owed[id] = epoch;
+  }
   // Primaries without a live session: promote.
   std::vector<uint64_t> finished;
+  std::vector<uint64_t> to_seal;
   {
     absl::MutexLock l(&mu_);
     for (const auto& [known_id, entry] : known) {
-      const uint64_t id = known_id;  // a variable the lambdas below can capture
+      const uint64_t id = known_id;
       const TabletConfig& c = entry.first;
       auto p = promotions_.find(id);
       if (p != promotions_.end()) {
@@ -219,52 +240,74 @@ std::string TabletMaster::Step() {
         }
         continue;
       }
-      if (c.state != TabletConfigState::kServing || alive.count(c.primary_endpoint()) != 0) {
+      if (c.state != TabletConfigState::kServing ||
+          (alive.count(c.primary_endpoint()) != 0 && owed.count(id) == 0)) {
         continue;
       }
       size_t reachable = 0;
       for (const std::string& r : c.replicas) reachable += alive.count(r);
       if (reachable < Majority(c.replicas.size())) {
         Append(&log, "tablet ", id, ": primary ", c.primary_endpoint(), " is gone and only ",
-                  reachable, " of ", c.replicas.size(), " replicas live; waiting; ");
+               reachable, " of ", c.replicas.size(), " replicas live; waiting; ");
         continue;
       }
-      auto promotion = std::make_unique<Promotion>();
-      promotion->config = c;
-      promotion->version = entry.second;
-      promotion->started_us = clock_->MonotonicMicros();
-      Promotion* raw = promotion.get();
-      promotions_[id] = std::move(promotion);
-      v1::SealRequest seal;
-      seal.set_tablet_id(id);
-      seal.set_epoch(c.epoch + 1);
-      const std::string bytes = seal.SerializeAsString();
-      for (size_t i = 0; i < c.replicas.size(); ++i) {
-        if (alive.count(c.replicas[i]) == 0 || c.NeedsRebuild(i)) continue;
-        ++raw->pending;
-        const uint64_t epoch = c.epoch;
-        executor_->Schedule([this, id, i, epoch, to = c.replicas[i], bytes] {
-          channel_->Call(to, kSealMethod, bytes, options_.seal_timeout_us,
-                         [this, id, i, epoch](StatusOr<std::string> response) {
-                           v1::SealResponse sealed;
-                           const bool ok = response.ok() && sealed.ParseFromString(*response);
-                           absl::MutexLock l(&mu_);
-                           auto p = promotions_.find(id);
-                           if (p == promotions_.end() || p->second->config.epoch != epoch) return;
-                           if (p->second->pending > 0) --p->second->pending;
-                           if (ok && sealed.epoch() == epoch + 1) {
-                             p->second->sealed[i] =
-                                 SealedReplica{sealed.last_sequence(), sealed.joined()};
-                           }
-                         });
-        });
-      }
-      Append(&log, "tablet ", id, ": primary ", c.primary_endpoint(),
-                " is gone; sealing epoch ", c.epoch + 1, "; ");
+      to_seal.push_back(id);
     }
+  }
+  for (uint64_t id : to_seal) {
+    const auto& [c, version] = known.at(id);
+    if (owed.count(id) == 0) {
+      // The intent first, so that whoever is master next finishes what the seals begin.
+      StatusOr<coord::FileInfo> put =
+          session_->Put(StrCat(kSealingPrefix, id), StrCat(c.epoch), coord::PutOptions());
+      if (!put.ok()) {
+        Append(&log, "tablet ", id, ": cannot record the promotion: ", put.status().ToString(),
+               "; ");
+        continue;
+      }
+    }
+    absl::MutexLock l(&mu_);
+    StartSealLocked(id, c, version, alive, &log);
   }
   for (uint64_t id : finished) FinishPromotion(session_, id, &log);
   return log;
+}
+
+void TabletMaster::StartSealLocked(uint64_t id, const TabletConfig& c, int64_t version,
+                                   const std::set<std::string>& alive, std::string* log) {
+  auto promotion = std::make_unique<Promotion>();
+  promotion->config = c;
+  promotion->version = version;
+  promotion->started_us = clock_->MonotonicMicros();
+  Promotion* raw = promotion.get();
+  promotions_[id] = std::move(promotion);
+  v1::SealRequest seal;
+  seal.set_tablet_id(id);
+  seal.set_epoch(c.epoch + 1);
+  const std::string bytes = seal.SerializeAsString();
+  for (size_t i = 0; i < c.replicas.size(); ++i) {
+    if (alive.count(c.replicas[i]) == 0 || c.NeedsRebuild(i)) continue;
+    ++raw->pending;
+    const uint64_t epoch = c.epoch;
+    executor_->Schedule([this, id, i, epoch, to = c.replicas[i], bytes] {
+      channel_->Call(
+          to, kSealMethod, bytes, options_.seal_timeout_us,
+          [this, id, i, epoch](StatusOr<std::string> response) {
+            v1::SealResponse sealed;
+            const bool ok = response.ok() && sealed.ParseFromString(*response);
+            absl::MutexLock l(&mu_);
+            auto p = promotions_.find(id);
+            if (p == promotions_.end() || p->second->config.epoch != epoch) return;
+            if (p->second->pending > 0) --p->second->pending;
+            if (ok && sealed.epoch() == epoch + 1) {
+              p->second->sealed[i] = SealedReplica{sealed.last_sequence(), sealed.joined()};
+            }
+          });
+    });
+  }
+  Append(log, "tablet ", id, ": primary ", c.primary_endpoint(),
+         alive.count(c.primary_endpoint()) ? " came back during its promotion" : " is gone",
+         "; sealing epoch ", c.epoch + 1, "; ");
 }
 
 void TabletMaster::FinishPromotion(coord::Session* session, uint64_t tablet_id, std::string* log) {
@@ -278,21 +321,21 @@ void TabletMaster::FinishPromotion(coord::Session* session, uint64_t tablet_id, 
   }
   const TabletConfig& old = p->config;
   if (p->sealed.size() < Majority(old.replicas.size())) {
-    Append(log, "tablet ", tablet_id, ": only ", p->sealed.size(), " of ",
-              old.replicas.size(), " replicas sealed epoch ", old.epoch + 1, "; retrying; ");
+    Append(log, "tablet ", tablet_id, ": only ", p->sealed.size(), " of ", old.replicas.size(),
+           " replicas sealed epoch ", old.epoch + 1, "; retrying; ");
     return;
   }
   std::optional<size_t> best = ChooseNewPrimary(old, p->sealed);
   if (!best.has_value()) {
-    Append(log, "tablet ", tablet_id, ": no sealed replica holds the lineage of epoch ",
-           old.epoch, "; retrying; ");
+    Append(log, "tablet ", tablet_id, ": no sealed replica holds the lineage of epoch ", old.epoch,
+           "; retrying; ");
     return;
   }
   const uint64_t start = p->sealed.at(*best).last_sequence;
   TabletConfig next = old.NextEpoch(*best, start);
   if (WriteConfig(session, next, p->version, log)) {
-    Append(log, "tablet ", tablet_id, ": epoch ", next.epoch, " primary ",
-           next.primary_endpoint(), " from sequence ", start, "; ");
+    Append(log, "tablet ", tablet_id, ": epoch ", next.epoch, " primary ", next.primary_endpoint(),
+           " from sequence ", start, "; ");
   }
 }
 

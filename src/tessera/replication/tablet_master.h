@@ -12,7 +12,11 @@
 //      live replicas (Seal calls). Once a majority of the replica set has answered, writes
 //      epoch e + 1 with the sealed replica of the highest sequence as primary and that sequence
 //      as the epoch's start. Fewer than a majority alive: the tablet waits (writes to it fail
-//      with Unavailable at the coordinators), and the step tries again.
+//      with Unavailable at the coordinators), and the step tries again. Before the first seal
+//      the master records the intent (`sealing/<tablet id>` = e in the lock service): once
+//      replicas promised e + 1 they refuse e's primary, so the promotion must be finished even
+//      if that primary's session comes back or the master changes meanwhile. The record goes
+//      once the configuration has moved past e.
 //
 // Thread-safety: Attach, Detach, Start and Stop from the node's controlling code; steps run on
 // the executor. Seal answers arrive on the channel's threads.
@@ -21,6 +25,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <optional>
 #include <string>
@@ -116,6 +121,11 @@ class TabletMaster {
   bool stepping_ ABSL_GUARDED_BY(mu_) = false;
   TimerId timer_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<uint64_t, std::unique_ptr<Promotion>> promotions_ ABSL_GUARDED_BY(mu_);
+
+  // Starts sealing epoch c.epoch + 1 of tablet `id` on the live replicas.
+  void StartSealLocked(uint64_t id, const catalog::TabletConfig& c, int64_t version,
+                       const std::set<std::string>& alive, std::string* log)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 };
 
 }  // namespace tessera::replication
