@@ -32,6 +32,19 @@ StatusOr<ClusterView> ReadClusterView(coord::Session* session) {
   return view;
 }
 
+std::vector<PlacementNode> ClusterView::Ring() const {
+  std::vector<PlacementNode> ring;
+  for (const auto& [endpoint, token] : tokens) {
+    PlacementNode& node = ring.emplace_back();
+    node.endpoint = endpoint;
+    node.token = token;
+    for (const PlacementNode& n : live) {
+      if (n.endpoint == endpoint) node = n;
+    }
+  }
+  return ring;
+}
+
 StatusOr<std::string> EnsureToken(coord::Session* session, std::string_view endpoint,
                                   int max_attempts) {
   const std::string name = TokenFileName(endpoint);

@@ -44,6 +44,10 @@ struct ClusterView {
   std::vector<PlacementNode> live;
   // Every node's token, live or not: endpoint -> token.
   std::map<std::string, std::string, std::less<>> tokens;
+
+  // The ring: one node per token, live or not (the dc and rack of live ones), by endpoint.
+  // A node down for a while stays on the ring (Cassandra §5.4): tables are cut at its token.
+  std::vector<PlacementNode> Ring() const;
 };
 
 // Lists the directory and the tokens. A directory entry that is not a JSON object gives a node

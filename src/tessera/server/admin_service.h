@@ -1,5 +1,6 @@
 // The Bigtable table-admin service (google.bigtable.admin.v2.BigtableTableAdmin) over the
-// catalog::TableCatalog: CreateTable (families, GC rules, initial splits), ListTables (views,
+// catalog::TableCatalog: CreateTable (families, GC rules, initial splits, Tessera's table
+// options: placement and consistency levels), ListTables (views,
 // paging), GetTable, UpdateTable (deletion_protection), DeleteTable, ModifyColumnFamilies (create,
 // update GC rule, drop — a dropped family's data is gone for good), DropRowRange (a prefix or
 // every row), GenerateConsistencyToken / CheckConsistency. Methods not declared here answer
@@ -20,13 +21,26 @@
 #pragma once
 
 #include <functional>
+#include <string>
 
 #include "google/bigtable/admin/v2/bigtable_table_admin.grpc.pb.h"
+#include "tessera/catalog/ring_store.h"
 #include "tessera/catalog/table_catalog.h"
 #include "tessera/catalog/table_definitions.h"
+#include "tessera/catalog/table_placement.h"
 #include "tessera/replication/table_access.h"
 
 namespace tessera::server {
+
+// What CreateTable resolves a new table's placement against (catalog/table_placement.h).
+struct PlacementDefaults {
+  // The node's default for tables that name none (`tessera serve --placement`): a strategy
+  // alone or a whole policy.
+  std::string placement = std::string(catalog::kDefaultPlacement);
+  // The cluster's live nodes and ring tokens, now (the node's catalog::RingStore). Unset: this
+  // node alone, with no token (a service built without a cluster, as in unit tests).
+  std::function<StatusOr<catalog::ClusterView>()> cluster;
+};
 
 class AdminService final
     : public ::google::bigtable::admin::v2::BigtableTableAdmin::CallbackService {
@@ -39,14 +53,17 @@ class AdminService final
   // cluster mode it is the ClusterSchema that mirrors into `catalog`.
   // `serving_check` is asked before every gRPC call (not before the Do* methods); a non-OK
   // status is the call's answer (a cluster node answers Unavailable while it has no
-  // lock-service session). Unset: always serving.
+  // lock-service session). Unset: always serving. `placement` gives CreateTable the
+  // defaults and the cluster that a new table's tessera_options.placement is resolved
+  // against.
   AdminService(catalog::TableCatalog* catalog, replication::TableAccess* access,
                catalog::TableDefinitions* definitions = nullptr,
-               std::function<Status()> serving_check = nullptr)
+               std::function<Status()> serving_check = nullptr, PlacementDefaults placement = {})
       : catalog_(catalog),
         access_(access),
         definitions_(definitions != nullptr ? definitions : catalog),
-        serving_check_(std::move(serving_check)) {}
+        serving_check_(std::move(serving_check)),
+        placement_(std::move(placement)) {}
 
   grpc::ServerUnaryReactor* CreateTable(
       grpc::CallbackServerContext* context,
@@ -105,11 +122,16 @@ class AdminService final
 
  private:
   Status CheckServing() const;
+  // CreateTable's tessera_options, checked and resolved into `schema->options`; the ring's
+  // tokens are added to `splits` for a ring table.
+  Status ResolveTableOptions(const ::tessera::v1::TableOptions& options, model::TableSchema* schema,
+                             std::vector<std::string>* splits) const;
 
   catalog::TableCatalog* const catalog_;
   replication::TableAccess* const access_;
   catalog::TableDefinitions* const definitions_;
   const std::function<Status()> serving_check_;
+  const PlacementDefaults placement_;
 };
 
 }  // namespace tessera::server
