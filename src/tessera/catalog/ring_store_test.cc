@@ -8,8 +8,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "tessera/coord/embedded_lock_service.h"
-#include "tessera/util/clock.h"
+#include "tessera/coord/lock_service_test_util.h"
 #include "tessera/util/coding.h"
 #include "tessera/util/mem_file_system.h"
 
@@ -21,11 +20,7 @@ std::string Token(uint64_t top_byte) { return BigEndian64String(top_byte << 56);
 class RingStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    coord::EmbeddedLockServiceOptions options;
-    options.fs = &fs_;
-    options.clock = SystemClock();
-    options.dir = "/coord";
-    auto service = coord::EmbeddedLockService::Open(options);
+    auto service = coord::testing::OpenEmbeddedForTesting(&fs_);
     ASSERT_TRUE(service.ok()) << service.status();
     service_ = *std::move(service);
     session_ = NewSession();

@@ -12,7 +12,7 @@
 #include "gtest/gtest.h"
 #include "tessera/catalog/ring_store.h"
 #include "tessera/catalog/tablet_id.h"
-#include "tessera/coord/embedded_lock_service.h"
+#include "tessera/coord/lock_service_test_util.h"
 #include "tessera/util/clock.h"
 #include "tessera/util/coding.h"
 #include "tessera/util/mem_file_system.h"
@@ -67,11 +67,7 @@ class NoCalls final : public RpcChannel {
 class TabletMasterPlacementTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    coord::EmbeddedLockServiceOptions options;
-    options.fs = &fs_;
-    options.clock = SystemClock();
-    options.dir = "/coord";
-    auto service = coord::EmbeddedLockService::Open(options);
+    auto service = coord::testing::OpenEmbeddedForTesting(&fs_);
     ASSERT_TRUE(service.ok()) << service.status();
     service_ = *std::move(service);
     auto session = service_->CreateSession(coord::SessionOptions{});
