@@ -480,6 +480,11 @@ TEST(ProtoWireTest, AdminApiFieldNumbers) {
       {"google.bigtable.admin.v2.Table", "change_stream_config", 8, kMsg, "",
        "google.bigtable.admin.v2.ChangeStreamConfig"},
       {"google.bigtable.admin.v2.Table", "deletion_protection", 9, kBool, ""},
+      {"google.bigtable.admin.v2.Table", "tessera_options", 536870000, kMsg, "",
+       "tessera.v1.TableOptions"},
+      {"tessera.v1.TableOptions", "placement", 1, kString, ""},
+      {"tessera.v1.TableOptions", "read_consistency", 2, kString, ""},
+      {"tessera.v1.TableOptions", "write_consistency", 3, kString, ""},
       {"google.bigtable.admin.v2.ColumnFamily", "gc_rule", 1, kMsg, "",
        "google.bigtable.admin.v2.GcRule"},
       {"google.bigtable.admin.v2.ColumnFamily", "value_type", 3, kMsg, "",
@@ -652,6 +657,28 @@ TEST(ProtoWireTest, TesseraFamilyOptionsAreSkippedByOtherParsers) {
 
   // A parser that does not know field 536870000 (as an official client's ColumnFamily
   // does not) accepts the message and keeps the field as unknown.
+  google::protobuf::Empty stranger;
+  ASSERT_TRUE(stranger.ParseFromString(wire));
+  const google::protobuf::UnknownFieldSet& unknown = Unknown(stranger);
+  bool found = false;
+  for (int i = 0; i < unknown.field_count(); ++i) {
+    if (unknown.field(i).number() == 536870000) found = true;
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(ProtoWireTest, TesseraTableOptionsAreSkippedByOtherParsers) {
+  btadmin::Table table;
+  table.set_name("projects/p/instances/i/tables/t");
+  table.mutable_tessera_options()->set_placement("ring:rack:3");
+  table.mutable_tessera_options()->set_write_consistency("all");
+  const std::string wire = table.SerializeAsString();
+
+  btadmin::Table back;
+  ASSERT_TRUE(back.ParseFromString(wire));
+  EXPECT_EQ(back.tessera_options().placement(), "ring:rack:3");
+  EXPECT_EQ(back.tessera_options().write_consistency(), "all");
+
   google::protobuf::Empty stranger;
   ASSERT_TRUE(stranger.ParseFromString(wire));
   const google::protobuf::UnknownFieldSet& unknown = Unknown(stranger);

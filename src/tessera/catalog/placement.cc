@@ -1,6 +1,7 @@
 #include "tessera/catalog/placement.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <optional>
 #include <set>
@@ -344,6 +345,25 @@ std::string ChooseToken(const std::vector<std::string>& existing_tokens) {
     }
   }
   return BigEndian64String(positions[widest] + widest_gap / 2);
+}
+
+std::map<std::string, double> RingShares(const std::vector<std::string>& tokens) {
+  std::vector<std::pair<uint64_t, std::string>> ring;
+  for (const std::string& token : tokens) {
+    if (!token.empty()) ring.emplace_back(TokenPosition(token), token);
+  }
+  std::sort(ring.begin(), ring.end());
+  ring.erase(std::unique(ring.begin(), ring.end()), ring.end());
+  std::map<std::string, double> shares;
+  if (ring.size() == 1) shares[ring[0].second] = 1.0;
+  if (ring.size() <= 1) return shares;
+  // The arc ending at each position, modulo 2^64: the first one wraps from the last position.
+  // Two tokens at one position (different bytes past the 8th) share it: the first owns the arc.
+  for (size_t i = 0; i < ring.size(); ++i) {
+    const uint64_t arc = ring[i].first - ring[(i + ring.size() - 1) % ring.size()].first;
+    shares[ring[i].second] = std::ldexp(static_cast<double>(arc), -64);
+  }
+  return shares;
 }
 
 int DefaultReplicationFactor(int live_nodes) { return std::clamp(live_nodes, 1, 3); }

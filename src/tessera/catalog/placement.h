@@ -147,6 +147,12 @@ inline constexpr size_t kTokenBytes = 8;
 // position differs from every existing one (on any ring of fewer than 2^63 tokens).
 std::string ChooseToken(const std::vector<std::string>& existing_tokens);
 
+// The share of the ring each token owns, in [0, 1], by token (`tessera admin ring`): the node
+// with token t_i owns [t_{i-1}, t_i) and the first also the wrap-around (see the top), measured
+// in token positions. Shares add up to 1 (to rounding); one token owns all of it. Empty tokens
+// are ignored; equal tokens count once; a token at the position of a smaller one gets 0.
+std::map<std::string, double> RingShares(const std::vector<std::string>& tokens);
+
 // A new table's replication factor on a cluster of `live_nodes` nodes: min(3, live_nodes), and
 // at least 1.
 int DefaultReplicationFactor(int live_nodes);

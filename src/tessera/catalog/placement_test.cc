@@ -515,5 +515,22 @@ TEST(ChooseTokenTest, JoinsSpreadEvenly) {
   }
 }
 
+TEST(RingSharesTest, EachTokenOwnsTheArcEndingAtIt) {
+  EXPECT_TRUE(RingShares({}).empty());
+  EXPECT_EQ(RingShares({"", Token(0x80)}), (std::map<std::string, double>{{Token(0x80), 1.0}}));
+  // 0x40 owns [0xC0, 0x40) through the wrap: half; 0x80 and 0xC0 a quarter each.
+  const std::map<std::string, double> shares =
+      RingShares({Token(0xC0), Token(0x40), Token(0x80), Token(0x40)});
+  EXPECT_EQ(shares, (std::map<std::string, double>{
+                        {Token(0x40), 0.5}, {Token(0x80), 0.25}, {Token(0xC0), 0.25}}));
+  // A token at the position of a smaller one owns nothing measurable.
+  const std::string longer = Token(0x80) + "x";
+  EXPECT_EQ(RingShares({Token(0x00), Token(0x80), longer}).at(longer), 0.0);
+  // Joined in turn, 4 nodes own a quarter each.
+  std::vector<std::string> tokens;
+  for (int i = 0; i < 4; ++i) tokens.push_back(ChooseToken(tokens));
+  for (const auto& [token, share] : RingShares(tokens)) EXPECT_EQ(share, 0.25);
+}
+
 }  // namespace
 }  // namespace tessera::catalog

@@ -1,8 +1,10 @@
 // `tessera admin`: operator commands against a running node. `status` shows the cluster as the
 // node sees it (tessera.v1.ClusterAdmin/GetClusterStatus) with the tablets each node holds;
 // `tablets` asks every registered node for its tablets (tessera.v1.TabletAdmin/GetTablets) and
-// prints them merged (admin_tablets_format.h); `removenode HOST:PORT` forgets a dead node on
-// every node (ClusterAdmin/RemoveNode), like Cassandra's `nodetool removenode`.
+// prints them merged (admin_tablets_format.h); `ring` shows each node's token and share of the
+// ring (TabletAdmin/GetRing with the status, admin_ring_format.h), like Cassandra's `nodetool
+// ring`; `removenode HOST:PORT` forgets a dead node on every node (ClusterAdmin/RemoveNode),
+// like Cassandra's `nodetool removenode`.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +16,7 @@
 #include "fmt/format.h"
 #include "grpcpp/grpcpp.h"
 #include "tessera/catalog/table_definition.h"
+#include "tessera/cli/admin_ring_format.h"
 #include "tessera/cli/admin_tablets_format.h"
 #include "tessera/cli/cli_flags.h"
 #include "tessera/cli/commands.h"
@@ -169,6 +172,31 @@ int RunTablets(const std::string& addr, int64_t timeout_ms, bool json, const std
   return view.complete() ? 0 : 3;
 }
 
+// Exit status: 0, 1 (the node at `addr` cannot be reached, or has no lock-service session).
+int RunRing(const std::string& addr, int64_t timeout_ms, bool json) {
+  v1::ClusterStatus status;
+  if (grpc::Status rpc = AskStatus(addr, timeout_ms, &status); !rpc.ok()) {
+    std::fprintf(stderr, "tessera admin ring: %s: %s\n", addr.c_str(), rpc.error_message().c_str());
+    return 1;
+  }
+  auto stub =
+      v1::TabletAdmin::NewStub(grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(Deadline(timeout_ms));
+  v1::Ring ring;
+  if (grpc::Status rpc = stub->GetRing(&ctx, v1::GetRingRequest(), &ring); !rpc.ok()) {
+    std::fprintf(stderr, "tessera admin ring: %s: %s\n", addr.c_str(), rpc.error_message().c_str());
+    return 1;
+  }
+  const std::vector<RingLine> lines = MergeRing(status, ring);
+  if (json) {
+    std::printf("%s\n", RingToJson(status.cluster_name(), lines).dump().c_str());
+  } else {
+    std::fputs(FormatRing(status.cluster_name(), lines).c_str(), stdout);
+  }
+  return 0;
+}
+
 int RunRemoveNode(const std::string& addr, int64_t timeout_ms, const std::string& endpoint,
                   bool force) {
   auto stub =
@@ -244,6 +272,12 @@ int RunAdmin(int argc, char** argv) {
   tablets->add_option("--instance", instance,
                       "instance of --table (default: "
                       "$TESSERA_INSTANCE, else i)");
+  CLI::App* ring = app.add_subcommand(
+      "ring",
+      "every node's token on the ring, with its dc, rack, state and the share of the row-key "
+      "space it owns (ring tables place a tablet's primary on the owner of its start row)");
+  add_addr(ring, "any node");
+  ring->add_flag("--json", json, "print the ring as one JSON object");
   std::string endpoint;
   bool force = false;
   CLI::App* removenode = app.add_subcommand(
@@ -262,7 +296,10 @@ int RunAdmin(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return ExitForParseError(app, e);
   }
-  CLI::App* command = status->parsed() ? status : tablets->parsed() ? tablets : removenode;
+  CLI::App* command = status->parsed()    ? status
+                      : tablets->parsed() ? tablets
+                      : ring->parsed()    ? ring
+                                          : removenode;
   if (command->get_option("--addr")->count() == 0 && from_env) {
     if (Status s = CheckHostPort("$BIGTABLE_EMULATOR_HOST", addr); !s.ok()) {
       std::fprintf(stderr, "tessera admin: %s\n", std::string(s.message()).c_str());
@@ -284,6 +321,7 @@ int RunAdmin(int argc, char** argv) {
     }
     return RunTablets(addr, timeout_ms, json, full);
   }
+  if (ring->parsed()) return RunRing(addr, timeout_ms, json);
   if (removenode->parsed()) return RunRemoveNode(addr, timeout_ms, endpoint, force);
   return 2;
 }

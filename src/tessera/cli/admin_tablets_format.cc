@@ -121,23 +121,6 @@ std::string OneInstance(const TabletsView& view) {
   return instance;
 }
 
-// Aligned columns, two spaces apart; the last column is not padded.
-std::string Columns(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<size_t> width;
-  for (const auto& row : rows) {
-    width.resize(std::max(width.size(), row.size()));
-    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
-  }
-  std::string out;
-  for (const auto& row : rows) {
-    for (size_t i = 0; i < row.size(); ++i) {
-      out += i + 1 == row.size() ? row[i] : fmt::format("{:<{}}  ", row[i], width[i]);
-    }
-    out += "\n";
-  }
-  return out;
-}
-
 nlohmann::json OrNull(const auto& v) { return v.has_value() ? nlohmann::json(*v) : nullptr; }
 
 }  // namespace
@@ -260,6 +243,22 @@ std::string HumanBytes(int64_t bytes) {
     ++u;
   }
   return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", v, units[u]);
+}
+
+std::string Columns(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width;
+  for (const auto& row : rows) {
+    width.resize(std::max(width.size(), row.size()));
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) {
+      out += i + 1 == row.size() ? row[i] : fmt::format("{:<{}}  ", row[i], width[i]);
+    }
+    out += "\n";
+  }
+  return out;
 }
 
 }  // namespace tessera::cli

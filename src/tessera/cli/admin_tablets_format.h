@@ -85,4 +85,8 @@ TabletCounts CountTablets(const ::tessera::v1::NodeTablets& answer);
 // "512 B", "1.5 KiB", ...; "?" for a negative count.
 std::string HumanBytes(int64_t bytes);
 
+// Rows as aligned columns, two spaces apart, one line each; the last column is not padded.
+// Shared by the admin commands' tables.
+std::string Columns(const std::vector<std::vector<std::string>>& rows);
+
 }  // namespace tessera::cli

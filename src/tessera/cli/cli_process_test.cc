@@ -1,8 +1,8 @@
 // The `tessera` binary's command-line edges, as a user meets them (issue 9): exit status 2 for
 // usage errors in every subcommand, --version everywhere, HOST:PORT flags checked, strict
 // config files, no raw gRPC log lines, switch defaults in --help, numbers in `admin status
-// --json`, `admin tablets` on one node, and `sim` refusing a cluster that does not fit in
-// memory.
+// --json`, `admin tablets` and `admin ring` on one node, and `sim` refusing a cluster that does not
+// fit in memory.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -292,6 +292,46 @@ TEST(CliProcessTest, AdminTabletsOnOneNodeListsItsTabletsAsRf1) {
   r = Tessera({"admin", "tablets", "--table", "a/b", "--addr", addr});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_THAT(r.err, HasSubstr("--table"));
+}
+
+// `admin ring` on one node: its token, chosen when it first registered, owns the whole ring.
+// The ring is kept in the lock service (here embedded in the data folder), so a restart finds
+// it again; a test server listens on a new port each start, and a node at another address is
+// another member of the ring (replicas are named by endpoint): it takes the next token, and
+// the old address keeps its own until removed.
+TEST(CliProcessTest, AdminRingShowsTheTokensAndTheyOutliveARestart) {
+  testing::TempDir dir;
+  std::string first;
+  for (int start = 0; start < 2; ++start) {
+    auto server = testing::TestServer::StartTesseraServe(TESSERA_BINARY_PATH, dir.path());
+    ASSERT_TRUE(server.ok()) << server.status();
+    const std::string addr = (*server)->endpoint();
+    ProcessResult r = Tessera({"admin", "ring", "--addr", addr});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    r = Tessera({"admin", "ring", "--json", "--addr", addr});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    if (start == 0) {
+      first = addr;
+      ASSERT_EQ(j["nodes"].size(), 1u) << r.out;
+      EXPECT_EQ(j["nodes"][0]["endpoint"], addr);
+      EXPECT_EQ(j["nodes"][0]["token"], "8000000000000000");
+      EXPECT_EQ(j["nodes"][0]["owns"], 1.0);
+      EXPECT_EQ(j["nodes"][0]["state"], "up normal");
+      continue;
+    }
+    ASSERT_EQ(j["nodes"].size(), 2u) << r.out;
+    EXPECT_EQ(j["nodes"][0]["endpoint"], addr);  // ring order: 0x00.. first
+    EXPECT_EQ(j["nodes"][0]["token"], "0000000000000000");
+    EXPECT_EQ(j["nodes"][1]["endpoint"], first);
+    EXPECT_EQ(j["nodes"][1]["token"], "8000000000000000");
+    EXPECT_EQ(j["nodes"][1]["owns"], 0.5);
+    EXPECT_THAT(r.out, HasSubstr("\"state\":\"?\""));
+  }
+  PortHolder silent;
+  ProcessResult r = Tessera({"admin", "ring", "--timeout-ms", "300", "--addr",
+                             "127.0.0.1:" + std::to_string(silent.port())});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
 }
 
 // `tessera sim --nodes 3000` aborted with std::bad_alloc under `ulimit -v`; it now refuses what

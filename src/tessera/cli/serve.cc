@@ -9,6 +9,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/synchronization/mutex.h"
+#include "tessera/catalog/table_placement.h"
 #include "tessera/cli/cli_flags.h"
 #include "tessera/cli/commands.h"
 #include "tessera/cli/config_file.h"
@@ -158,6 +159,19 @@ int RunServe(int argc, char** argv) {
       "Cluster");
   app.add_option("--rack", node.rack, "this node's rack")->capture_default_str()->group(
       "Cluster");
+  app.add_option("--placement", options.cluster.placement,
+                 "how tables that name no placement place their tablets: tablets (the least "
+                 "loaded nodes), ring (by the nodes' tokens), or a whole policy such as "
+                 "ring:rack:3 or tablets:dc1=2,dc2=1; replication factor min(3, nodes) unless "
+                 "given")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            Status s = catalog::ValidatePlacementText(text);
+            return s.ok() ? std::string() : std::string(s.message());
+          },
+          "PLACEMENT"))
+      ->capture_default_str()
+      ->group("Cluster");
   app.add_option("--advertise", node.endpoint,
                  "HOST:PORT other nodes reach this one at (default: the bound --listen address)")
       ->check(HostPortCheck())

@@ -1,19 +1,33 @@
 // Test-only helpers for lock-service tests: an event recorder for watches and session state,
-// and a bounded wait.
+// a bounded wait, and an embedded service on a given file system for the tests of its users.
 //
 // Thread-safety: EventLog and StateLog are safe to use from callbacks on any thread.
 #pragma once
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "tessera/coord/embedded_lock_service.h"
 #include "tessera/coord/lock_service.h"
+#include "tessera/util/clock.h"
 
 namespace tessera::coord::testing {
+
+// An embedded lock service kept in `fs` under /coord, on the system clock. `fs` must outlive it.
+inline StatusOr<std::unique_ptr<LockService>> OpenEmbeddedForTesting(FileSystem* fs) {
+  EmbeddedLockServiceOptions options;
+  options.fs = fs;
+  options.clock = SystemClock();
+  options.dir = "/coord";
+  ASSIGN_OR_RETURN(std::unique_ptr<EmbeddedLockService> service,
+                   EmbeddedLockService::Open(options));
+  return std::unique_ptr<LockService>(std::move(service));
+}
 
 // Records the events of one or more watches.
 class EventLog {

@@ -10,6 +10,7 @@ namespace {
 constexpr char kFormatV1 = 0x01;
 constexpr char kFormatV2 = 0x02;  // kFormatVersion followed by drop marks
 constexpr char kFormatVersion = 0x03;
+constexpr char kFormatWithOptions = 0x04;  // kFormatVersion followed by the table options
 constexpr uint8_t kFlagInMemory = 0x01;
 constexpr uint8_t kFlagSuperColumns = 0x02;
 constexpr uint8_t kFlagTimeSorted = 0x04;
@@ -82,7 +83,7 @@ Status TableSchema::Validate() const {
 }
 
 void TableSchema::EncodeTo(std::string* dst) const {
-  dst->push_back(kFormatVersion);
+  dst->push_back(options.empty() ? kFormatVersion : kFormatWithOptions);
   PutLengthPrefixed(dst, name);
   PutVarint64(dst, version);
   uint8_t table_flags = 0;
@@ -102,6 +103,11 @@ void TableSchema::EncodeTo(std::string* dst) const {
     schema.gc_rule.EncodeTo(&rule);
     PutLengthPrefixed(dst, rule);
   }
+  if (!options.empty()) {
+    PutLengthPrefixed(dst, options.placement);
+    PutLengthPrefixed(dst, options.read_consistency);
+    PutLengthPrefixed(dst, options.write_consistency);
+  }
 }
 
 std::string TableSchema::Encode() const {
@@ -119,7 +125,8 @@ StatusOr<TableSchema> TableSchema::Decode(
   };
   if (rest.empty()) return error("empty");
   const char format = rest[0];
-  if (format != kFormatVersion && format != kFormatV2 && format != kFormatV1) {
+  if (format != kFormatWithOptions && format != kFormatVersion && format != kFormatV2 &&
+      format != kFormatV1) {
     return error(tessera::StrCat("unknown format ", static_cast<uint8_t>(rest[0])));
   }
   rest.remove_prefix(1);
@@ -168,6 +175,14 @@ StatusOr<TableSchema> TableSchema::Decode(
     f.super_columns = (flags & kFlagSuperColumns) != 0;
     f.time_sorted = (flags & kFlagTimeSorted) != 0;
     f.gc_rule = *std::move(rule);
+  }
+  if (format == kFormatWithOptions) {
+    std::string_view placement, read, write;
+    if (!GetLengthPrefixed(&rest, &placement) || !GetLengthPrefixed(&rest, &read) ||
+        !GetLengthPrefixed(&rest, &write)) {
+      return error("truncated table options");
+    }
+    schema.options = TableOptions{std::string(placement), std::string(read), std::string(write)};
   }
   if (format == kFormatV2) {
     uint32_t dropped;

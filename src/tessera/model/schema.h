@@ -39,6 +39,23 @@ struct FamilySchema {
   bool operator==(const FamilySchema&) const = default;
 };
 
+// Tessera's table options (tessera.v1.TableOptions on the wire), kept with the schema so that
+// every node and every restart sees them. model/ keeps them as text and does not interpret
+// them; the layers that act on them check them when a table is created (the admin service):
+// `placement` in catalog/placement.h's text form, the levels as replication/consistency.h
+// names them. "" = not set: a table made before the options existed, or a level left to the
+// node's default.
+struct TableOptions {
+  std::string placement;
+  std::string read_consistency;
+  std::string write_consistency;
+
+  bool empty() const {
+    return placement.empty() && read_consistency.empty() && write_consistency.empty();
+  }
+  bool operator==(const TableOptions&) const = default;
+};
+
 enum class TimestampGranularity : uint8_t {
   kMillis = 0,  // every user timestamp is a multiple of 1000 micros (Bigtable's default)
   kMicros = 1,
@@ -54,6 +71,7 @@ struct TableSchema {
   bool deletion_protection = false;
   // Ordered so that the encoding is deterministic; transparent for string_view lookups.
   std::map<std::string, FamilySchema, std::less<>> families;
+  TableOptions options;
 
   // nullptr if the table has no such family. The pointer lives until `families` changes.
   const FamilySchema* Find(std::string_view family) const;
@@ -64,14 +82,16 @@ struct TableSchema {
   Status Validate() const;
 
   // Binary form (for the manifest and the catalog):
-  //   schema  := format(1 byte = 0x03) lp(name) varint64(version) table_flags(1 byte)
+  //   schema  := format(1 byte = 0x03 | 0x04) lp(name) varint64(version) table_flags(1 byte)
   //              varint32(count) family*count
+  //              [lp(placement) lp(read_consistency) lp(write_consistency)]  -- 0x04 only
   //   family  := lp(name) flags(1 byte) lp(gc rule, GcRule::Encode)
   //   table_flags: bit 0 = deletion_protection, bit 1 = micros granularity, others 0
   //   flags:       bit 0 = in_memory, bit 1 = super_columns, bit 2 = time_sorted, others 0
-  // Families appear in strictly increasing name order. Older formats still decode: 0x02 is 0x03
-  // followed by the tablet's drop marks, which the schema held before they moved to the tablet
-  // (varint32(dropped) drop*dropped, drop := lp(name) varint64(sequence), in strictly
+  // Families appear in strictly increasing name order. A schema whose options are all empty is
+  // written in format 0x03, which the previous version reads too. Older formats still decode: 0x02
+  // is 0x03 followed by the tablet's drop marks, which the schema held before they moved to the
+  // tablet (varint32(dropped) drop*dropped, drop := lp(name) varint64(sequence), in strictly
   // increasing name order); 0x01 has no version, no table flags and no drops.
   void EncodeTo(std::string* dst) const;
   std::string Encode() const;

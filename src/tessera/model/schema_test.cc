@@ -80,6 +80,34 @@ TEST(SchemaTest, TableOptionsAndKindsRoundTrip) {
   EXPECT_TRUE(d->Find("inbox")->time_sorted);
 }
 
+TEST(SchemaTest, TesseraOptionsRoundTripInFormatFour) {
+  TableSchema s = Sample();
+  s.version = 3;
+  // Without options the schema keeps format 0x03, which the previous version reads.
+  EXPECT_EQ(s.Encode()[0], 0x03);
+  s.options = TableOptions{"ring:rack:dc1=2,dc2=1", "quorum", "local_quorum"};
+  const std::string encoded = s.Encode();
+  EXPECT_EQ(encoded[0], 0x04);
+  StatusOr<TableSchema> d = TableSchema::Decode(encoded);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(*d, s);
+  EXPECT_EQ(d->options.placement, "ring:rack:dc1=2,dc2=1");
+  // Only one level set: still format 0x04, the others stay empty.
+  s.options = TableOptions{"", "", "all"};
+  d = TableSchema::Decode(s.Encode());
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->options, s.options);
+  // The options cut short, or a 0x03 schema followed by options bytes, are damage.
+  for (size_t len = encoded.size() - 1; encoded.size() - len <= 8; --len) {
+    EXPECT_EQ(TableSchema::Decode(encoded.substr(0, len)).status().code(),
+              absl::StatusCode::kDataLoss)
+        << len;
+  }
+  std::string as_three = encoded;
+  as_three[0] = 0x03;
+  EXPECT_EQ(TableSchema::Decode(as_three).status().code(), absl::StatusCode::kDataLoss);
+}
+
 // Format 0x02: the current encoding followed by the drop marks the schema held before they
 // moved to the tablet (docs/sequence_numbers.md).
 std::string FormatTwo(const TableSchema& s, const std::map<std::string, uint64_t>& drops) {

@@ -6,8 +6,9 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
-#include "nlohmann/json.hpp"
 #include "tessera/catalog/placement.h"
+#include "tessera/catalog/ring_store.h"
+#include "tessera/catalog/table_placement.h"
 #include "tessera/catalog/tablet_id.h"
 #include "tessera/replication/consistency.h"
 #include "tessera/replication/replica_node.h"
@@ -20,7 +21,6 @@ namespace {
 using catalog::TabletConfig;
 using catalog::TabletConfigState;
 
-constexpr std::string_view kDirectoryPrefix = "nodes/";
 constexpr std::string_view kConfigPrefix = "tablets/";
 // Promotions begun: "sealing/<tablet id>" -> the epoch being replaced, in decimal.
 constexpr std::string_view kSealingPrefix = "sealing/";
@@ -28,21 +28,6 @@ constexpr std::string_view kSealingPrefix = "sealing/";
 template <typename... Args>
 void Append(std::string* log, const Args&... args) {
   *log += StrCat(args...);
-}
-
-std::vector<LiveNode> ParseDirectory(const coord::Listing& listing) {
-  std::vector<LiveNode> out;
-  for (const coord::FileInfo& f : listing.files) {
-    LiveNode n;
-    n.endpoint = f.name.substr(kDirectoryPrefix.size());
-    nlohmann::json j = nlohmann::json::parse(f.value, nullptr, /*allow_exceptions=*/false);
-    if (j.is_object()) {
-      n.dc = j.value("dc", "");
-      n.rack = j.value("rack", "");
-    }
-    out.push_back(std::move(n));
-  }
-  return out;
 }
 
 }  // namespace
@@ -139,21 +124,21 @@ std::string TabletMaster::Step() {
   absl::MutexLock step(&step_mu_);
   if (session_ == nullptr || !is_master_()) return "";
   std::string log;
-  StatusOr<coord::Listing> directory = session_->List(kDirectoryPrefix);
+  StatusOr<catalog::ClusterView> cluster = catalog::ReadClusterView(session_);
   StatusOr<coord::Listing> configs = session_->List(kConfigPrefix);
   StatusOr<coord::Listing> sealing = session_->List(kSealingPrefix);
   if (!sealing.ok()) configs = sealing.status();
-  if (!directory.ok() || !configs.ok()) {
+  if (!cluster.ok() || !configs.ok()) {
     return StrCat("cannot read the lock service: ",
-                  (!directory.ok() ? directory.status() : configs.status()).ToString());
+                  (!cluster.ok() ? cluster.status() : configs.status()).ToString());
   }
-  const std::vector<LiveNode> live = ParseDirectory(*directory);
+  const std::vector<catalog::PlacementNode>& live = cluster->live;
   std::set<std::string> alive;
-  for (const LiveNode& n : live) alive.insert(n.endpoint);
+  for (const catalog::PlacementNode& n : live) alive.insert(n.endpoint);
 
   std::map<uint64_t, std::pair<TabletConfig, int64_t>> known;  // id -> (config, version)
-  std::map<std::string, size_t> load;                          // endpoint -> replicas held
-  std::map<std::string, size_t> leading;                       // endpoint -> primaries held
+  Counts load;                                                 // endpoint -> replicas held
+  Counts leading;                                              // endpoint -> primaries held
   for (const coord::FileInfo& f : configs->files) {
     StatusOr<uint64_t> id = catalog::ParseTabletConfigName(f.name);
     StatusOr<TabletConfig> c = TabletConfig::Decode(f.value);
@@ -163,49 +148,7 @@ std::string TabletMaster::Step() {
     known.emplace(*id, std::make_pair(*std::move(c), f.version));
   }
 
-  // New tablets: place and create.
-  if (!live.empty()) {
-    for (const std::shared_ptr<const catalog::TableInfo>& table : tables_()) {
-      for (const catalog::TabletRef& t : table->tablets) {
-        // Only the cluster's own tablets are placed; a node's own stay where they are.
-        if (known.count(t.id) != 0 || !catalog::IsClusterTabletId(t.id)) continue;
-        // The `tablets` strategy until tables choose theirs (tessera_options).
-        catalog::PlacementPolicy policy;
-        policy.strategy = catalog::PlacementPolicy::Strategy::kTablets;
-        policy.replication_factor =
-            std::min(options_.max_replication_factor,
-                     catalog::DefaultReplicationFactor(static_cast<int>(live.size())));
-        std::vector<catalog::PlacementNode> nodes;
-        for (const LiveNode& n : live) {
-          nodes.push_back(catalog::PlacementNode{n.endpoint, n.dc, n.rack, "", load[n.endpoint]});
-        }
-        StatusOr<std::vector<std::string>> chosen =
-            catalog::Place(policy, nodes, catalog::TabletRange{t.id, t.start_row, t.end_row});
-        if (!chosen.ok()) {
-          Append(&log, "placing tablet ", t.id, ": ", chosen.status().ToString(), "; ");
-          continue;
-        }
-        TabletConfig c;
-        c.tablet_id = t.id;
-        c.epoch = 1;
-        c.state = TabletConfigState::kServing;
-        c.replicas = *chosen;
-        // The primary: the chosen replica leading the fewest tablets (then placement order),
-        // so that primaries, and with them the writes, spread over the nodes.
-        c.primary = 0;
-        for (size_t i = 1; i < chosen->size(); ++i) {
-          if (leading[(*chosen)[i]] < leading[(*chosen)[c.primary]]) c.primary = i;
-        }
-        c.history = {{1, 0}};
-        if (WriteConfig(session_, c, 0, &log)) {
-          for (const std::string& r : *chosen) ++load[r];
-          ++leading[c.primary_endpoint()];
-          Append(&log, "placed ", table->full_name, " tablet ", t.id, " on ",
-                 absl::StrJoin(*chosen, ","), "; ");
-        }
-      }
-    }
-  }
+  if (!live.empty()) PlaceNewTablets(live, known, &load, &leading, &log);
 
   // Promotions begun (by this master or an earlier one) and not yet written: owed.
   std::map<uint64_t, uint64_t> owed;  // tablet -> the epoch being replaced
@@ -308,6 +251,58 @@ void TabletMaster::StartSealLocked(uint64_t id, const TabletConfig& c, int64_t v
   Append(log, "tablet ", id, ": primary ", c.primary_endpoint(),
          alive.count(c.primary_endpoint()) ? " came back during its promotion" : " is gone",
          "; sealing epoch ", c.epoch + 1, "; ");
+}
+
+void TabletMaster::PlaceNewTablets(
+    const std::vector<catalog::PlacementNode>& live,
+    const std::map<uint64_t, std::pair<TabletConfig, int64_t>>& known, Counts* load,
+    Counts* leading, std::string* log) {
+  for (const std::shared_ptr<const catalog::TableInfo>& table : tables_()) {
+    StatusOr<catalog::PlacementPolicy> policy = catalog::StoredTablePlacement(
+        table->schema.options.placement, static_cast<int>(live.size()),
+        options_.max_replication_factor);
+    if (!policy.ok()) {
+      Append(log, "table ", table->full_name, ": ", policy.status().ToString(), "; ");
+      continue;
+    }
+    const bool ring = policy->strategy == catalog::PlacementPolicy::Strategy::kRing;
+    for (const catalog::TabletRef& t : table->tablets) {
+      // Only the cluster's own tablets are placed; a node's own stay where they are.
+      if (known.count(t.id) != 0 || !catalog::IsClusterTabletId(t.id)) continue;
+      std::vector<catalog::PlacementNode> nodes;
+      for (const catalog::PlacementNode& n : live) {
+        // A node that registered but has not written its token yet is not on the ring.
+        if (ring && n.token.empty()) continue;
+        nodes.push_back(n);
+        nodes.back().load = (*load)[n.endpoint];
+      }
+      StatusOr<std::vector<std::string>> chosen =
+          catalog::Place(*policy, nodes, catalog::TabletRange{t.id, t.start_row, t.end_row});
+      if (!chosen.ok()) {
+        Append(log, "placing tablet ", t.id, ": ", chosen.status().ToString(), "; ");
+        continue;
+      }
+      TabletConfig c;
+      c.tablet_id = t.id;
+      c.epoch = 1;
+      c.state = TabletConfigState::kServing;
+      c.replicas = *chosen;
+      // The primary: on the ring, the first node clockwise (Place's first); otherwise the
+      // chosen replica leading the fewest tablets (then placement order), so that primaries,
+      // and with them the writes, spread over the nodes.
+      c.primary = 0;
+      for (size_t i = 1; !ring && i < chosen->size(); ++i) {
+        if ((*leading)[(*chosen)[i]] < (*leading)[(*chosen)[c.primary]]) c.primary = i;
+      }
+      c.history = {{1, 0}};
+      if (WriteConfig(session_, c, 0, log)) {
+        for (const std::string& r : *chosen) ++(*load)[r];
+        ++(*leading)[c.primary_endpoint()];
+        Append(log, "placed ", table->full_name, " tablet ", t.id, " (",
+               catalog::FormatPlacementPolicy(*policy), ") on ", absl::StrJoin(*chosen, ","), "; ");
+      }
+    }
+  }
 }
 
 void TabletMaster::FinishPromotion(coord::Session* session, uint64_t tablet_id, std::string* log) {

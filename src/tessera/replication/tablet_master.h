@@ -7,7 +7,12 @@
 //   1. Reads the directory of live nodes (`nodes/`, ephemeral files of their sessions) and the
 //      configurations (`tablets/`).
 //   2. Creates the configuration of every tablet of every table that has none: the replicas
-//      placed on the live nodes (placement.h), epoch 1, serving.
+//      placed on the live nodes (catalog/placement.h) with the table's placement, as
+//      CreateTable resolved it (catalog/table_placement.h; a table made before placement
+//      options: the tablets strategy, RF min(3, live nodes)), epoch 1, serving. A ring table's
+//      primary is the first node clockwise from the tablet's start, among the live nodes
+//      holding a token (`tokens/`, catalog/ring_store.h); a tablets table's the chosen replica
+//      leading the fewest tablets.
 //   3. For a serving configuration whose primary has no live session: seals epoch e + 1 on the
 //      live replicas (Seal calls). Once a majority of the replica set has answered, writes
 //      epoch e + 1 with the sealed replica of the highest sequence as primary and that sequence
@@ -33,6 +38,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "tessera/catalog/placement.h"
 #include "tessera/catalog/table_catalog.h"
 #include "tessera/catalog/tablet_config.h"
 #include "tessera/coord/lock_service.h"
@@ -48,15 +54,9 @@ struct TabletMasterOptions {
   int64_t step_us = 500'000;
   // A Seal call not answered within this is lost (a replica waits out its leases first).
   int64_t seal_timeout_us = 5'000'000;
-  // Replication factor of new tables: min(max_replication_factor, live nodes).
+  // Replication factor of tables made before placement options existed (no stored
+  // placement: the tablets strategy): min(max_replication_factor, live nodes).
   int max_replication_factor = 3;
-};
-
-// A live node as the directory lists it.
-struct LiveNode {
-  std::string endpoint;
-  std::string dc;
-  std::string rack;
 };
 
 // What a replica answered to the seal of a new epoch.
@@ -101,8 +101,13 @@ class TabletMaster {
   // Writes `config` over `version` (0: create). False when another writer won.
   bool WriteConfig(coord::Session* session, const catalog::TabletConfig& config, int64_t version,
                    std::string* log);
-  void StartPromotion(const catalog::TabletConfig& config, int64_t version,
-                      const std::vector<LiveNode>& live);
+  using Counts = std::map<std::string, size_t>;  // endpoint -> replicas (or primaries) held
+  // Step 2: places and creates the configuration of every tablet that has none. `load` and
+  // `leading` count what each node holds, updated for each placement made.
+  void PlaceNewTablets(const std::vector<catalog::PlacementNode>& live,
+                       const std::map<uint64_t, std::pair<catalog::TabletConfig, int64_t>>& known,
+                       Counts* load, Counts* leading, std::string* log)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(step_mu_);
   void FinishPromotion(coord::Session* session, uint64_t tablet_id, std::string* log)
       ABSL_LOCKS_EXCLUDED(mu_);
 

@@ -45,6 +45,12 @@ admin::Table TableToProto(const catalog::TableInfo& info, admin::Table::View vie
                           ? admin::Table::MICROS
                           : admin::Table::MILLIS);
   out.set_deletion_protection(info.schema.deletion_protection);
+  const model::TableOptions& options = info.schema.options;
+  if (view == admin::Table::FULL && !options.empty()) {
+    out.mutable_tessera_options()->set_placement(options.placement);
+    out.mutable_tessera_options()->set_read_consistency(options.read_consistency);
+    out.mutable_tessera_options()->set_write_consistency(options.write_consistency);
+  }
   return out;
 }
 

@@ -29,7 +29,8 @@ StatusOr<model::FamilySchema> FamilyFromProto(const admin::ColumnFamily& proto,
                                               std::string_view family);
 admin::ColumnFamily FamilyToProto(const model::FamilySchema& family);
 
-// The Table message of `info` as `view` shows it (VIEW_UNSPECIFIED = SCHEMA_VIEW).
+// The Table message of `info` as `view` shows it (VIEW_UNSPECIFIED = SCHEMA_VIEW); the FULL
+// view adds the table's tessera_options (none for a table made before they existed).
 admin::Table TableToProto(const catalog::TableInfo& info, admin::Table::View view);
 
 }  // namespace tessera::server

@@ -8,6 +8,7 @@
 #include "tessera/catalog/tablet_id.h"
 #include "tessera/model/row_mutation.h"
 #include "tessera/replication/consistency_token.h"
+#include "tessera/replication/consistency.h"
 #include "tessera/server/admin_convert.h"
 #include "tessera/server/grpc_status.h"
 #include "tessera/server/list_pages.h"
@@ -122,11 +123,43 @@ StatusOr<admin::Table> AdminService::DoCreateTable(const admin::CreateTableReque
   }
   std::vector<std::string> splits;
   for (const auto& split : request.initial_splits()) splits.push_back(split.key());
+  RETURN_IF_ERROR(ResolveTableOptions(request.table().tessera_options(), &schema, &splits));
   ASSIGN_OR_RETURN(
       std::shared_ptr<const catalog::TableInfo> info,
       definitions_->CreateTable(request.parent(), std::move(schema), std::move(splits)));
-  TLOG_INFO("admin: created table {} ({} tablets)", info->full_name, info->tablets.size());
+  TLOG_INFO("admin: created table {} ({} tablets, placement {})", info->full_name,
+            info->tablets.size(), info->schema.options.placement);
   return TableToProto(*info, admin::Table::SCHEMA_VIEW);
+}
+
+Status AdminService::ResolveTableOptions(const ::tessera::v1::TableOptions& options,
+                                         model::TableSchema* schema,
+                                         std::vector<std::string>* splits) const {
+  auto bad = [](std::string_view field, std::string_view message) {
+    return absl::InvalidArgumentError(tessera::StrCat("tessera_options.", field, ": ", message));
+  };
+  const std::string& read = options.read_consistency();
+  if (!read.empty() && !replication::ParseReadLevel(read)) {
+    return bad("read_consistency", tessera::StrCat("unknown read consistency level \"", read,
+                                                   "\" (primary, quorum or one)"));
+  }
+  const std::string& write = options.write_consistency();
+  if (!write.empty() && !replication::ParseWriteLevel(write)) {
+    return bad("write_consistency", tessera::StrCat("unknown write consistency level \"", write,
+                                                    "\" (one, quorum, all or local_quorum)"));
+  }
+  catalog::ClusterView cluster;
+  if (placement_.cluster) {
+    ASSIGN_OR_RETURN(cluster, placement_.cluster());
+  } else {
+    cluster.live.emplace_back().endpoint = "this node";
+  }
+  StatusOr<catalog::PlacementPolicy> policy =
+      catalog::ResolveTablePlacement(options.placement(), placement_.placement, cluster.live);
+  if (!policy.ok()) return bad("placement", std::string(policy.status().message()));
+  *splits = catalog::TableSplitKeys(*policy, cluster.Ring(), std::move(*splits));
+  schema->options = model::TableOptions{catalog::FormatPlacementPolicy(*policy), read, write};
+  return Status();
 }
 
 StatusOr<admin::ListTablesResponse> AdminService::DoListTables(

@@ -1,5 +1,6 @@
 // The Bigtable table-admin service (google.bigtable.admin.v2.BigtableTableAdmin) over the
-// catalog::TableCatalog: CreateTable (families, GC rules, initial splits), ListTables (views,
+// catalog::TableCatalog: CreateTable (families, GC rules, initial splits, Tessera's table
+// options: placement and consistency levels), ListTables (views,
 // paging), GetTable, UpdateTable (deletion_protection), DeleteTable, ModifyColumnFamilies (create,
 // update GC rule, drop — a dropped family's data is gone for good), DropRowRange (a prefix or
 // every row), GenerateConsistencyToken / CheckConsistency. Methods not declared here answer
@@ -26,14 +27,27 @@
 #pragma once
 
 #include <functional>
+#include <string>
 
 #include "google/bigtable/admin/v2/bigtable_table_admin.grpc.pb.h"
+#include "tessera/catalog/ring_store.h"
 #include "tessera/catalog/table_catalog.h"
 #include "tessera/catalog/table_definitions.h"
 #include "tessera/replication/consistency_tokens.h"
+#include "tessera/catalog/table_placement.h"
 #include "tessera/replication/table_access.h"
 
 namespace tessera::server {
+
+// What CreateTable resolves a new table's placement against (catalog/table_placement.h).
+struct PlacementDefaults {
+  // The node's default for tables that name none (`tessera serve --placement`): a strategy
+  // alone or a whole policy.
+  std::string placement = std::string(catalog::kDefaultPlacement);
+  // The cluster's live nodes and ring tokens, now (the node's catalog::RingStore). Unset: this
+  // node alone, with no token (a service built without a cluster, as in unit tests).
+  std::function<StatusOr<catalog::ClusterView>()> cluster;
+};
 
 class AdminService final
     : public ::google::bigtable::admin::v2::BigtableTableAdmin::CallbackService {
@@ -52,16 +66,20 @@ class AdminService final
   // or null while replication has not begun (the token calls then answer Unavailable). With
   // it, the token calls wait for other nodes: call the Do* methods from a thread that may
   // block, never from a task of the executor the replication runs on. Unset: no replication.
+  // `placement` gives CreateTable the defaults and the cluster that a new table's
+  // tessera_options.placement is resolved against.
   AdminService(catalog::TableCatalog* catalog, replication::TableAccess* access,
                catalog::TableDefinitions* definitions = nullptr,
                std::function<Status()> serving_check = nullptr,
-               std::function<replication::ConsistencyTokens*()> tokens = nullptr)
+               std::function<replication::ConsistencyTokens*()> tokens = nullptr,
+               PlacementDefaults placement = {})
       : catalog_(catalog),
         access_(access),
         definitions_(definitions != nullptr ? definitions : catalog),
         cluster_mode_(definitions != nullptr),
         serving_check_(std::move(serving_check)),
-        tokens_(std::move(tokens)) {}
+        tokens_(std::move(tokens)),
+        placement_(std::move(placement)) {}
 
   grpc::ServerUnaryReactor* CreateTable(
       grpc::CallbackServerContext* context,
@@ -123,6 +141,10 @@ class AdminService final
   // The ConsistencyTokens for `table` when its tablets are replicated; null when they are not
   // (version-1 tokens). Unavailable while the node's replication has not begun.
   StatusOr<replication::ConsistencyTokens*> TokensFor(const catalog::TableInfo& table) const;
+  // CreateTable's tessera_options, checked and resolved into `schema->options`; the ring's
+  // tokens are added to `splits` for a ring table.
+  Status ResolveTableOptions(const ::tessera::v1::TableOptions& options, model::TableSchema* schema,
+                             std::vector<std::string>* splits) const;
 
   catalog::TableCatalog* const catalog_;
   replication::TableAccess* const access_;
@@ -130,6 +152,7 @@ class AdminService final
   const bool cluster_mode_;  // definitions were given: DropRowRange goes through access_ only
   const std::function<Status()> serving_check_;
   const std::function<replication::ConsistencyTokens*()> tokens_;
+  const PlacementDefaults placement_;
 };
 
 }  // namespace tessera::server

@@ -482,5 +482,137 @@ TEST_F(AdminServiceTest, ChangesGoThroughTheTableDefinitions) {
   EXPECT_EQ(definitions.creates + definitions.updates, 3);  // reads went to the catalog
 }
 
+// Tessera's table options: checked and resolved at CreateTable against the node's default and
+// the cluster (here a fake view of three nodes in two datacenters, two with tokens), stored with
+// the schema, returned by GetTable and ListTables in the FULL view only.
+class AdminTableOptionsTest : public AdminServiceTest {
+ protected:
+  void SetUp() override {
+    AdminServiceTest::SetUp();
+    PlacementDefaults defaults;
+    defaults.placement = "tablets";
+    defaults.cluster = [this]() -> StatusOr<catalog::ClusterView> { return view_; };
+    service_ =
+        std::make_unique<AdminService>(catalog_.get(), access_.get(), nullptr, nullptr, nullptr,
+                                     defaults);
+    for (const char* e : {"a:1", "b:1", "c:1"}) {
+      catalog::PlacementNode& n = view_.live.emplace_back();
+      n.endpoint = e;
+      n.dc = e[0] == 'c' ? "dc2" : "dc1";
+      n.rack = "r";
+    }
+    view_.live[0].token = view_.tokens["a:1"] = "k";
+    view_.live[1].token = view_.tokens["b:1"] = "d";
+    view_.tokens["gone:1"] = "t";  // on the ring, not live
+  }
+  StatusOr<admin::Table> Create(const std::string& id, const std::string& placement,
+                                const std::string& read = "", const std::string& write = "") {
+    admin::CreateTableRequest r = CreateRequest(id);
+    r.mutable_table()->mutable_tessera_options()->set_placement(placement);
+    r.mutable_table()->mutable_tessera_options()->set_read_consistency(read);
+    r.mutable_table()->mutable_tessera_options()->set_write_consistency(write);
+    r.add_initial_splits()->set_key("m");
+    return service_->DoCreateTable(r);
+  }
+  admin::Table Get(const std::string& id, admin::Table::View view) {
+    admin::GetTableRequest g;
+    g.set_name(std::string(kParent) + "/tables/" + id);
+    g.set_view(view);
+    StatusOr<admin::Table> t = service_->DoGetTable(g);
+    EXPECT_TRUE(t.ok()) << t.status();
+    return t.value_or(admin::Table{});
+  }
+  std::vector<std::string> Starts(const std::string& id) {
+    std::vector<std::string> out;
+    auto info = catalog_->GetTable(std::string(kParent) + "/tables/" + id);
+    EXPECT_TRUE(info.ok());
+    for (const catalog::TabletRef& tablet : (*info)->tablets) out.push_back(tablet.start_row);
+    return out;
+  }
+
+  catalog::ClusterView view_;
+  Status view_error_;
+};
+
+TEST_F(AdminTableOptionsTest, ResolvedStoredAndReturnedInTheFullView) {
+  ASSERT_TRUE(Create("plain", "").ok());
+  ASSERT_TRUE(Create("r", "ring", "quorum", "local_quorum").ok());
+  ASSERT_TRUE(Create("dcs", "tablets:dc2=1,dc1=2").ok());
+  // The node's default with the default RF, min(3, live nodes).
+  EXPECT_EQ(Get("plain", admin::Table::FULL).tessera_options().placement(), "tablets:3");
+  const admin::Table r = Get("r", admin::Table::FULL);
+  EXPECT_EQ(r.tessera_options().placement(), "ring:3");
+  EXPECT_EQ(r.tessera_options().read_consistency(), "quorum");
+  EXPECT_EQ(r.tessera_options().write_consistency(), "local_quorum");
+  EXPECT_EQ(Get("dcs", admin::Table::FULL).tessera_options().placement(), "tablets:dc1=2,dc2=1");
+  // Not in the other views, which stay what Bigtable returns.
+  EXPECT_FALSE(Get("r", admin::Table::SCHEMA_VIEW).has_tessera_options());
+  admin::ListTablesRequest list;
+  list.set_parent(kParent);
+  list.set_view(admin::Table::FULL);
+  StatusOr<admin::ListTablesResponse> listed = service_->DoListTables(list);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->tables_size(), 3);
+  EXPECT_EQ(listed->tables(1).tessera_options().placement(), "tablets:3");
+  EXPECT_EQ(listed->tables(2).tessera_options().write_consistency(), "local_quorum");
+  // A ring table is cut at every token of the ring, the absent node's too, and at its splits;
+  // a tablets table only at its splits.
+  EXPECT_EQ(Starts("r"), (std::vector<std::string>{"", "d", "k", "m", "t"}));
+  EXPECT_EQ(Starts("plain"), (std::vector<std::string>{"", "m"}));
+  // Kept in the schema: a catalog rebuilt from the engine's tablets has them.
+  auto reopened = catalog::TableCatalog::Open(engine_.get(), /*seed=*/1);
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  auto info = (*reopened)->GetTable(std::string(kParent) + "/tables/r");
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ((*info)->schema.options, (model::TableOptions{"ring:3", "quorum", "local_quorum"}));
+}
+
+TEST_F(AdminTableOptionsTest, BadOptionsAreInvalidArgumentNamingTheValue) {
+  auto refused = [&](const std::string& placement, const std::string& read = "",
+                     const std::string& write = "") {
+    StatusOr<admin::Table> t = Create("bad", placement, read, write);
+    EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument) << placement;
+    return std::string(t.status().message());
+  };
+  EXPECT_NE(refused("hash:3").find("tessera_options.placement: invalid placement \"hash:3\": "
+                                   "unknown strategy \"hash\""),
+            std::string::npos);
+  EXPECT_NE(refused("ring:0").find("got 0"), std::string::npos);
+  EXPECT_EQ(refused("tablets:4"),
+            "tessera_options.placement: placement \"tablets:4\" needs 4 nodes, the cluster has "
+            "3 live");
+  EXPECT_EQ(refused("ring:dc3=1"),
+            "tessera_options.placement: placement \"ring:dc3=1\": datacenter dc3 has no live "
+            "nodes");
+  EXPECT_EQ(refused("", "all"),
+            "tessera_options.read_consistency: unknown read consistency level \"all\" "
+            "(primary, quorum or one)");
+  EXPECT_EQ(refused("", "", "primary"),
+            "tessera_options.write_consistency: unknown write consistency level \"primary\" "
+            "(one, quorum, all or local_quorum)");
+  EXPECT_FALSE(catalog_->GetTable(std::string(kParent) + "/tables/bad").ok());
+  // The cluster cannot be read: the error is the lock service's.
+  view_error_ = absl::UnavailableError("no session");
+  PlacementDefaults defaults;
+  defaults.cluster = [this]() -> StatusOr<catalog::ClusterView> { return view_error_; };
+  service_ =
+      std::make_unique<AdminService>(catalog_.get(), access_.get(), nullptr, nullptr, nullptr,
+                                     defaults);
+  EXPECT_EQ(Create("later", "").status().code(), absl::StatusCode::kUnavailable);
+}
+
+TEST_F(AdminServiceTest, WithoutAClusterATableIsPlacedOnThisNodeAlone) {
+  admin::CreateTableRequest r = CreateRequest("solo");
+  r.mutable_table()->mutable_tessera_options()->set_placement("ring");
+  ASSERT_TRUE(service_->DoCreateTable(r).ok());
+  r.set_table_id("two");
+  r.mutable_table()->mutable_tessera_options()->set_placement("tablets:2");
+  EXPECT_EQ(service_->DoCreateTable(r).status().code(), absl::StatusCode::kInvalidArgument);
+  auto info = catalog_->GetTable(std::string(kParent) + "/tables/solo");
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ((*info)->schema.options.placement, "ring:1");
+  EXPECT_EQ((*info)->tablets.size(), 1u);
+}
+
 }  // namespace
 }  // namespace tessera::server

@@ -95,9 +95,16 @@ Status NodeCore::OpenParts() {
       return store != nullptr ? store->tokens() : nullptr;
     };
   }
+  PlacementDefaults placement;
+  placement.placement = options_.cluster.placement;
+  placement.cluster = [this]() -> StatusOr<catalog::ClusterView> {
+    catalog::RingStore* ring = this->ring();
+    if (ring == nullptr) return absl::UnavailableError("this node is still joining its cluster");
+    return ring->Read();
+  };
   admin_ = std::make_unique<AdminService>(
       catalog_.get(), access_.get(), schema_.get(), [this] { return CheckServing(); },
-      std::move(tokens));
+      std::move(tokens), std::move(placement));
   return Status();
 }
 
@@ -125,16 +132,20 @@ cluster::NodeHooks NodeCore::Hooks() const {
   catalog::SchemaStore* schema = schema_ != nullptr ? schema_->store() : nullptr;
   AppProfileStore* profiles = profiles_.get();
   replication::ReplicatedStore* store = store_.get();
-  hooks.on_registered = [schema, profiles, store](coord::Session* session) {
+  catalog::RingStore* ring = ring_.get();
+  hooks.on_registered = [schema, profiles, store, ring](coord::Session* session) {
+    // The token first: the master places ring tables only on nodes that have one.
+    if (ring != nullptr) RETURN_IF_ERROR(ring->Attach(session));
     if (schema != nullptr) RETURN_IF_ERROR(schema->Attach(session));
     profiles->Attach(session);
     if (store != nullptr) RETURN_IF_ERROR(store->Attach(session));
     return Status();
   };
-  hooks.on_session_lost = [schema, profiles, store] {
+  hooks.on_session_lost = [schema, profiles, store, ring] {
     if (store != nullptr) store->Detach();
     profiles->Detach();
     if (schema != nullptr) schema->Detach();
+    if (ring != nullptr) ring->Detach();
   };
   return hooks;
 }
@@ -187,8 +198,15 @@ Status NodeCore::StartReplication(const std::string& endpoint) {
   return Status();
 }
 
+void NodeCore::MakeRing(const std::string& endpoint) {
+  if (ring_ != nullptr) return;
+  ring_ = std::make_unique<catalog::RingStore>(NodeOptionsFor(endpoint).endpoint);
+  ring_ptr_.store(ring_.get(), std::memory_order_release);
+}
+
 Status NodeCore::StartNode(const std::string& endpoint, cluster::Transport* transport) {
   RETURN_IF_ERROR(StartReplication(endpoint));
+  MakeRing(endpoint);
   ASSIGN_OR_RETURN(node_, cluster::ClusterNode::Start(NodeOptionsFor(endpoint), lock_service_,
                                                       transport, Hooks(), env_.env));
   serving_node_.store(node_.get(), std::memory_order_release);
@@ -198,6 +216,7 @@ Status NodeCore::StartNode(const std::string& endpoint, cluster::Transport* tran
 Status NodeCore::BeginNode(const std::string& endpoint, cluster::Transport* transport,
                            std::function<void(Status)> on_started) {
   RETURN_IF_ERROR(StartReplication(endpoint));
+  MakeRing(endpoint);
   ASSIGN_OR_RETURN(node_,
                    cluster::ClusterNode::Begin(NodeOptionsFor(endpoint), lock_service_, transport,
                                                Hooks(), env_.env, std::move(on_started)));

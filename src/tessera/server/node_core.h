@@ -42,8 +42,10 @@
 #include <memory>
 #include <string>
 
+#include "tessera/catalog/ring_store.h"
 #include "tessera/catalog/table_catalog.h"
 #include "tessera/catalog/table_definitions.h"
+#include "tessera/catalog/table_placement.h"
 #include "tessera/cluster/node.h"
 #include "tessera/cluster/transport.h"
 #include "tessera/coord/lock_service.h"
@@ -70,6 +72,10 @@ struct ClusterServeOptions {
   // Cluster name, dc, rack, seeds, gossip and session settings. `endpoint` empty = the address
   // the node was started with; `data_dir` is set to the engine's folder.
   cluster::NodeOptions node;
+  // The placement of tables that name none (tessera_options.placement): "tablets", "ring" or a
+  // whole policy (catalog/table_placement.h). The replication factor of a strategy alone is
+  // min(3, live nodes) when the table is created.
+  std::string placement = std::string(catalog::kDefaultPlacement);
   // Called (on a node task) when the node will never serve again: it lost its session and
   // node.on_session_loss is kExit. The owner should shut the node down and exit non-zero.
   std::function<void(const Status&)> on_fatal;
@@ -152,6 +158,9 @@ class NodeCore {
   AdminService* admin() const { return admin_.get(); }
   AppProfileStore* profiles() const { return profiles_.get(); }
   coord::LockService* lock_service() const { return lock_service_; }
+  // The ring's tokens and the live nodes (catalog/ring_store.h): null before the node first
+  // begins; this node's token is chosen or read back at each registration.
+  catalog::RingStore* ring() const { return ring_ptr_.load(std::memory_order_acquire); }
   // Null before StartNode/BeginNode and after StopNode. For the controlling thread.
   cluster::ClusterNode* node() const { return node_.get(); }
   // The same for request threads (any thread): set once StartNode has started the node (at
@@ -170,6 +179,8 @@ class NodeCore {
   cluster::NodeHooks Hooks() const;
   // Makes the channel and the replicated store for `endpoint` and starts them (once).
   Status StartReplication(const std::string& endpoint);
+  // Makes the ring store for the node's endpoint (once).
+  void MakeRing(const std::string& endpoint);
 
   const NodeCoreOptions options_;
   const NodeCoreEnv env_;
@@ -196,6 +207,9 @@ class NodeCore {
   };
   std::map<uint64_t, Replayed> replayed_;
   std::unique_ptr<AdminService> admin_;
+  // Made before the node first begins; never replaced, so request threads may read it.
+  std::unique_ptr<catalog::RingStore> ring_;
+  std::atomic<catalog::RingStore*> ring_ptr_{nullptr};
   std::unique_ptr<cluster::ClusterNode> node_;
   // `node_` for request threads: requests may arrive before the node exists (a server joins
   // once its port is open), so they read this, set when the node has started.

@@ -4,6 +4,9 @@
 
 #include "tessera/catalog/table_definition.h"
 #include "tessera/replication/node_tablets.h"
+#include "tessera/catalog/tablet_config.h"
+#include "tessera/replication/replica_node.h"
+#include "tessera/server/grpc_status.h"
 
 namespace tessera::server {
 
@@ -33,6 +36,32 @@ grpc::ServerUnaryReactor* TabletAdminService::GetTablets(
   } else {
     *response =
         replication::DescribeLocalTablets(node->options().endpoint, *core_->engine(), tables, only);
+  }
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* TabletAdminService::GetRing(grpc::CallbackServerContext* context,
+                                                      const v1::GetRingRequest* /*request*/,
+                                                      v1::Ring* response) {
+  // One listing of the lock service's `nodes/` and `tokens/`: a short blocking call.
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  catalog::RingStore* ring = core_->ring();
+  if (ring == nullptr) {
+    reactor->Finish(
+        grpc::Status(grpc::StatusCode::UNAVAILABLE, "this node is still joining its cluster"));
+    return reactor;
+  }
+  StatusOr<catalog::ClusterView> view = ring->Read();
+  if (!view.ok()) {
+    reactor->Finish(ToGrpcStatus(view.status()));
+    return reactor;
+  }
+  response->set_endpoint(ring->endpoint());
+  for (const auto& [endpoint, token] : view->tokens) {
+    v1::RingToken* t = response->add_tokens();
+    t->set_endpoint(endpoint);
+    t->set_token(token);
   }
   reactor->Finish(grpc::Status::OK);
   return reactor;
