@@ -101,8 +101,13 @@ std::shared_ptr<Coordinator::Op> Coordinator::NewOp(TableSnapshot table, uint64_
   op->tablet_id = tablet_id;
   op->is_read = is_read;
   op->idempotent = is_read;  // a read changes nothing: a lost answer is asked again
-  op->write_level = options.write_level.value_or(options_.write_level);
-  op->read_level = options.read_level.value_or(options_.read_level);
+  // The request's level, else the table's (its tessera_options, checked at CreateTable), else
+  // the node's.
+  const model::TableOptions& defaults = op->table->schema.options;
+  op->write_level = options.write_level.value_or(
+      ParseWriteLevel(defaults.write_consistency).value_or(options_.write_level));
+  op->read_level = options.read_level.value_or(
+      ParseReadLevel(defaults.read_consistency).value_or(options_.read_level));
   op->dc = options_.dc;
   op->client_deadline = options.timeout_us > 0;
   op->deadline_us = clock_->MonotonicMicros() +

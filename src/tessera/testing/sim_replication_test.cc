@@ -296,6 +296,29 @@ TEST(SimReplicationTest, ConsistencyLevelsCountTheReplicasThatAnswer) {
   EXPECT_TRUE(WriteAt(c, via, "a", WriteLevel::kAll).ok());
 }
 
+TEST(SimReplicationTest, ATablesOwnWriteLevelIsItsDefaultAndARequestsLevelWins) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE(StrCat("replay with TESSERA_SEED=", seed));
+  SimCluster c(Options(seed));
+  ASSERT_TRUE(c.Start().ok());
+  admin::CreateTableRequest create = CreateRequest();
+  create.mutable_table()->mutable_tessera_options()->set_write_consistency("all");
+  ASSERT_TRUE(c.core(1)->admin()->DoCreateTable(create).ok());
+  ASSERT_TRUE(c.RunUntil([&] { return Configured(c); }, 5 * kSecond));
+  auto config = c.core(0)->replicated()->replicas()->GetConfig(TableAt(c, 0)->tablets[0].id);
+  int away = -1;
+  for (int i = 0; i < 3 && away < 0; ++i) {
+    if (SimCluster::Endpoint(i) != config->primary_endpoint()) away = i;
+  }
+  const int via = (away + 1) % 3;
+  ASSERT_TRUE(Write(c, via, "a", "1").ok());  // every replica answers: ALL is met
+  c.Partition({{away}});
+  c.RunFor(2 * kSecond);
+  // The table's ALL cannot be met with a replica cut off; the request's ONE overrides it.
+  EXPECT_FALSE(Write(c, via, "a", "2").ok());
+  EXPECT_TRUE(WriteAt(c, via, "a", replication::WriteLevel::kOne).ok());
+}
+
 TEST(SimReplicationTest, QuorumReadsAnswerWhileThePrimaryIsDownAndSeeEveryAcknowledgedWrite) {
   const uint64_t seed = TestSeed();
   SCOPED_TRACE(StrCat("replay with TESSERA_SEED=", seed));
