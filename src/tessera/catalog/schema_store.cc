@@ -1,5 +1,6 @@
 #include "tessera/catalog/schema_store.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "tessera/catalog/schema_record.h"
@@ -149,6 +150,7 @@ Status SchemaStore::OnPut(const coord::FileInfo& file, coord::MirrorCause cause)
     absl::MutexLock lock(&mu_);
     ++stats_.events_applied;
   }
+  Applied(file.mod_revision);
   return Status();
 }
 
@@ -158,6 +160,7 @@ Status SchemaStore::OnDelete(const std::string& name, int64_t revision, coord::M
     absl::MutexLock lock(&mu_);
     ++stats_.events_applied;
   }
+  Applied(revision);
   return Status();
 }
 
@@ -180,7 +183,20 @@ Status SchemaStore::OnSynced(int64_t revision, const std::set<std::string, std::
       note(incarnations_->Set(full_name, std::nullopt), full_name);
     }
   }
+  if (first_error.ok()) Applied(revision);
   return first_error;
+}
+
+// --- Agreement -------------------------------------------------------------------------------
+
+int64_t SchemaStore::applied_revision() const {
+  absl::MutexLock lock(&mu_);
+  return applied_revision_;
+}
+
+void SchemaStore::Applied(int64_t revision) {
+  absl::MutexLock lock(&mu_);
+  applied_revision_ = std::max(applied_revision_, revision);
 }
 
 void SchemaStore::OnSessionExpired() {
@@ -260,7 +276,8 @@ StatusOr<bool> SchemaStore::ApplyDelete(const std::string& full_name, int64_t re
 // --- Changes --------------------------------------------------------------------------------
 
 StatusOr<std::string> SchemaStore::CreateTable(std::string_view instance, model::TableSchema schema,
-                                               std::vector<std::string> split_keys) {
+                                               std::vector<std::string> split_keys,
+                                               int64_t* revision) {
   RETURN_IF_ERROR(ValidateInstanceName(instance));
   RETURN_IF_ERROR(schema.Validate());
   RETURN_IF_ERROR(NormalizeSplitKeys(&split_keys));
@@ -281,11 +298,13 @@ StatusOr<std::string> SchemaStore::CreateTable(std::string_view instance, model:
   }
   if (!put.ok()) return coord::LockServiceCallError("creating a table", put.status());
   RETURN_IF_ERROR(mirror_->DeliverLocalPut(*put));
+  if (revision != nullptr) *revision = put->mod_revision;
   return full_name;
 }
 
 Status SchemaStore::UpdateSchema(std::string_view full_name,
-                                 const std::function<Status(model::TableSchema*)>& change) {
+                                 const std::function<Status(model::TableSchema*)>& change,
+                                 int64_t* revision) {
   RETURN_IF_ERROR(TableName::Parse(full_name).status());
   const std::string key = RecordName(full_name);
   ASSIGN_OR_RETURN(coord::PrefixMirror::SessionUse session, BeginUse());
@@ -312,12 +331,13 @@ Status SchemaStore::UpdateSchema(std::string_view full_name,
     StatusOr<coord::FileInfo> put = session->Put(key, record.Encode(), put_options);
     if (absl::IsAborted(put.status())) continue;  // changed meanwhile: run `change` again
     if (!put.ok()) return coord::LockServiceCallError("updating a table's schema", put.status());
+    if (revision != nullptr) *revision = put->mod_revision;
     return mirror_->DeliverLocalPut(*put);
   }
   return TooManyAttempts(full_name, "update", options_.max_attempts);
 }
 
-Status SchemaStore::DeleteTable(std::string_view full_name) {
+Status SchemaStore::DeleteTable(std::string_view full_name, int64_t* revision) {
   RETURN_IF_ERROR(TableName::Parse(full_name).status());
   const std::string key = RecordName(full_name);
   ASSIGN_OR_RETURN(coord::PrefixMirror::SessionUse session, BeginUse());
@@ -336,7 +356,9 @@ Status SchemaStore::DeleteTable(std::string_view full_name) {
     if (absl::IsAborted(s) || absl::IsNotFound(s)) continue;  // changed meanwhile: look again
     if (!s.ok()) return coord::LockServiceCallError("deleting a table", s);
     // The delete's own revision is not returned; no put of this name can lie between the
-    // record read and the delete (compare-and-set), so "after got.mod_revision" orders it.
+    // record read and the delete (compare-and-set), so "after got.mod_revision" orders it,
+    // and a node holds it once it has applied got.mod_revision + 1 or later.
+    if (revision != nullptr) *revision = got.mod_revision + 1;
     return mirror_->DeliverLocalDelete(key, got.mod_revision);
   }
   return TooManyAttempts(full_name, "delete", options_.max_attempts);

@@ -30,6 +30,12 @@
 // family, the schema version at which it was last created (TableDefinition::family_since), so
 // the node drops the stale local family before adding the new one.
 //
+// Agreement (Cassandra's schema agreement): a change is durable once it is in the lock service,
+// and applied on the node that made it before it returns; the other nodes apply it when their
+// watch delivers it, a few milliseconds later. applied_revision() says how far this node has
+// applied, and the changes give the revision another node must have applied to hold them, so that the node that made a change can wait (bounded) until
+// every live node holds it before it answers (server/schema_agreement.h).
+//
 // Session loss: Detach() stops the mirror; while detached (or once the session expired) every
 // change returns Unavailable. The node calls Detach() when its session is lost and
 // Attach(new_session) after re-registering, which reconciles whatever changed meanwhile.
@@ -111,20 +117,34 @@ class SchemaStore final : private coord::MirrorListener {
 
   SchemaStoreStats GetStats() const;
 
+  // --- Agreement ---
+  // The lock-service revision up to which this node has applied the cluster's schema: every
+  // record and delete at or below it has been applied to the local tables (or refused as
+  // malformed or divergent, which is logged and counted). 0 before the first listing.
+  int64_t applied_revision() const;
+
   // --- Changes (the contract of catalog::TableDefinitions, which wraps these) ---
   // Creates the record of table `schema.name` in `instance` (schema version 1) and applies it
   // locally; returns the table's full name. InvalidArgument (names, GC rules, split keys),
   // AlreadyExists 'table "…" already exists', Unavailable.
+  // Every change sets *revision (when given) to the revision another node must have applied
+  // (applied_revision()) to hold the change. A delete's own revision is not known here (the
+  // lock service does not return it): it is the record's last revision + 1, which is exact
+  // unless another change of the service came between the read of the record and the delete —
+  // then a node may report that revision a few milliseconds before its watch delivers the
+  // delete.
   StatusOr<std::string> CreateTable(std::string_view instance, model::TableSchema schema,
-                                    std::vector<std::string> split_keys);
+                                    std::vector<std::string> split_keys,
+                                    int64_t* revision = nullptr);
   // NotFound, FailedPrecondition (protected), Unavailable, Aborted (lost too many races). A
   // record that cannot be decoded can still be deleted (there is no other way to clear it).
-  Status DeleteTable(std::string_view full_name);
+  Status DeleteTable(std::string_view full_name, int64_t* revision = nullptr);
   // Runs `change` on the record's schema (maybe more than once: a lost compare-and-set runs it
   // again on the newer schema) and stores and applies the result. NotFound, InvalidArgument,
   // DataLoss (the record is malformed), whatever `change` returns, Unavailable, Aborted.
   Status UpdateSchema(std::string_view full_name,
-                      const std::function<Status(model::TableSchema*)>& change);
+                      const std::function<Status(model::TableSchema*)>& change,
+                      int64_t* revision = nullptr);
 
   // The lock-service file name of a table.
   std::string RecordName(std::string_view full_name) const {
@@ -159,13 +179,18 @@ class SchemaStore final : private coord::MirrorListener {
   const SchemaStoreOptions options_;
   const std::unique_ptr<IncarnationFile> incarnations_;
 
+  // Records that everything up to `revision` is applied.
+  void Applied(int64_t revision) ABSL_LOCKS_EXCLUDED(mu_);
+
   // Serializes Attach and Detach. Never taken by a mirror delivery.
   absl::Mutex attach_mu_;
   bool attached_ ABSL_GUARDED_BY(attach_mu_) = false;
 
-  // Guards the statistics kept here (the mirror keeps failures and reconciles).
+  // Guards the statistics kept here (the mirror keeps failures and reconciles) and the
+  // agreement's state.
   mutable absl::Mutex mu_;
   SchemaStoreStats stats_ ABSL_GUARDED_BY(mu_);
+  int64_t applied_revision_ ABSL_GUARDED_BY(mu_) = 0;
 
   // Last, so that it stops (and no longer calls this object) before the rest goes.
   std::unique_ptr<coord::PrefixMirror> mirror_;

@@ -176,6 +176,39 @@ TEST_F(SchemaStoreTest, ChangesAreLocalAtOnceAndReachTheOtherNode) {
   EXPECT_EQ(a_->store->GetStats().apply_failures, 0u);
 }
 
+// Each change gives the revision a node must have applied to hold it; the node that made it has
+// applied it when the call returns, the other once its watch delivered it — and not before.
+TEST_F(SchemaStoreTest, AChangesRevisionIsAppliedHereAtOnceAndThereWhenTheChangeArrives) {
+  const int64_t before = b_->store->applied_revision();
+  int64_t created_at = 0;
+  ASSERT_TRUE(a_->store->CreateTable(kInstance, Schema("t", {"cf"}), {}, &created_at).ok());
+  EXPECT_GT(created_at, before);
+  EXPECT_GE(a_->store->applied_revision(), created_at);
+  ASSERT_TRUE(WaitFor([&] { return b_->store->applied_revision() >= created_at; }));
+  EXPECT_EQ(b_->tables.Version(), 1u) << "b reached the revision without the table";
+
+  int64_t updated_at = 0;
+  ASSERT_TRUE(a_->store
+                  ->UpdateSchema(
+                      kTable,
+                      [](model::TableSchema* s) {
+                        s->families["more"];
+                        return Status();
+                      },
+                      &updated_at)
+                  .ok());
+  EXPECT_GT(updated_at, created_at);
+  EXPECT_GE(a_->store->applied_revision(), updated_at);
+  ASSERT_TRUE(WaitFor([&] { return b_->store->applied_revision() >= updated_at; }));
+  EXPECT_EQ(b_->tables.Version(), 2u);
+
+  int64_t deleted_at = 0;
+  ASSERT_TRUE(a_->store->DeleteTable(kTable, &deleted_at).ok());
+  EXPECT_GT(deleted_at, updated_at);
+  ASSERT_TRUE(WaitFor([&] { return b_->store->applied_revision() >= deleted_at; }));
+  EXPECT_EQ(b_->tables.Version(), 0u) << "b reached the delete's revision with the table";
+}
+
 TEST_F(SchemaStoreTest, AnotherIncarnationIsDroppedBeforeItIsCreated) {
   ASSERT_TRUE(a_->store->CreateTable(kInstance, Schema("t", {"cf"}), {}).ok());
   ASSERT_TRUE(WaitFor([&] { return b_->tables.Version() == 1; }));

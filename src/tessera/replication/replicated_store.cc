@@ -80,12 +80,14 @@ void ReplicatedStore::Start() {
   ReplicaNode* replicas = replicas_.get();
   Coordinator* coordinator = coordinator_.get();
   ConsistencyTokens* tokens = tokens_.get();
+  auto other = env_.handle_other;
   env_.channel->SetHandler(
-      [replicas, coordinator, tokens](const std::string& from, const std::string& method,
-                                      std::string request, RpcChannel::Responder respond) {
+      [replicas, coordinator, tokens, other](const std::string& from, const std::string& method,
+                                             std::string request, RpcChannel::Responder respond) {
         if (replicas->Handle(from, method, request, respond)) return;
         if (coordinator->Handle(from, method, request, respond)) return;
         if (tokens->Handle(method, request, respond)) return;
+        if (other && other(method, request, respond)) return;
         respond(absl::UnimplementedError(StrCat("no replication method \"", method, "\"")));
       });
   replicas_->Start();

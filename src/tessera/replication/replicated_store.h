@@ -41,6 +41,11 @@ struct ReplicatedStoreEnv {
   FilterCompiler compile;
   TabletMaster::TablesFn tables;
   std::function<bool()> is_master;
+  // Serves the methods of other layers on the channel (the schema's agreement); false (and
+  // `respond` untouched) for a method it does not know. Null: none.
+  std::function<bool(const std::string& method, std::string& request,
+                     RpcChannel::Responder& respond)>
+      handle_other;
 };
 
 class ReplicatedStore {

@@ -48,19 +48,40 @@ StatusOr<std::unique_ptr<ClusterDefinitions>> ClusterDefinitions::Open(
 
 StatusOr<std::shared_ptr<const catalog::TableInfo>> ClusterDefinitions::CreateTable(
     std::string_view instance, model::TableSchema schema, std::vector<std::string> split_keys) {
-  ASSIGN_OR_RETURN(std::string full_name,
-                   store_->CreateTable(instance, std::move(schema), std::move(split_keys)));
+  int64_t revision = 0;
+  ASSIGN_OR_RETURN(std::string full_name, store_->CreateTable(instance, std::move(schema),
+                                                              std::move(split_keys), &revision));
+  AfterChange(revision);
   return catalog_->GetTable(full_name);
 }
 
 Status ClusterDefinitions::DeleteTable(std::string_view full_name) {
-  return store_->DeleteTable(full_name);
+  int64_t revision = 0;
+  RETURN_IF_ERROR(store_->DeleteTable(full_name, &revision));
+  AfterChange(revision);
+  return Status();
 }
 
 StatusOr<std::shared_ptr<const catalog::TableInfo>> ClusterDefinitions::UpdateSchema(
     std::string_view full_name, const std::function<Status(model::TableSchema*)>& change) {
-  RETURN_IF_ERROR(store_->UpdateSchema(full_name, change));
+  int64_t revision = 0;
+  RETURN_IF_ERROR(store_->UpdateSchema(full_name, change, &revision));
+  AfterChange(revision);
   return catalog_->GetTable(full_name);
+}
+
+void ClusterDefinitions::SetAfterChange(std::function<void(int64_t revision)> after_change) {
+  absl::MutexLock lock(&after_change_mu_);
+  after_change_ = std::move(after_change);
+}
+
+void ClusterDefinitions::AfterChange(int64_t revision) const {
+  std::function<void(int64_t)> after_change;
+  {
+    absl::MutexLock lock(&after_change_mu_);
+    after_change = after_change_;
+  }
+  if (after_change) after_change(revision);
 }
 
 }  // namespace tessera::server

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "tessera/catalog/schema_store.h"
 #include "tessera/catalog/table_catalog.h"
 #include "tessera/catalog/table_definitions.h"
@@ -37,6 +38,11 @@ class ClusterDefinitions final : public catalog::TableDefinitions {
 
   catalog::SchemaStore* store() const { return store_.get(); }
 
+  // Runs after every change that succeeded, before the change returns, with the revision every
+  // node must have applied to hold it (catalog::SchemaStore): the node's schema agreement
+  // (schema_agreement.h) waits there. Null (the default): nothing runs.
+  void SetAfterChange(std::function<void(int64_t revision)> after_change);
+
   // --- catalog::TableDefinitions (errors: catalog::SchemaStore's) ---
   StatusOr<std::shared_ptr<const catalog::TableInfo>> CreateTable(
       std::string_view instance, model::TableSchema schema,
@@ -50,7 +56,11 @@ class ClusterDefinitions final : public catalog::TableDefinitions {
   class CatalogTables;
   explicit ClusterDefinitions(catalog::TableCatalog* catalog);
 
+  void AfterChange(int64_t revision) const;
+
   catalog::TableCatalog* const catalog_;
+  mutable absl::Mutex after_change_mu_;
+  std::function<void(int64_t)> after_change_ ABSL_GUARDED_BY(after_change_mu_);
   const std::unique_ptr<CatalogTables> local_;
   std::unique_ptr<catalog::SchemaStore> store_;  // uses local_: declared after it
 };

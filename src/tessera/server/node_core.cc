@@ -1,6 +1,9 @@
 #include "tessera/server/node_core.h"
 
 #include <utility>
+#include <vector>
+
+#include "absl/strings/str_join.h"
 
 #include "tessera/coord/open_lock_service.h"
 #include "tessera/replication/cluster_table_access.h"
@@ -141,6 +144,12 @@ cluster::NodeHooks NodeCore::Hooks() const {
     if (store != nullptr) RETURN_IF_ERROR(store->Attach(session));
     return Status();
   };
+  // A removed node's token goes, so that tables created from now on are not placed on it.
+  hooks.on_removed = [](coord::Session* session, const std::string& endpoint) -> Status {
+    Status s = session->Delete(catalog::TokenFileName(endpoint), std::nullopt);
+    if (s.ok()) TLOG_INFO("ring: removed the token of {}", endpoint);
+    return absl::IsNotFound(s) ? Status() : s;
+  };
   hooks.on_session_lost = [schema, profiles, store, ring] {
     if (store != nullptr) store->Detach();
     profiles->Detach();
@@ -182,6 +191,11 @@ Status NodeCore::StartReplication(const std::string& endpoint) {
     cluster::ClusterNode* node = serving_node();
     return node != nullptr && node->is_master();
   };
+  catalog::SchemaStore* schema = schema_->store();
+  re.handle_other = [schema](const std::string& method, std::string& /*request*/,
+                             replication::RpcChannel::Responder& respond) {
+    return SchemaAgreement::Serve(*schema, method, respond);
+  };
   replication::ReplicatedStoreOptions ro;
   ro.coordinator.dc = options_.cluster.node.dc;
   ro.coordinator.write_level = options_.cluster.write_level;
@@ -195,7 +209,35 @@ Status NodeCore::StartReplication(const std::string& endpoint) {
   replayed_.clear();
   store_->Start();
   replicated_.store(store_.get(), std::memory_order_release);
+  if (options_.cluster.schema_agreement_timeout_us > 0) StartSchemaAgreement();
   return Status();
+}
+
+void NodeCore::StartSchemaAgreement() {
+  SchemaAgreementOptions options;
+  options.timeout_us = options_.cluster.schema_agreement_timeout_us;
+  agreement_ = std::make_unique<SchemaAgreement>(
+      channel_.get(), env_.env.clock, [this]() -> StatusOr<std::vector<std::string>> {
+        catalog::RingStore* ring = this->ring();
+        if (ring == nullptr) return std::vector<std::string>();
+        ASSIGN_OR_RETURN(catalog::ClusterView view, ring->Read());
+        std::vector<std::string> live;
+        for (const catalog::PlacementNode& node : view.live) live.push_back(node.endpoint);
+        return live;
+      },
+      options);
+  SchemaAgreement* agreement = agreement_.get();
+  schema_->SetAfterChange([agreement](int64_t revision) {
+    StatusOr<std::vector<std::string>> missed = agreement->Await(revision);
+    if (!missed.ok()) {
+      TLOG_WARN("cluster schema: could not ask the nodes whether they hold revision {}: {}",
+                revision, missed.status().ToString());
+    } else if (!missed->empty()) {
+      TLOG_WARN("cluster schema: revision {} not confirmed within the agreement wait by {}; "
+                "they apply it when their watch catches up",
+                revision, absl::StrJoin(*missed, ", "));
+    }
+  });
 }
 
 void NodeCore::MakeRing(const std::string& endpoint) {
@@ -246,7 +288,9 @@ Status NodeCore::Close() {
   closed_ = true;
   StopNode();
   replicated_.store(nullptr);
+  if (schema_ != nullptr) schema_->SetAfterChange(nullptr);
   if (store_ != nullptr) store_->Stop();
+  agreement_.reset();
   channel_.reset();  // its pending calls end into the stopped store
   store_.reset();
   admin_.reset();

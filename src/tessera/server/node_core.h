@@ -56,6 +56,7 @@
 #include "tessera/replication/consistency.h"
 #include "tessera/server/app_profile_store.h"
 #include "tessera/server/cluster_definitions.h"
+#include "tessera/server/schema_agreement.h"
 #include "tessera/tablet/engine.h"
 #include "tessera/util/env.h"
 #include "tessera/util/status.h"
@@ -82,6 +83,10 @@ struct ClusterServeOptions {
   // The levels of requests whose app profile sets none (replication/consistency.h).
   replication::WriteLevel write_level = replication::WriteLevel::kQuorum;
   replication::ReadLevel read_level = replication::ReadLevel::kPrimary;
+  // After a schema change made on this node, wait up to this long for every live node to have
+  // applied it (schema_agreement.h); 0: do not wait. A simulation sets 0: the wait blocks its
+  // thread.
+  int64_t schema_agreement_timeout_us = 10'000'000;
 };
 
 struct NodeCoreOptions {
@@ -181,6 +186,8 @@ class NodeCore {
   Status StartReplication(const std::string& endpoint);
   // Makes the ring store for the node's endpoint (once).
   void MakeRing(const std::string& endpoint);
+  // Makes agreement_ and hooks it after every schema change made here. REQUIRES: channel_.
+  void StartSchemaAgreement();
 
   const NodeCoreOptions options_;
   const NodeCoreEnv env_;
@@ -206,6 +213,8 @@ class NodeCore {
     size_t bytes = 0;
   };
   std::map<uint64_t, Replayed> replayed_;
+  // Waits for the other nodes after a schema change (cluster schema, replicated, timeout > 0).
+  std::unique_ptr<SchemaAgreement> agreement_;
   std::unique_ptr<AdminService> admin_;
   // Made before the node first begins; never replaced, so request threads may read it.
   std::unique_ptr<catalog::RingStore> ring_;

@@ -136,6 +136,8 @@ Status SimCluster::Open(int i) {
   o.cluster.node = options_.node;
   o.cluster.node.endpoint = Endpoint(i);
   o.cluster.node.seeds = {Endpoint(0)};
+  // The agreement wait would block the simulation's one thread, where the answers arrive.
+  o.cluster.schema_agreement_timeout_us = 0;
   // Each node draws its own numbers, all from the one seed.
   const uint64_t node_seed = Env{.seed = options_.seed}.NewRandom(StrCat("node", i)).Next64();
   server::NodeCoreEnv env{.env = Env{.fs = n.fs.get(),
