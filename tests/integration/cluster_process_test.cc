@@ -134,6 +134,13 @@ TEST_F(ClusterTest, NodesFormAClusterAndAKilledNodeIsMarkedDown) {
         milliseconds(5000)))
         << node->endpoint() << " still lists a removed node";
   }
+  // Their ring tokens went too: tables created from now on are placed on the two live nodes.
+  out.clear();
+  ASSERT_EQ(RunCommand(StrCat(g_tessera_binary, " admin ring --json --addr ", live[0]), &out), 0)
+      << out;
+  EXPECT_EQ(out.find(dead), std::string::npos) << "the ring still has " << dead << ":\n" << out;
+  EXPECT_EQ(out.find(gone), std::string::npos) << "the ring still has " << gone << ":\n" << out;
+  EXPECT_NE(out.find(live[1]), std::string::npos) << out;
 }
 
 TEST_F(ClusterTest, APausedNodeIsMarkedDownThenUpAgain) {

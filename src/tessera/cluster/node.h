@@ -115,6 +115,10 @@ struct NodeHooks {
   std::function<void()> on_session_lost;
   // kExit only: the session was lost and the node will not serve again.
   std::function<void(const Status& why)> on_fatal;
+  // RemoveNode removed `endpoint` from the cluster (on the calling thread, with this node's
+  // session): what other layers keep of the node goes here (its ring token). A non-OK status
+  // is RemoveNode's answer (the removal from gossip stands; asking again is harmless).
+  std::function<Status(coord::Session* session, const std::string& endpoint)> on_removed;
 };
 
 // Reads and advances the generation kept in <data_dir>/gossip_generation: max(now in seconds,

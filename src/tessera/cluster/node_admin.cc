@@ -50,10 +50,14 @@ StatusOr<std::string> ClusterNode::RemoveNode(const std::string& endpoint, bool 
     return entry.status();
   }
   Status removed = gossiper_->RemoveEndpoint(endpoint);
-  if (absl::IsNotFound(removed) && !done.empty()) {
-    return tessera::StrCat("removed ", endpoint, ": ", done, "gossip did not know it");
+  if (!removed.ok() && !absl::IsNotFound(removed)) return removed;
+  if (hooks_.on_removed) RETURN_IF_ERROR(hooks_.on_removed(session.get(), endpoint));
+  if (absl::IsNotFound(removed)) {
+    if (!done.empty()) {
+      return tessera::StrCat("removed ", endpoint, ": ", done, "gossip did not know it");
+    }
+    return removed;
   }
-  RETURN_IF_ERROR(removed);
   TLOG_INFO("cluster: {} removed node {} at an operator's request", options_.endpoint, endpoint);
   return tessera::StrCat("removed ", endpoint, ": ", done,
                          "a tombstone in gossip reaches every node within a few rounds");

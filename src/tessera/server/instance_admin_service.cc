@@ -277,6 +277,7 @@ StatusOr<admin::AppProfile> InstanceAdminService::DoCreateAppProfile(
   admin::AppProfile profile = request.app_profile();
   RETURN_IF_ERROR(NormalizeProfile(name, &profile));
   ASSIGN_OR_RETURN(admin::AppProfile created, profiles_->Create(name, std::move(profile)));
+  if (profile_changed_) profile_changed_(name);
   TLOG_INFO("admin: created app profile {}", created.name());
   return created;
 }
@@ -321,6 +322,7 @@ StatusOr<::google::longrunning::Operation> InstanceAdminService::DoUpdateAppProf
     return NormalizeProfile(name, profile);
   };
   ASSIGN_OR_RETURN(admin::AppProfile updated, profiles_->Update(name, given.etag(), change));
+  if (profile_changed_) profile_changed_(name);
   TLOG_INFO("admin: updated app profile {} (etag {})", updated.name(), updated.etag());
   ::google::longrunning::Operation op;
   op.set_name(tessera::StrCat("operations/", updated.name(), "/update/", updated.etag()));
@@ -333,6 +335,7 @@ StatusOr<::google::longrunning::Operation> InstanceAdminService::DoUpdateAppProf
 Status InstanceAdminService::DoDeleteAppProfile(const admin::DeleteAppProfileRequest& request) {
   ASSIGN_OR_RETURN(AppProfileName name, AppProfileName::Parse(request.name()));
   RETURN_IF_ERROR(profiles_->Delete(name));
+  if (profile_changed_) profile_changed_(name);
   TLOG_INFO("admin: deleted app profile {}", request.name());
   return Status();
 }

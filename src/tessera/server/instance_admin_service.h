@@ -55,13 +55,18 @@ class InstanceAdminService final
   // call, on gRPC's threads, so it must be thread-safe.
   // `serving_check` is asked before every served gRPC call (not before the Do* methods); a
   // non-OK status is the call's answer, as for the table-admin service.
+  // `profile_changed` (may be null) runs after an app profile was created, updated or deleted
+  // through this service, so that a node's cache of profiles (app_profile_levels.h) takes the
+  // change at once.
   InstanceAdminService(catalog::TableCatalog* catalog, AppProfileStore* profiles,
                        std::function<ClusterView()> cluster,
-                       std::function<Status()> serving_check = nullptr)
+                       std::function<Status()> serving_check = nullptr,
+                       std::function<void(const AppProfileName&)> profile_changed = nullptr)
       : catalog_(catalog),
         profiles_(profiles),
         cluster_(std::move(cluster)),
-        serving_check_(std::move(serving_check)) {}
+        serving_check_(std::move(serving_check)),
+        profile_changed_(std::move(profile_changed)) {}
 
   // --- The logic, callable without gRPC (tests) ---
   StatusOr<::google::bigtable::admin::v2::ListInstancesResponse> DoListInstances(
@@ -166,6 +171,7 @@ class InstanceAdminService final
   AppProfileStore* const profiles_;
   const std::function<ClusterView()> cluster_;
   const std::function<Status()> serving_check_;
+  const std::function<void(const AppProfileName&)> profile_changed_;
 };
 
 }  // namespace tessera::server

@@ -6,9 +6,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <memory>
 
 #include "grpcpp/grpcpp.h"
 #include "tessera/cluster/grpc_transport.h"
@@ -212,7 +214,20 @@ Status Server::StartServices(State* s) {
   DataServiceOptions data_options = options.data;
   data_options.serving_check = serving_check;
   if (ClusterDefinitions* definitions = core->cluster_definitions(); definitions != nullptr) {
-    data_options.refresh_schema = [definitions] { return definitions->store()->Reconcile(); };
+    // A table this node does not know may have been created through another node a moment
+    // ago (one whose schema agreement timed out): the store reconciles once before NotFound,
+    // at most once a second, so a client asking for missing tables costs the lock service one
+    // listing a second, not one per request.
+    auto last_reconcile_us = std::make_shared<std::atomic<int64_t>>(0);
+    data_options.refresh_schema = [definitions, last_reconcile_us, clock = core->env().clock] {
+      const int64_t now = clock->MonotonicMicros();
+      int64_t last = last_reconcile_us->load();
+      if ((last != 0 && now - last < 1'000'000) ||
+          !last_reconcile_us->compare_exchange_strong(last, now)) {
+        return Status();  // another request reconciled a moment ago: the answer stands
+      }
+      return definitions->store()->Reconcile();
+    };
   }
   if (core->replicated() != nullptr) {
     // A replicated node's operations wait for other nodes, whose answers arrive on gRPC's
@@ -248,7 +263,10 @@ Status Server::StartServices(State* s) {
         view.serve_nodes = std::max(up, 1);
         return view;
       },
-      serving_check);
+      serving_check,
+      [levels = s->profile_levels.get()](const AppProfileName& name) {
+        levels->Forget(name.instance, name.id);
+      });
   s->unimplemented = std::make_unique<UnimplementedService>();
 
   grpc::ServerBuilder builder;
