@@ -200,7 +200,6 @@ class DataService::Impl {
     MutationBuilder builder(table.schema);
     return builder.Build(entry.row_key(), entry.mutations(), now_micros);
   }
-  replication::TableAccess* access() const { return access_; }
 
   StatusOr<bool> CheckAndMutateRow(const grpc::CallbackServerContext* ctx,
                                    const v2::CheckAndMutateRowRequest& req);
