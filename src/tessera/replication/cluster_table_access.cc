@@ -1,8 +1,10 @@
 #include "tessera/replication/cluster_table_access.h"
 
 #include <deque>
+#include <map>
 #include <utility>
 
+#include "absl/synchronization/blocking_counter.h"
 #include "absl/synchronization/notification.h"
 
 namespace tessera::replication {
@@ -166,6 +168,41 @@ Status ClusterTableAccess::Mutate(const catalog::TableInfo& table,
   Waiter<Status> waiter;
   c->Mutate(Snapshot(table), mutation, options, waiter.Callback());
   return waiter.Wait();
+}
+
+std::vector<Status> ClusterTableAccess::MutateRows(const catalog::TableInfo& table,
+                                                   std::span<const model::RowMutation> mutations,
+                                                   const AccessOptions& options) {
+  std::vector<Status> out(mutations.size());
+  if (mutations.empty()) return out;
+  StatusOr<Coordinator*> c = Get();
+  if (!c.ok()) {
+    out.assign(mutations.size(), c.status());
+    return out;
+  }
+  // Entry indexes by tablet index, each tablet's in request order.
+  std::map<size_t, std::vector<size_t>> by_tablet;
+  for (size_t i = 0; i < mutations.size(); ++i) {
+    const catalog::TabletRef& t = table.TabletFor(mutations[i].row());
+    by_tablet[static_cast<size_t>(&t - table.tablets.data())].push_back(i);
+  }
+  TableSnapshot snapshot = Snapshot(table);
+  // Each tablet's answer fills its entries; slots are distinct, so no lock is needed for them.
+  absl::BlockingCounter pending(static_cast<int>(by_tablet.size()));
+  for (const auto& [tablet_index, indexes] : by_tablet) {
+    std::vector<model::RowMutation> batch;
+    batch.reserve(indexes.size());
+    for (size_t i : indexes) batch.push_back(mutations[i]);
+    (*c)->MutateBatch(snapshot, tablet_index, std::move(batch), options,
+                      [&out, &pending, &indexes](std::vector<Status> statuses) {
+                        for (size_t k = 0; k < indexes.size(); ++k) {
+                          out[indexes[k]] = std::move(statuses[k]);
+                        }
+                        pending.DecrementCount();
+                      });
+  }
+  pending.Wait();
+  return out;
 }
 
 StatusOr<bool> ClusterTableAccess::CheckAndMutate(const catalog::TableInfo& table,

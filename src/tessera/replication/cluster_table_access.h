@@ -10,6 +10,9 @@
 // snapshot of its rows; a scan is not one snapshot as a whole (Bigtable promises rows, not
 // scans). Filters must carry their source (model::RowFilter::source) to be sent on.
 //
+// MutateRows groups the entries by tablet and sends each tablet's as one batch to its primary
+// (Coordinator::MutateBatch), all tablets at once, and waits for every answer.
+//
 // SampleRowKeys answers with the tablet boundaries and this node's size estimates.
 //
 // Thread-safety: as TableAccess.
@@ -31,6 +34,9 @@ class ClusterTableAccess final : public TableAccess {
 
   Status Mutate(const catalog::TableInfo& table, const model::RowMutation& mutation,
                 const AccessOptions& options) override;
+  std::vector<Status> MutateRows(const catalog::TableInfo& table,
+                                 std::span<const model::RowMutation> mutations,
+                                 const AccessOptions& options) override;
   StatusOr<bool> CheckAndMutate(const catalog::TableInfo& table, std::string_view row_key,
                                 model::RowFilter* predicate, const model::RowMutation& on_true,
                                 const model::RowMutation& on_false,

@@ -260,6 +260,76 @@ void Coordinator::Mutate(TableSnapshot table, model::RowMutation mutation,
   Run(std::move(op));
 }
 
+namespace {
+
+// What a batch's run leaves: each entry's own outcome (OK until it fails alone).
+struct BatchState {
+  std::vector<model::RowMutation> mutations;
+  std::vector<Status> statuses;
+};
+
+// The outcome of the batch's run at the primary: OK when some entry was applied (the batch
+// then waits for its level), else the first entry's error.
+Status BatchOutcome(const std::vector<Status>& statuses) {
+  for (const Status& s : statuses) {
+    if (s.ok()) return s;
+  }
+  return statuses.empty() ? Status() : statuses.front();
+}
+
+// Entry storage refused alone may have been applied only after an I/O error (RunHere's rule).
+bool EntryMaybeApplied(const Status& s) {
+  return absl::IsUnavailable(s) || absl::IsDataLoss(s);
+}
+
+}  // namespace
+
+void Coordinator::MutateBatch(TableSnapshot table, size_t tablet_index,
+                              std::vector<model::RowMutation> mutations,
+                              const AccessOptions& options,
+                              std::function<void(std::vector<Status>)> done) {
+  const uint64_t tablet_id = table->tablets[tablet_index].id;
+  std::shared_ptr<Op> op =
+      NewOp(std::move(table), tablet_id, options, kForwardMutateMethod, /*is_read=*/false);
+  auto st = std::make_shared<BatchState>();
+  st->mutations = std::move(mutations);
+  op->run_local = [this, op = op.get(), st] {
+    st->statuses = access_->MutateRows(*op->table, st->mutations, AccessOptions());
+    return BatchOutcome(st->statuses);
+  };
+  op->encode = [st](const v1::ForwardTarget& target) {
+    v1::ForwardMutateRequest r;
+    *r.mutable_target() = target;
+    for (const model::RowMutation& m : st->mutations) r.add_mutations(m.encoded());
+    return r.SerializeAsString();
+  };
+  op->decode = [st](const std::string& bytes, bool* maybe_applied) {
+    v1::ForwardMutateResponse r;
+    if (!r.ParseFromString(bytes)) {
+      return Status(absl::InternalError("malformed Forward.Mutate answer"));
+    }
+    st->statuses.assign(st->mutations.size(), Status());
+    if (static_cast<size_t>(r.entries_size()) == st->mutations.size()) {
+      bool ignored = false;
+      for (int i = 0; i < r.entries_size(); ++i) st->statuses[i] = GetStatus(r.entries(i), &ignored);
+    }
+    return GetStatus(r.status(), maybe_applied);
+  };
+  op->finish = [st, done = std::move(done)](Status s) {
+    // Entries that did not fail alone take the batch's outcome (a refusal, a lost answer, the
+    // commit's error); those that did keep their own.
+    std::vector<Status> out = std::move(st->statuses);
+    out.resize(st->mutations.size());
+    if (!s.ok()) {
+      for (Status& e : out) {
+        if (e.ok()) e = s;
+      }
+    }
+    done(std::move(out));
+  };
+  Run(std::move(op));
+}
+
 void Coordinator::CheckAndMutate(TableSnapshot table, std::string row_key,
                                  std::shared_ptr<model::RowFilter> predicate,
                                  model::RowMutation on_true, model::RowMutation on_false,
@@ -717,13 +787,16 @@ void Coordinator::ServeForward(const std::string& method, std::string request,
       if (!m.ok()) return bad(std::string(m.status().message()));
       ms->push_back(*std::move(m));
     }
-    op->run_local = [this, op = op.get(), ms]() -> Status {
-      for (const model::RowMutation& m : *ms) RETURN_IF_ERROR(access_->Mutate(*op->table, m, AccessOptions()));
-      return Status();
+    // The batch in one write (TableAccess::MutateRows), each entry's outcome answered.
+    auto statuses = std::make_shared<std::vector<Status>>();
+    op->run_local = [this, op = op.get(), ms, statuses]() -> Status {
+      *statuses = access_->MutateRows(*op->table, *ms, AccessOptions());
+      return BatchOutcome(*statuses);
     };
-    answer = [](const Status& s, bool maybe) {
+    answer = [statuses](const Status& s, bool maybe) {
       v1::ForwardMutateResponse r;
       SetStatus(s, maybe, r.mutable_status());
+      for (const Status& e : *statuses) SetStatus(e, EntryMaybeApplied(e), r.add_entries());
       return r.SerializeAsString();
     };
   } else if (method == kForwardCheckAndMutateMethod) {

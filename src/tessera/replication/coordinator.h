@@ -106,6 +106,14 @@ class Coordinator {
 
   void Mutate(TableSnapshot table, model::RowMutation mutation, const AccessOptions& options,
               std::function<void(Status)> done);
+  // Applies `mutations`, all of rows of tablet `tablet_index` of `table`, at the tablet's
+  // primary as one batch (LocalTableAccess::MutateRows there: one engine write, one wait for
+  // the level; one Forward.Mutate from here). `done` gets one status per mutation, as
+  // TableAccess::MutateRows says. Retried only while refused before it ran, like Mutate.
+  // REQUIRES: `mutations` non-empty.
+  void MutateBatch(TableSnapshot table, size_t tablet_index,
+                   std::vector<model::RowMutation> mutations, const AccessOptions& options,
+                   std::function<void(std::vector<Status>)> done);
   // `predicate`: null for "any cell"; a filter that is not pass-all must carry its source
   // (model::RowFilter::source) to be forwarded.
   void CheckAndMutate(TableSnapshot table, std::string row_key,

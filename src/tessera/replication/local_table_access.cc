@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "tessera/model/cell_key.h"
@@ -21,6 +23,12 @@ Status LocalTableAccess::Write(tablet::TabletId id, const model::RowMutation& mu
   return writer_ != nullptr ? writer_->Write(id, mutation) : engine_->Apply(id, mutation);
 }
 
+Status LocalTableAccess::WriteBatch(tablet::TabletId id,
+                                    std::span<const model::RowMutation> batch) {
+  return writer_ != nullptr ? writer_->WriteBatch(id, batch)
+                            : engine_->ApplyBatch(id, batch).status();
+}
+
 Status LocalTableAccess::Mutate(const catalog::TableInfo& table,
                                 const model::RowMutation& mutation,
                                 const AccessOptions& /*options*/) {
@@ -28,6 +36,52 @@ Status LocalTableAccess::Mutate(const catalog::TableInfo& table,
   tablet::RowLocks::Guard guard = locks_.LockForWrite(table.full_name, mutation.row());
   Status s = Write(t.id, mutation);
   return s.ok() ? s : EngineError(table, s);
+}
+
+std::vector<Status> LocalTableAccess::MutateRows(const catalog::TableInfo& table,
+                                                 std::span<const model::RowMutation> mutations,
+                                                 const AccessOptions& /*options*/) {
+  std::vector<Status> out(mutations.size());
+  if (mutations.empty()) return out;
+  // Entry indexes by tablet, each tablet's in request order.
+  std::map<tablet::TabletId, std::vector<size_t>> by_tablet;
+  for (size_t i = 0; i < mutations.size(); ++i) {
+    by_tablet[table.TabletFor(mutations[i].row()).id].push_back(i);
+  }
+  if (by_tablet.size() == 1) {
+    WriteTabletBatch(table, by_tablet.begin()->first, mutations, by_tablet.begin()->second,
+                     &out);
+    return out;
+  }
+  for (const auto& [id, indexes] : by_tablet) {
+    std::vector<model::RowMutation> batch;
+    batch.reserve(indexes.size());
+    for (size_t i : indexes) batch.push_back(mutations[i]);
+    WriteTabletBatch(table, id, batch, indexes, &out);
+  }
+  return out;
+}
+
+void LocalTableAccess::WriteTabletBatch(const catalog::TableInfo& table, tablet::TabletId id,
+                                        std::span<const model::RowMutation> batch,
+                                        const std::vector<size_t>& indexes,
+                                        std::vector<Status>* out) {
+  std::vector<std::string_view> rows;
+  rows.reserve(batch.size());
+  for (const model::RowMutation& m : batch) rows.push_back(m.row());
+  std::vector<tablet::RowLocks::Guard> guards = locks_.LockRowsForWrite(table.full_name, rows);
+  Status s = WriteBatch(id, batch);
+  if (absl::IsInvalidArgument(s) && batch.size() > 1) {
+    // A mutation did not validate and nothing was applied: each entry on its own, so that only
+    // the bad ones fail. Rare (the service validates against the same schema), so not faster.
+    for (size_t k = 0; k < batch.size(); ++k) {
+      Status one = Write(id, batch[k]);
+      (*out)[indexes[k]] = one.ok() ? one : EngineError(table, one);
+    }
+    return;
+  }
+  if (!s.ok()) s = EngineError(table, s);
+  for (size_t i : indexes) (*out)[i] = s;
 }
 
 StatusOr<bool> LocalTableAccess::CheckAndMutate(const catalog::TableInfo& table,

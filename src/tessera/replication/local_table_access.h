@@ -3,10 +3,16 @@
 //
 // Each row goes to the tablet of the TableInfo snapshot that holds it. Every write of a row
 // holds the row's stripe of the RowLocks (tablet/row_locks.h): plain writes (Mutate, each row
-// DropRowRange deletes) in shared mode, so they still group-commit together; CheckAndMutate
+// DropRowRange deletes, the rows of a MutateRows batch, all of one tablet's at once) in shared
+// mode, so they still group-commit together; CheckAndMutate
 // and ReadModifyWrite in exclusive mode around their read and their write, so no other write
 // of the row lands between the two. Reads take no lock: each tablet read is a consistent
 // snapshot.
+//
+// MutateRows writes each tablet's entries with one Engine::ApplyBatch (or TabletWriter::
+// WriteBatch), the tablets one after the other. The engine refuses a whole batch when one
+// mutation does not validate; the entries are then written one by one, so that the bad one
+// fails alone.
 //
 // Thread-safety: every method may be called from many threads at once.
 #pragma once
@@ -41,6 +47,9 @@ class LocalTableAccess final : public TableAccess {
 
   Status Mutate(const catalog::TableInfo& table, const model::RowMutation& mutation,
                 const AccessOptions& options) override;
+  std::vector<Status> MutateRows(const catalog::TableInfo& table,
+                                 std::span<const model::RowMutation> mutations,
+                                 const AccessOptions& options) override;
   StatusOr<bool> CheckAndMutate(const catalog::TableInfo& table, std::string_view row_key,
                                 model::RowFilter* predicate, const model::RowMutation& on_true,
                                 const model::RowMutation& on_false,
@@ -59,6 +68,11 @@ class LocalTableAccess final : public TableAccess {
 
  private:
   Status Write(tablet::TabletId id, const model::RowMutation& mutation);
+  Status WriteBatch(tablet::TabletId id, std::span<const model::RowMutation> batch);
+  // Writes `batch`, all of tablet `id`, setting out[indexes[i]] for batch[i].
+  void WriteTabletBatch(const catalog::TableInfo& table, tablet::TabletId id,
+                        std::span<const model::RowMutation> batch,
+                        const std::vector<size_t>& indexes, std::vector<Status>* out);
 
   tablet::Engine* const engine_;
   TabletWriter* const writer_;

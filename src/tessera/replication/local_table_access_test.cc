@@ -185,6 +185,96 @@ TEST_F(LocalTableAccessTest, DropRowRangeDeletesThePrefixAcrossTablets) {
   EXPECT_EQ(Keys(std::move(all)), (std::vector<std::string>{"f1", "f2", "h"}));
 }
 
+// The cells of `row` as "qualifier=value@ts", in returned order; empty when it has none.
+std::vector<std::string> CellsOf(LocalTableAccess* access, TableSnapshot table,
+                                 const std::string& row) {
+  ReadRequest request;
+  request.rows = model::RowSet::Of({row}, {});
+  auto stream = access->Read(std::move(table), std::move(request), AccessOptions());
+  EXPECT_TRUE(stream.ok()) << stream.status();
+  std::vector<std::string> cells;
+  model::Row r;
+  for (int steps = 0; stream.ok() && steps < 100; ++steps) {
+    StatusOr<ReadStep> step = (*stream)->Step(&r);
+    EXPECT_TRUE(step.ok()) << step.status();
+    if (!step.ok() || *step == ReadStep::kEnd) break;
+    if (*step == ReadStep::kRow) {
+      for (const model::Cell& c : r.cells) {
+        cells.push_back(StrCat(c.qualifier, "=", c.value, "@", c.timestamp_micros));
+      }
+    }
+    if ((*stream)->done()) break;
+  }
+  return cells;
+}
+
+TEST_F(LocalTableAccessTest, MutateRowsAnswersEachEntryAndABadOneFailsAlone) {
+  // Rows in all three tablets, two cells each; "h2" names a family the table does not have.
+  std::vector<model::RowMutation> batch;
+  for (const char* row : {"a", "h", "h2", "q", "b"}) {
+    model::RowMutation m(row);
+    m.SetCell(std::string(row) == "h2" ? "nope" : "cf", "x", 1, StrCat(row, "-x"));
+    m.SetCell("cf", "y", 1, StrCat(row, "-y"));
+    batch.push_back(std::move(m));
+  }
+  std::vector<Status> statuses = access_->MutateRows(*table_, batch, AccessOptions());
+  ASSERT_EQ(statuses.size(), batch.size());
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (batch[i].row() == "h2") {
+      EXPECT_EQ(statuses[i].code(), absl::StatusCode::kInvalidArgument) << statuses[i];
+    } else {
+      EXPECT_TRUE(statuses[i].ok()) << batch[i].row() << ": " << statuses[i];
+    }
+  }
+  // Each applied row whole, the refused one not at all (not even its valid cell).
+  for (const char* row : {"a", "h", "q", "b"}) {
+    EXPECT_EQ(CellsOf(access_.get(), table_, row),
+              (std::vector<std::string>{StrCat("x=", row, "-x@1"), StrCat("y=", row, "-y@1")}))
+        << row;
+  }
+  EXPECT_TRUE(CellsOf(access_.get(), table_, "h2").empty());
+}
+
+TEST_F(LocalTableAccessTest, MutateRowsAppliesARepeatedRowInOrder) {
+  model::RowMutation set("r"), drop("r"), again("r");
+  set.SetCell("cf", "c", 1, "first");
+  drop.DeleteFromRow();
+  again.SetCell("cf", "d", 2, "second");
+  std::vector<model::RowMutation> batch = {set, drop, again};
+  for (const Status& s : access_->MutateRows(*table_, batch, AccessOptions())) {
+    EXPECT_TRUE(s.ok()) << s;
+  }
+  EXPECT_EQ(CellsOf(access_.get(), table_, "r"), (std::vector<std::string>{"d=second@2"}));
+}
+
+TEST_F(LocalTableAccessTest, MutateRowsWritesATabletsEntriesInOneCommit) {
+  // One tablet's 50 rows: one log append and one sync, where 50 Mutate calls make 50 of each.
+  auto batch_of = [](const std::string& prefix) {
+    std::vector<model::RowMutation> batch;
+    for (int i = 0; i < 50; ++i) {
+      model::RowMutation m(StrCat(prefix, i));
+      m.SetCell("cf", "c", 1, "v");
+      batch.push_back(std::move(m));
+    }
+    return batch;
+  };
+  std::vector<model::RowMutation> one_by_one = batch_of("h");
+  const int64_t before_singles = fs_.MutatingOpsForTesting();
+  for (const model::RowMutation& m : one_by_one) {
+    ASSERT_TRUE(access_->Mutate(*table_, m, AccessOptions()).ok());
+  }
+  const int64_t singles = fs_.MutatingOpsForTesting() - before_singles;
+  std::vector<model::RowMutation> batch = batch_of("i");
+  const int64_t before_batch = fs_.MutatingOpsForTesting();
+  for (const Status& s : access_->MutateRows(*table_, batch, AccessOptions())) {
+    ASSERT_TRUE(s.ok()) << s;
+  }
+  const int64_t batched = fs_.MutatingOpsForTesting() - before_batch;
+  EXPECT_GE(singles, 50);
+  EXPECT_LE(batched, singles / 50 + 1) << "singles: " << singles;
+  EXPECT_EQ(CellsOf(access_.get(), table_, "i49"), (std::vector<std::string>{"c=v@1"}));
+}
+
 TEST_F(LocalTableAccessTest, ADroppedTableIsNotFound) {
   ASSERT_TRUE(catalog_->DeleteTable(table_->full_name).ok());
   model::RowMutation m("r");

@@ -335,8 +335,12 @@ Status ReplicaNode::CheckPrimary(uint64_t tablet_id, uint64_t epoch) const {
 }
 
 Status ReplicaNode::Write(tablet::TabletId id, const model::RowMutation& mutation) {
+  return WriteBatch(id, std::span<const model::RowMutation>(&mutation, 1));
+}
+
+Status ReplicaNode::WriteBatch(tablet::TabletId id, std::span<const model::RowMutation> batch) {
   // A tablet the cluster did not make is this node's own: written here, replicated nowhere.
-  if (!catalog::IsClusterTabletId(id)) return engine_->Apply(id, mutation);
+  if (!catalog::IsClusterTabletId(id)) return engine_->ApplyBatch(id, batch).status();
   Tablet* t = Find(id);
   if (t == nullptr) return CheckPrimary(id, 0);
   absl::ReaderMutexLock gate(&t->gate);
@@ -344,13 +348,18 @@ Status ReplicaNode::Write(tablet::TabletId id, const model::RowMutation& mutatio
     absl::MutexLock l(&mu_);
     RETURN_IF_ERROR(CheckPrimaryLocked(*t, 0));
   }
-  ASSIGN_OR_RETURN(tablet::SequenceRange range,
-                   engine_->ApplyBatch(id, std::span<const model::RowMutation>(&mutation, 1)));
+  ASSIGN_OR_RETURN(tablet::SequenceRange range, engine_->ApplyBatch(id, batch));
   Effects fx;
   {
     absl::MutexLock l(&mu_);
     t->last = std::max(t->last, range.last);
-    RetainLocked(t, range.first, range.last, mutation.encoded());
+    // Mutation i took the numbers after mutation i - 1's, one per entry (Engine::ApplyBatch).
+    uint64_t first = range.first;
+    for (const model::RowMutation& m : batch) {
+      const uint64_t last = first + m.size() - 1;
+      RetainLocked(t, first, last, m.encoded());
+      first = last + 1;
+    }
     PumpLocked(t, &fx);
   }
   RunAll(&fx);

@@ -139,6 +139,9 @@ class ReplicaNode final : public TabletWriter {
   // TabletWriter: numbers, applies and queues one row's mutations. FailedPrecondition unless
   // this node is the tablet's primary.
   Status Write(tablet::TabletId id, const model::RowMutation& mutation) override;
+  // TabletWriter: the same for a batch, in one engine write; each mutation is retained and
+  // sent with its own numbers.
+  Status WriteBatch(tablet::TabletId id, std::span<const model::RowMutation> batch) override;
   // OK when this node is the primary of `tablet_id` at `epoch` or a newer one (0: any).
   // Otherwise FailedPrecondition "not the primary" / "stale epoch", naming the epoch known
   // here.

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -110,6 +111,21 @@ class TableAccess {
   // Applies one row's mutations atomically.
   virtual Status Mutate(const catalog::TableInfo& table, const model::RowMutation& mutation,
                         const AccessOptions& options) = 0;
+
+  // Applies each of `mutations` as Mutate would: each row's mutations atomically, the entries
+  // independently of each other (the batch as a whole is not atomic; a reader may see some
+  // entries and not yet others). Returns one status per entry, in order. The entries of one
+  // tablet are written together: one place in the engine's group commit (one commit-log
+  // append, one fdatasync) and, on a cluster, one forwarded call to the tablet's primary and
+  // one wait for the write level; tablets may be written in parallel. Entries of one tablet
+  // are applied in the given order (a row that repeats ends as its last entry says). An entry
+  // that storage refuses (InvalidArgument: an unknown family, a row outside its tablet) fails
+  // alone; an error of the commit or of the tablet's primary fails every entry of that tablet
+  // that did not fail alone, each of which may have been applied (as for Mutate).
+  // REQUIRES: no mutation is empty. The span need live only during the call.
+  virtual std::vector<Status> MutateRows(const catalog::TableInfo& table,
+                                         std::span<const model::RowMutation> mutations,
+                                         const AccessOptions& options) = 0;
 
   // Atomically on `row_key`: reads the row; it matches when `predicate` (null: any cell) leaves
   // a cell of it; then applies `on_true` if it matched, else `on_false` (an empty mutation

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -192,13 +193,12 @@ class DataService::Impl {
     return access_->Mutate(*table, m, options);
   }
 
-  // One MutateRows entry.
-  Status MutateEntry(const catalog::TableInfo& table, const v2::MutateRowsRequest::Entry& entry,
-                     int64_t now_micros, const replication::AccessOptions& options) {
+  // One MutateRows entry's mutation, built and checked against the table's schema.
+  StatusOr<model::RowMutation> BuildEntry(const catalog::TableInfo& table,
+                                          const v2::MutateRowsRequest::Entry& entry,
+                                          int64_t now_micros) const {
     MutationBuilder builder(table.schema);
-    ASSIGN_OR_RETURN(model::RowMutation m,
-                     builder.Build(entry.row_key(), entry.mutations(), now_micros));
-    return access_->Mutate(table, m, options);
+    return builder.Build(entry.row_key(), entry.mutations(), now_micros);
   }
 
   StatusOr<bool> CheckAndMutateRow(const grpc::CallbackServerContext* ctx,
@@ -381,8 +381,10 @@ class ListWriter final : public grpc::ServerWriteReactor<Response> {
   size_t next_ = 0;
 };
 
-// MutateRows: entries applied independently (spread over a few executor tasks so that their
-// commit-log writes group-commit); one response with a status per entry.
+// MutateRows: entries applied independently, each tablet's in one batch (TableAccess::
+// MutateRows: one commit, and on a cluster one call to the tablet's primary). An entry that
+// does not build fails alone. The tablets are spread over a few executor tasks so that their
+// writes run, and group-commit, together; one response with a status per entry.
 class MutateRowsReactor final : public grpc::ServerWriteReactor<v2::MutateRowsResponse> {
  public:
   MutateRowsReactor(DataService::Impl* impl, const grpc::CallbackServerContext* ctx,
@@ -394,6 +396,12 @@ class MutateRowsReactor final : public grpc::ServerWriteReactor<v2::MutateRowsRe
   void OnDone() override { delete this; }
 
  private:
+  // The built entries of some tablets, with their entry indexes.
+  struct Slice {
+    std::vector<model::RowMutation> mutations;
+    std::vector<size_t> indexes;
+  };
+
   void Start() {
     StatusOr<TablePtr> table =
         impl_->ResolveTable(req_->table_name(), req_->authorized_view_name(), "");
@@ -414,23 +422,54 @@ class MutateRowsReactor final : public grpc::ServerWriteReactor<v2::MutateRowsRe
                                  StrCat("Too many mutations: ", total,
                                         " in all entries; the maximum is ", kMaxMutations)));
     }
-    now_micros_ = impl_->clock()->NowMicros();
+    const int64_t now_micros = impl_->clock()->NowMicros();
     statuses_.resize(n);
+    // The built entries by tablet index, each tablet's in request order.
+    std::map<size_t, Slice> by_tablet;
+    for (int i = 0; i < n; ++i) {
+      StatusOr<model::RowMutation> m = impl_->BuildEntry(*table_, req_->entries(i), now_micros);
+      if (!m.ok()) {
+        statuses_[i] = m.status();
+        continue;
+      }
+      const catalog::TabletRef& t = table_->TabletFor(m->row());
+      Slice& slice = by_tablet[static_cast<size_t>(&t - table_->tablets.data())];
+      slice.mutations.push_back(*std::move(m));
+      slice.indexes.push_back(static_cast<size_t>(i));
+    }
     int tasks = 1;
     if (impl_->has_executor()) {
-      tasks = std::clamp(impl_->options().mutate_rows_parallelism, 1, n);
+      tasks = std::clamp(impl_->options().mutate_rows_parallelism, 1,
+                         std::max<int>(1, static_cast<int>(by_tablet.size())));
+    }
+    // Tablet k goes to slice k mod tasks.
+    slices_.resize(tasks);
+    int k = 0;
+    for (auto& [index, slice] : by_tablet) {
+      Slice& to = slices_[k++ % tasks];
+      if (to.mutations.empty()) {
+        to = std::move(slice);
+        continue;
+      }
+      for (size_t j = 0; j < slice.mutations.size(); ++j) {
+        to.mutations.push_back(std::move(slice.mutations[j]));
+        to.indexes.push_back(slice.indexes[j]);
+      }
     }
     pending_.store(tasks);
-    // Task k applies entries [k*n/tasks, (k+1)*n/tasks). The last task to finish responds.
-    for (int k = 1; k < tasks; ++k) {
-      impl_->Run([this, k, n, tasks] { ApplySlice(k * n / tasks, (k + 1) * n / tasks); });
-    }
-    ApplySlice(0, n / tasks);
+    // The last task to finish responds.
+    for (int j = 1; j < tasks; ++j) impl_->Run([this, j] { ApplySlice(j); });
+    ApplySlice(0);
   }
 
-  void ApplySlice(int begin, int end) {
-    for (int i = begin; i < end; ++i) {
-      statuses_[i] = impl_->MutateEntry(*table_, req_->entries(i), now_micros_, options_);
+  void ApplySlice(int k) {
+    Slice& slice = slices_[k];
+    if (!slice.mutations.empty()) {
+      std::vector<Status> statuses =
+          impl_->access()->MutateRows(*table_, slice.mutations, options_);
+      for (size_t j = 0; j < slice.indexes.size(); ++j) {
+        statuses_[slice.indexes[j]] = std::move(statuses[j]);
+      }
     }
     if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) Respond();
   }
@@ -455,7 +494,7 @@ class MutateRowsReactor final : public grpc::ServerWriteReactor<v2::MutateRowsRe
   const v2::MutateRowsRequest* const req_;
   TablePtr table_;
   replication::AccessOptions options_;
-  int64_t now_micros_ = 0;
+  std::vector<Slice> slices_;     // slice k applied by task k
   std::vector<Status> statuses_;  // slot i written only by the task that owns entry i
   std::atomic<int> pending_{0};
   v2::MutateRowsResponse response_;

@@ -92,8 +92,9 @@ struct DataServiceOptions {
   // before it yields its thread, so a scan whose filter drops most rows, or a RowSet of many
   // absent keys, does not hold a thread for long. > 0.
   size_t read_rows_per_step = 4096;
-  // MutateRows spreads one request's entries over up to this many executor tasks, so that
-  // their commit-log writes group-commit together. 1 = one task. Ignored without an executor.
+  // MutateRows spreads one request's tablets (each tablet's entries one batch) over up to this
+  // many executor tasks, so that their writes run and group-commit together. 1 = one task.
+  // Ignored without an executor.
   int mutate_rows_parallelism = 8;
 };
 

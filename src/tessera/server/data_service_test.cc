@@ -247,6 +247,12 @@ class RecordingAccess final : public replication::TableAccess {
     Record(o);
     return inner_->Mutate(t, m, o);
   }
+  std::vector<Status> MutateRows(const catalog::TableInfo& t,
+                                 std::span<const model::RowMutation> m,
+                                 const Options& o) override {
+    Record(o);
+    return inner_->MutateRows(t, m, o);
+  }
   StatusOr<bool> CheckAndMutate(const catalog::TableInfo& t, std::string_view row,
                                 model::RowFilter* p, const model::RowMutation& on_true,
                                 const model::RowMutation& on_false, const Options& o) override {

@@ -11,17 +11,20 @@
 // A stripe is chosen by a hash of (table, row), so unrelated rows share a stripe now and then;
 // that costs only waiting, never correctness. Memory is fixed: stripes, not a map of rows.
 //
-// Lock order: a caller holds at most one stripe at a time (each RPC locks one row at a time), so
-// stripes cannot deadlock among themselves. No other lock is taken while holding a stripe except
-// inside the engine.
+// Lock order: a caller holds one stripe, or (LockRowsForWrite, a batch of plain writes) several
+// in shared mode, taken in increasing stripe index; a read-modify-write holds one. Every chain
+// of waits therefore climbs the stripe indices, so stripes cannot deadlock among themselves. No
+// other lock is taken while holding a stripe except inside the engine.
 //
 // Thread-safety: all methods may be called from any thread.
 #pragma once
 
 #include <cstddef>
 #include <functional>
+#include <algorithm>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "absl/synchronization/mutex.h"
 
@@ -67,6 +70,26 @@ class RowLocks {
     absl::Mutex* mu = &StripeFor(table, row);
     mu->ReaderLock();
     return Guard(mu, false);
+  }
+
+  // For plain writes of several rows of `table` at once (a MutateRows batch): LockForWrite on
+  // the stripe of each of `rows`, each distinct stripe once, in increasing stripe order.
+  template <typename Rows>
+  std::vector<Guard> LockRowsForWrite(std::string_view table,
+                                      const Rows& rows) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    std::vector<size_t> indexes;
+    indexes.reserve(std::size(rows));
+    for (std::string_view row : rows) indexes.push_back(Index(table, row));
+    std::sort(indexes.begin(), indexes.end());
+    indexes.erase(std::unique(indexes.begin(), indexes.end()), indexes.end());
+    std::vector<Guard> guards;
+    guards.reserve(indexes.size());
+    for (size_t i : indexes) {
+      absl::Mutex* mu = &stripes_[i].mu;
+      mu->ReaderLock();
+      guards.push_back(Guard(mu, false));
+    }
+    return guards;
   }
 
   // For a read-modify-write of (table, row): excludes every other write of the stripe.

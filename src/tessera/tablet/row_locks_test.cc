@@ -75,5 +75,44 @@ TEST(RowLocksTest, PlainWritesShareReadModifyWriteWaits) {
   }
 }
 
+// A batch holds each distinct stripe of its rows once, shared: a read-modify-write of one of
+// its rows waits until the batch's guards are gone; batches whose stripes overlap, taken from
+// many threads at once in opposite row orders, never deadlock (increasing stripe order).
+TEST(RowLocksTest, BatchesLockEachStripeOnceInOrderAndExcludeReadModifyWrites) {
+  RowLocks locks(8);
+  std::vector<std::string> rows;
+  for (int i = 0; i < 40; ++i) rows.push_back("r" + std::to_string(i));
+  std::set<size_t> distinct;
+  for (const std::string& r : rows) distinct.insert(locks.StripeIndexForTesting("t", r));
+  std::atomic<bool> rmw_in{false};
+  {
+    std::vector<RowLocks::Guard> guards = locks.LockRowsForWrite("t", rows);
+    EXPECT_EQ(guards.size(), distinct.size());
+    std::thread rmw([&] {
+      RowLocks::Guard g = locks.LockForReadModifyWrite("t", "r7");
+      rmw_in = true;
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_FALSE(rmw_in) << "a row of the batch was written while the batch held its stripe";
+    guards.clear();
+    rmw.join();
+    EXPECT_TRUE(rmw_in);
+  }
+  std::vector<std::string> reversed(rows.rbegin(), rows.rend());
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 500; ++i) {
+        if (t % 2 == 0) {
+          std::vector<RowLocks::Guard> g = locks.LockRowsForWrite("t", t == 0 ? rows : reversed);
+        } else {
+          RowLocks::Guard g = locks.LockForReadModifyWrite("t", rows[(i * 7) % rows.size()]);
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();  // would hang on a deadlock
+}
+
 }  // namespace
 }  // namespace tessera::tablet

@@ -180,6 +180,64 @@ TEST(SimReplicationTest, AWriteThroughOneNodeReadsBackThroughEveryNodeAndLiesOnE
   }
 }
 
+// Tablet index of `key` in `table`.
+size_t TabletIndex(const replication::TableSnapshot& table, const std::string& key) {
+  return static_cast<size_t>(&table->TabletFor(key) - table->tablets.data());
+}
+
+TEST(SimReplicationTest, ABatchAcrossTwoTabletsAnswersEachEntryAndABadOneFailsAlone) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE(StrCat("replay with TESSERA_SEED=", seed));
+  SimCluster c(Options(seed));
+  ASSERT_NO_FATAL_FAILURE(StartWithTable(c));
+  // Through each node in turn, so batches reach primaries here and elsewhere: per tablet (split
+  // at "m") one batch of three rows, the middle one of the second tablet of a family the table
+  // does not have.
+  for (int via = 0; via < 3; ++via) {
+    Coordinator* co = CoordinatorOf(c, via);
+    replication::TableSnapshot table = TableAt(c, via);
+    ASSERT_NE(co, nullptr);
+    for (const std::string& prefix : {std::string("b"), std::string("x")}) {
+      std::vector<model::RowMutation> batch;
+      for (int k = 0; k < 3; ++k) {
+        model::RowMutation m(StrCat(prefix, via, "-", k));
+        const bool bad = prefix == "x" && k == 1;
+        m.SetCell(bad ? "nope" : "cf", "q", kCellTs, StrCat("v", via, k));
+        batch.push_back(std::move(m));
+      }
+      std::optional<std::vector<Status>> statuses = RunCall<std::vector<Status>>(
+          c, [&](std::function<void(std::vector<Status>)> done) {
+            co->MutateBatch(table, TabletIndex(table, prefix), batch, AccessOptions(),
+                            std::move(done));
+          });
+      ASSERT_TRUE(statuses.has_value());
+      ASSERT_EQ(statuses->size(), 3u);
+      for (int k = 0; k < 3; ++k) {
+        if (prefix == "x" && k == 1) {
+          EXPECT_EQ((*statuses)[k].code(), absl::StatusCode::kInvalidArgument) << (*statuses)[k];
+        } else {
+          EXPECT_TRUE((*statuses)[k].ok()) << "via " << via << " " << prefix << k << ": "
+                                           << (*statuses)[k];
+        }
+      }
+    }
+  }
+  // Every good row reads back through every node; the bad one is absent.
+  for (int reader = 0; reader < 3; ++reader) {
+    for (int via = 0; via < 3; ++via) {
+      for (const std::string& prefix : {std::string("b"), std::string("x")}) {
+        for (int k = 0; k < 3; ++k) {
+          auto v = Read(c, reader, StrCat(prefix, via, "-", k));
+          ASSERT_TRUE(v.ok()) << v.status();
+          const bool bad = prefix == "x" && k == 1;
+          EXPECT_EQ(v->value_or("absent"), bad ? "absent" : StrCat("v", via, k))
+              << prefix << via << "-" << k << " through node " << reader;
+        }
+      }
+    }
+  }
+}
+
 TEST(SimReplicationTest, APrimaryCrashMovesItsTabletsWithoutLosingAnAcknowledgedWrite) {
   const uint64_t seed = TestSeed();
   SCOPED_TRACE(StrCat("replay with TESSERA_SEED=", seed));
@@ -579,7 +637,43 @@ void ClientStep(Workload* w, int client) {
     --w->in_flight;
     again(static_cast<int64_t>(w->random.Uniform(20)) * kMs);
   };
-  if (kind < 3) {  // write a register
+  if (kind == 2) {  // write two registers in one batch: one MutateBatch per tablet
+    const size_t first = w->random.Uniform(w->registers.size());
+    const size_t second = (first + 1 + w->random.Uniform(w->registers.size() - 1)) %
+                          w->registers.size();
+    struct Group {
+      std::vector<int> ids;
+      std::vector<model::RowMutation> mutations;
+    };
+    std::map<size_t, Group> by_tablet;
+    for (size_t r : {first, second}) {
+      const std::string& key = w->registers[r];
+      const std::string value = StrCat("c", client, "-", w->next_value++);
+      Group& g = by_tablet[static_cast<size_t>(&table->TabletFor(key) - table->tablets.data())];
+      g.ids.push_back(h->Invoke(client, ClientOp::Write(key, value), c.now_us()));
+      model::RowMutation m(key);
+      m.SetCell("cf", "q", kCellTs, value);
+      g.mutations.push_back(std::move(m));
+    }
+    // The client goes on once every tablet answered.
+    auto left = std::make_shared<size_t>(by_tablet.size());
+    for (auto& [tablet, g] : by_tablet) {
+      co->MutateBatch(table, tablet, std::move(g.mutations), o,
+                      [w, client, again, left, ids = g.ids](std::vector<Status> statuses) {
+                        for (size_t k = 0; k < ids.size(); ++k) {
+                          const Status& s = statuses[k];
+                          w->history->Complete(
+                              ids[k],
+                              s.ok() ? ClientResult::Ok()
+                                     : ClientResult{OutcomeOf(s, false), std::nullopt, false},
+                              w->c->now_us());
+                        }
+                        if (--*left > 0) return;
+                        --w->in_flight;
+                        again(static_cast<int64_t>(w->random.Uniform(20)) * kMs);
+                      });
+    }
+  } else if (kind < 3) {  // write a register
     const std::string key = w->registers[w->random.Uniform(w->registers.size())];
     const std::string value = StrCat("c", client, "-", w->next_value++);
     const int id = h->Invoke(client, ClientOp::Write(key, value), c.now_us());
