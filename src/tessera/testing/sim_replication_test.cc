@@ -371,6 +371,23 @@ TEST(SimReplicationTest, AReplicaThatWasAwayCatchesUpFromTheHintLogWithoutARebui
       << StateAt(c, run.primary, run.tablet)->hint_records << " hints left";
 }
 
+TEST(SimReplicationTest, APrimarysHintLogIsThereAgainAfterItRestarts) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE(StrCat("replay with TESSERA_SEED=", seed));
+  SimCluster c(SmallRetention(seed));
+  constexpr int kRows = 60;
+  AwayRun run;
+  ASSERT_NO_FATAL_FAILURE(StartAndWriteWhileAway(c, kRows, &run));
+  c.RunFor(200 * kMs);
+  const uint64_t hinted = StateAt(c, run.primary, run.tablet)->hint_records;
+  ASSERT_GT(hinted, 0u);
+  ASSERT_TRUE(c.Crash(run.primary).ok());  // every hint was synced: the crash keeps them
+  ASSERT_TRUE(c.Restart(run.primary).ok());
+  auto p = StateAt(c, run.primary, run.tablet);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_GE(p->hint_records, hinted) << DescribeReplicas(c);
+}
+
 TEST(SimReplicationTest, AReplicaAwayLongerThanTheHintWindowIsRebuilt) {
   const uint64_t seed = TestSeed();
   SCOPED_TRACE(StrCat("replay with TESSERA_SEED=", seed));
