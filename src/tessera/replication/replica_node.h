@@ -8,8 +8,11 @@
 //   * a replica: it applies what the primary of an epoch it has not disowned sends, in order
 //     and without gaps (Engine::ApplyReplicated), grants read leases, and seals a new epoch
 //     for the master (durably refusing the older one, then waiting out its leases).
+// The primary retains mutations in memory for peers that have not acknowledged them; what
+// leaves the memory while a member still needs it goes to the node's hint log (HintStore), and
+// a peer behind the memory is sent it from there on the tick, throttled per node.
 // A replica that diverged (the lineage check below) or needs mutations the primary no longer
-// retains is rebuilt: the primary copies its tablet at a sequence S (Engine::BeginTabletCopy)
+// retains, in memory or in the hint log, is rebuilt: the primary copies its tablet at a sequence S (Engine::BeginTabletCopy)
 // chunk by chunk, the replica replaces its tablet's content with the copy at exactly S
 // (Engine::BeginTabletRebuild), and the stream goes on from S + 1.
 //
@@ -245,7 +248,9 @@ class ReplicaNode final : public TabletWriter {
   Executor* const executor_;
   Clock* const clock_;
   const ReplicaNodeOptions options_;
-  const std::unique_ptr<HintStore> hints_;  // null without a hint log
+  // Null without a hint log. Lock order: mu_, then the store's own mutex (Spill, Holds, Stats
+  // and TakeBudget under mu_); its file I/O only from the tick and rebuilds, without mu_.
+  const std::unique_ptr<HintStore> hints_;
 
   mutable absl::Mutex mu_;
   std::map<uint64_t, std::unique_ptr<Tablet>> tablets_ ABSL_GUARDED_BY(mu_);
