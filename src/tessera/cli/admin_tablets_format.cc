@@ -54,7 +54,9 @@ TabletLine MergeOne(uint64_t id, const std::vector<Seen>& seen) {
   if (acting != nullptr) {
     line.primary_acting = true;
     line.primary_last = acting->last_sequence();
-    line.hints_bytes = acting->retained_bytes();
+    line.hints_bytes = acting->retained_bytes() + acting->hint_bytes();
+    line.hint_log_bytes = acting->hint_bytes();
+    line.hint_log_records = acting->hint_records();
   }
   for (const std::string& endpoint : replicas) {
     ReplicaLine r;
@@ -106,6 +108,16 @@ std::string Rebuild(const TabletLine& t) {
     if (r.needs_rebuild) out += (out.empty() ? "" : ",") + r.endpoint;
   }
   return out.empty() ? "-" : out;
+}
+
+// Bytes kept for peers, and how much of it (and how many records) is in the hint log.
+std::string Hints(const TabletLine& t) {
+  std::string out = HumanBytes(static_cast<int64_t>(t.hints_bytes));
+  if (t.hint_log_records > 0) {
+    out += fmt::format(" ({} in {} hints)", HumanBytes(static_cast<int64_t>(t.hint_log_bytes)),
+                       t.hint_log_records);
+  }
+  return out;
 }
 
 // The instance every tablet's table lies in, or "" when they are several (or none).
@@ -173,8 +185,7 @@ std::string FormatTablets(const TabletsView& view) {
     std::string primary = t.primary.empty() ? "?" : t.primary;
     if (!t.primary.empty() && !t.primary_acting) primary += " (not acting)";
     rows.push_back({table, Range(t), Hex(t.tablet_id), t.epoch == 0 ? "-" : std::to_string(t.epoch),
-                    primary, Rebuild(t), HumanBytes(static_cast<int64_t>(t.hints_bytes)),
-                    Replicas(t)});
+                    primary, Rebuild(t), Hints(t), Replicas(t)});
   }
   out += Columns(rows);
   for (const NodeAnswer& n : view.nodes) {
@@ -220,6 +231,8 @@ nlohmann::json TabletsToJson(const TabletsView& view) {
                        {"primary_acting", t.primary_acting},
                        {"primary_last_sequence", OrNull(t.primary_last)},
                        {"hints_bytes", t.hints_bytes},
+                       {"hint_log_bytes", t.hint_log_bytes},
+                       {"hint_log_records", t.hint_log_records},
                        {"replicas", std::move(replicas)}});
   }
   return {{"nodes", std::move(nodes)}, {"tablets", std::move(tablets)}};

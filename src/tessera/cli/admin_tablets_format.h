@@ -49,7 +49,9 @@ struct TabletLine {
   std::string primary;          // the configuration's primary ("" if none known)
   bool primary_acting = false;  // its node answered and acts as primary
   std::optional<uint64_t> primary_last;
-  uint64_t hints_bytes = 0;           // retained by the acting primary
+  uint64_t hints_bytes = 0;  // kept for peers by the acting primary: in memory and hint log
+  uint64_t hint_log_bytes = 0;    // of which in its hint log
+  uint64_t hint_log_records = 0;
   std::vector<ReplicaLine> replicas;  // in placement order
 };
 

@@ -106,6 +106,23 @@ TEST(AdminTabletsFormatTest, TheTableHasALinePerTabletAndNamesWhoCouldNotBeAsked
   EXPECT_THAT(text, HasSubstr(std::string(kC) + ": could not be asked: connection refused\n"));
 }
 
+TEST(AdminTabletsFormatTest, HintsCountMemoryAndTheHintLogAndSayTheLogsShare) {
+  v1::TabletReplicaView v = View(7, "", "", kA, 30, true);
+  AddPeer(&v, kB, 30, true);
+  AddPeer(&v, kC, 3, false);
+  v.set_retained_bytes(1024);
+  v.set_hint_bytes(3072);
+  v.set_hint_records(21);
+  const TabletsView view = MergeTablets({Answer(kA, {v})});
+  ASSERT_EQ(view.tablets.size(), 1u);
+  EXPECT_EQ(view.tablets[0].hints_bytes, 4096u);
+  EXPECT_THAT(FormatTablets(view), HasSubstr("4.0 KiB (3.0 KiB in 21 hints)"));
+  const nlohmann::json j = TabletsToJson(view);
+  EXPECT_EQ(j["tablets"][0]["hints_bytes"], 4096);
+  EXPECT_EQ(j["tablets"][0]["hint_log_bytes"], 3072);
+  EXPECT_EQ(j["tablets"][0]["hint_log_records"], 21);
+}
+
 TEST(AdminTabletsFormatTest, RowsAreEscapedAndAPrimaryThatDoesNotActIsSaid) {
   v1::TabletReplicaView v = View(7, std::string("a\x01\n", 3), "", kA, 3, false);
   const std::string text = FormatTablets(MergeTablets({Answer(kB, {v})}));

@@ -82,6 +82,10 @@ int RunServe(int argc, char** argv) {
   size_t block_size_kb = options.engine.block_size / 1024;
   std::string compression = "lz4";
   int64_t compaction_mb_per_s = options.engine.compaction_bytes_per_second / int64_t{kMiB};
+  int64_t hint_window_ms = options.cluster.replica.hint_window_us / 1000;
+  int64_t max_hints_mb = static_cast<int64_t>(options.cluster.replica.max_hints_bytes / kMiB);
+  int64_t hint_delivery_mb_per_s =
+      static_cast<int64_t>(options.cluster.replica.hint_delivery_bytes_per_s / kMiB);
   std::string port_file;
   std::string log_level = "info";
   std::string log_format = "text";
@@ -215,6 +219,22 @@ int RunServe(int argc, char** argv) {
       ->check(CLI::IsMember({"one", "quorum", "all", "local_quorum"}))
       ->capture_default_str()
       ->group("Cluster");
+  app.add_option("--hint-window-ms", hint_window_ms,
+                 "a replica's primary keeps the mutations it misses on disk this long; a replica "
+                 "away longer is rebuilt")
+      ->check(CLI::Range(int64_t{1}, int64_t{30} * 24 * 3600 * 1000))
+      ->capture_default_str()
+      ->group("Cluster");
+  app.add_option("--max-hints-mb", max_hints_mb,
+                 "the hints on disk of all this node's tablets together; beyond, the oldest go")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
+      ->capture_default_str()
+      ->group("Cluster");
+  app.add_option("--hint-delivery-mb-per-s", hint_delivery_mb_per_s,
+                 "hints sent from disk to replicas that are back, per node; 0 = unlimited")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20))
+      ->capture_default_str()
+      ->group("Cluster");
 
   app.add_option("--port-file", port_file, "write the bound port to this file once serving");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")
@@ -257,6 +277,10 @@ int RunServe(int argc, char** argv) {
   node.gossip.suspect_phi = node.gossip.convict_phi / 2;
   options.cluster.read_level = *replication::ParseReadLevel(read_consistency);
   options.cluster.write_level = *replication::ParseWriteLevel(write_consistency);
+  options.cluster.replica.hint_window_us = hint_window_ms * 1000;
+  options.cluster.replica.max_hints_bytes = static_cast<uint64_t>(max_hints_mb) * kMiB;
+  options.cluster.replica.hint_delivery_bytes_per_s =
+      static_cast<uint64_t>(hint_delivery_mb_per_s) * kMiB;
   node.on_session_loss = on_session_loss == "exit" ? cluster::SessionLossAction::kExit
                                                    : cluster::SessionLossAction::kReregister;
   options.cluster.on_fatal = [](const Status& why) {

@@ -75,6 +75,8 @@ v1::NodeTablets DescribeReplicas(const ReplicaNode& replicas, const tablet::Engi
       peer->set_copying(p.copying);
     }
     view.set_retained_bytes(s.retained_bytes);
+    view.set_hint_bytes(s.hint_bytes);
+    view.set_hint_records(s.hint_records);
     *out.add_tablets() = std::move(view);
   }
   return out;

@@ -42,6 +42,8 @@ struct ReplicaNode::Peer {
   bool rebuild = false;        // it diverged or needs what we no longer retain
   // A rebuild under way: the copy, its id, and the sequence trimming must keep above.
   bool copying = false;
+  // > 0: it needs this sequence, which only the hint log holds; the tick sends it (throttled).
+  uint64_t hints_from = 0;
   uint64_t copy_id = 0;
   uint64_t copy_sequence = 0;
   uint64_t chunks_sent = 0;
@@ -51,6 +53,16 @@ struct ReplicaNode::Peer {
 struct ReplicaNode::Retained {
   uint64_t last = 0;
   std::string mutation;
+  int64_t written_at_us = 0;  // wall time it was retained: the hint window counts from it
+};
+
+struct ReplicaNode::HintDelivery {
+  uint64_t tablet_id = 0;
+  std::string peer;
+  uint64_t epoch = 0;
+  uint64_t epoch_start_sequence = 0;
+  uint64_t from = 0;
+  uint64_t budget = 0;  // bytes taken from the delivery budget
 };
 
 struct ReplicaNode::Waiter {
@@ -91,12 +103,20 @@ struct ReplicaNode::Tablet {
 };
 
 ReplicaNode::ReplicaNode(tablet::Engine* engine, RpcChannel* channel, Executor* executor,
-                         Clock* clock, ReplicaNodeOptions options)
+                         Clock* clock, ReplicaNodeOptions options, HintLog* hint_log)
     : engine_(engine),
       channel_(channel),
       executor_(executor),
       clock_(clock),
-      options_(std::move(options)) {}
+      options_(std::move(options)),
+      hints_(hint_log == nullptr
+                 ? nullptr
+                 : std::make_unique<HintStore>(
+                       hint_log, clock,
+                       HintStoreOptions{.window_us = options_.hint_window_us,
+                                        .max_bytes = options_.max_hints_bytes,
+                                        .delivery_bytes_per_s = options_.hint_delivery_bytes_per_s,
+                                        .burst_bytes = options_.max_batch_bytes})) {}
 
 ReplicaNode::~ReplicaNode() { Stop(); }
 
@@ -460,25 +480,36 @@ void ReplicaNode::AwaitCommit(uint64_t tablet_id, WriteLevel level,
 void ReplicaNode::RetainLocked(Tablet* t, uint64_t first, uint64_t last, std::string mutation) {
   if (last <= t->floor) return;
   t->retained_bytes += mutation.size();
-  t->retained.insert_or_assign(first, Retained{last, std::move(mutation)});
+  t->retained.insert_or_assign(first, Retained{last, std::move(mutation), clock_->NowMicros()});
+  const uint64_t everyone =
+      hints_ != nullptr && t->primary ? EveryoneHasLocked(*t) : std::numeric_limits<uint64_t>::max();
   while (t->retained_bytes > options_.retained_bytes_per_tablet && !t->retained.empty()) {
     auto oldest = t->retained.begin();
     t->floor = std::max(t->floor, oldest->second.last);
     t->retained_bytes -= oldest->second.mutation.size();
+    if (oldest->second.last > everyone) {  // a member still needs it: to the hint log
+      hints_->Spill(t->id, oldest->first, oldest->second.last, oldest->second.written_at_us,
+                    std::move(oldest->second.mutation));
+    }
     t->retained.erase(oldest);
   }
 }
 
-void ReplicaNode::TrimLocked(Tablet* t) {
-  if (!t->primary) return;
-  uint64_t everyone = t->last;
-  for (const Peer& p : t->peers) {
+uint64_t ReplicaNode::EveryoneHasLocked(const Tablet& t) const {
+  uint64_t everyone = t.last;
+  for (const Peer& p : t.peers) {
     if (p.copying) {
       everyone = std::min(everyone, p.copy_sequence);  // it goes on from its copy
     } else if (!p.rebuild) {
       everyone = std::min(everyone, p.known ? p.acked : 0);
     }
   }
+  return everyone;
+}
+
+void ReplicaNode::TrimLocked(Tablet* t) {
+  if (!t->primary) return;
+  const uint64_t everyone = EveryoneHasLocked(*t);
   while (!t->retained.empty() && t->retained.begin()->second.last <= everyone) {
     auto oldest = t->retained.begin();
     t->floor = std::max(t->floor, oldest->second.last);
@@ -506,17 +537,23 @@ void ReplicaNode::PumpLocked(Tablet* t, Effects* fx) {
     batch.set_epoch(t->epoch);
     batch.set_epoch_start_sequence(t->config->epoch_start_sequence);
     uint64_t sent_to = p.sent;
-    if (p.known && p.sent < t->last) {
-      auto it = t->retained.find(p.sent + 1);
-      if (it == t->retained.end()) {
-        if (p.sent + 1 <= t->floor) {
-          p.rebuild = true;
-          TLOG_WARN("replication: {}: {} needs sequence {} which is no longer retained; it needs "
-                   "a rebuild",
-                   TabletName(t->id), p.endpoint, p.sent + 1);
-        }
-        continue;  // else a concurrent write has not been retained yet: it pumps again
+    auto it = t->retained.end();
+    if (p.known && p.sent < t->last) it = t->retained.find(p.sent + 1);
+    if (p.known && p.sent < t->last && it == t->retained.end()) {
+      if (p.sent + 1 > t->floor) continue;  // a concurrent write is not retained yet: it pumps again
+      if (hints_ == nullptr || !hints_->Holds(t->id, p.sent + 1)) {
+        p.rebuild = true;
+        p.hints_from = 0;
+        TLOG_WARN("replication: {}: {} needs sequence {} which is no longer retained; it needs "
+                  "a rebuild",
+                  TabletName(t->id), p.endpoint, p.sent + 1);
+        continue;
       }
+      p.hints_from = p.sent + 1;  // the tick sends it from the hint log
+      if (now - p.last_send_us < options_.heartbeat_us) continue;
+      batch.set_first_sequence(t->last + 1);  // meanwhile a heartbeat keeps its lease
+    } else if (p.known && p.sent < t->last) {
+      p.hints_from = 0;
       batch.set_first_sequence(p.sent + 1);
       size_t bytes = 0;
       for (; it != t->retained.end() && it->first == sent_to + 1 &&
@@ -816,6 +853,80 @@ void ReplicaNode::HandleSeal(const std::string& request, RpcChannel::Responder r
 }
 
 // ---------------------------------------------------------------------------------------------
+// Hints
+
+void ReplicaNode::RunHints() {
+  std::vector<std::pair<uint64_t, uint64_t>> acknowledged;  // (tablet, everyone has through)
+  std::vector<HintDelivery> deliveries;
+  {
+    absl::MutexLock l(&mu_);
+    const int64_t now = clock_->MonotonicMicros();
+    for (auto& [id, t] : tablets_) {
+      if (!t->primary) continue;
+      acknowledged.emplace_back(id, EveryoneHasLocked(*t));
+      for (Peer& p : t->peers) {
+        if (p.hints_from == 0 || p.in_flight || p.stale || p.rebuild) continue;
+        const uint64_t budget = hints_->TakeBudget(options_.max_batch_bytes);
+        if (budget == 0) break;
+        deliveries.push_back(HintDelivery{id, p.endpoint, t->epoch,
+                                          t->config->epoch_start_sequence, p.hints_from, budget});
+        p.in_flight = true;
+        p.last_send_us = now;
+        p.hints_from = 0;
+      }
+    }
+  }
+  for (const auto& [id, everyone] : acknowledged) hints_->DropThrough(id, everyone);
+  hints_->Flush();
+  hints_->Maintain();
+  for (const HintDelivery& d : deliveries) DeliverHints(d);
+}
+
+void ReplicaNode::DeliverHints(const HintDelivery& d) {
+  StatusOr<std::vector<HintRecord>> records = hints_->Read(d.tablet_id, d.from, d.budget);
+  uint64_t bytes = 0;
+  if (records.ok()) {
+    for (const HintRecord& r : *records) bytes += r.mutation.size();
+  }
+  hints_->Settle(d.budget, bytes);
+  v1::ReplicateRequest request;
+  v1::TabletBatch* batch = request.add_tablets();
+  uint64_t sent_to = 0;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = tablets_.find(d.tablet_id);
+    if (it == tablets_.end() || !it->second->primary || it->second->epoch != d.epoch) return;
+    Peer* p = nullptr;
+    for (Peer& candidate : it->second->peers) {
+      if (candidate.endpoint == d.peer && candidate.in_flight) p = &candidate;
+    }
+    if (p == nullptr) return;
+    if (!records.ok() || records->empty()) {
+      // Dropped meanwhile (the window, the size): the next pump finds it gone and rebuilds.
+      TLOG_INFO("replication: {}: cannot send {} hints from sequence {}: {}",
+                TabletName(d.tablet_id), d.peer, d.from,
+                records.ok() ? std::string("none read") : records.status().ToString());
+      p->in_flight = false;
+      p->sent = p->known ? p->acked : 0;
+      return;
+    }
+    batch->set_tablet_id(d.tablet_id);
+    batch->set_epoch(d.epoch);
+    batch->set_epoch_start_sequence(d.epoch_start_sequence);
+    batch->set_first_sequence(records->front().first);
+    for (HintRecord& r : *records) batch->add_mutations(std::move(r.mutation));
+    sent_to = records->back().last;
+    p->sent = sent_to;
+  }
+  const int64_t now = clock_->MonotonicMicros();
+  channel_->Call(d.peer, kReplicateMethod, request.SerializeAsString(), options_.call_timeout_us,
+                 [this, id = d.tablet_id, peer = d.peer, epoch = d.epoch, sent_to,
+                  now](StatusOr<std::string> response) {
+                   OnReplicateDone(id, peer, epoch, sent_to, now, std::move(response));
+                 });
+}
+
+// ---------------------------------------------------------------------------------------------
 // Rebuilds
 
 void ReplicaNode::StartCopy(uint64_t tablet_id, const std::string& peer) {
@@ -1004,6 +1115,8 @@ void ReplicaNode::HandleRebuild(const std::string& request, RpcChannel::Responde
     respond(result);
     return;
   }
+  // Its content is the copy's now: hints it kept as a primary before are not its lineage.
+  if (r.last() && hints_ != nullptr) hints_->DropTablet(t->id);
   v1::RebuildResponse response;
   response.set_last_sequence(r.sequence());
   respond(response.SerializeAsString());
@@ -1060,6 +1173,7 @@ void ReplicaNode::Tick() {
     }
     s.respond(response.SerializeAsString());
   }
+  if (hints_ != nullptr) RunHints();
   RunAll(&fx);
   absl::MutexLock l(&mu_);
   ticking_ = false;
@@ -1089,6 +1203,11 @@ std::vector<TabletReplicaState> ReplicaNode::States() const {
     s.primary = t->primary;
     s.last_sequence = t->last;
     s.retained_bytes = t->retained_bytes;
+    if (hints_ != nullptr) {
+      const HintTabletStats h = hints_->Stats(id);
+      s.hint_bytes = h.bytes;
+      s.hint_records = h.records;
+    }
     for (const Peer& p : t->peers) {
       s.peers.push_back({p.endpoint, p.known ? p.acked : 0, p.answering, p.lease_until_us > now,
                          p.rebuild, p.copying});

@@ -8,8 +8,11 @@
 //   * a replica: it applies what the primary of an epoch it has not disowned sends, in order
 //     and without gaps (Engine::ApplyReplicated), grants read leases, and seals a new epoch
 //     for the master (durably refusing the older one, then waiting out its leases).
+// The primary retains mutations in memory for peers that have not acknowledged them; what
+// leaves the memory while a member still needs it goes to the node's hint log (HintStore), and
+// a peer behind the memory is sent it from there on the tick, throttled per node.
 // A replica that diverged (the lineage check below) or needs mutations the primary no longer
-// retains is rebuilt: the primary copies its tablet at a sequence S (Engine::BeginTabletCopy)
+// retains, in memory or in the hint log, is rebuilt: the primary copies its tablet at a sequence S (Engine::BeginTabletCopy)
 // chunk by chunk, the replica replaces its tablet's content with the copy at exactly S
 // (Engine::BeginTabletRebuild), and the stream goes on from S + 1.
 //
@@ -41,6 +44,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "tessera/catalog/tablet_config.h"
+#include "tessera/replication/hint_log.h"
+#include "tessera/replication/hint_store.h"
 #include "tessera/replication/consistency.h"
 #include "tessera/replication/rpc_channel.h"
 #include "tessera/replication/tablet_writer.h"
@@ -73,11 +78,21 @@ struct ReplicaNodeOptions {
   int64_t tick_us = 50'000;
   // The data centre of a node (for LOCAL_QUORUM); null: every node in one.
   std::function<std::string(const std::string& endpoint)> dc_of;
+  // Hints (with a hint log; docs/replication.md, "A replica that was away"). A mutation a
+  // member has not acknowledged goes to the hint log when it leaves the in-memory retention;
+  // a hint written (the mutation's write, wall time) longer than this ago is dropped, and a
+  // peer that needs it is rebuilt (Cassandra's max_hint_window).
+  int64_t hint_window_us = 3 * 3600 * int64_t{1'000'000};
+  // Every tablet's hints on disk together; beyond this the oldest go (their peers are rebuilt).
+  uint64_t max_hints_bytes = 1ull << 30;
 
   // --- performance ---
   size_t max_batch_bytes = 1 << 20;
   // Mutations kept in memory per tablet for peers that have not acknowledged them.
   size_t retained_bytes_per_tablet = 64ull << 20;
+  // Hints are sent from the hint log at most this fast, per node: every tablet and peer share
+  // it (the live stream, from memory, is not throttled). 0: unthrottled.
+  uint64_t hint_delivery_bytes_per_s = 1 << 20;
 };
 
 // One tablet as this node holds it, for operators (`tessera admin tablets`).
@@ -97,7 +112,10 @@ struct TabletReplicaState {
   bool primary = false;
   uint64_t last_sequence = 0;
   std::vector<Peer> peers;  // primary only
-  size_t retained_bytes = 0;
+  size_t retained_bytes = 0;  // in memory, for peers that have not acknowledged it
+  // Beyond the memory: hints in the hint log (on disk, or waiting to be written).
+  uint64_t hint_bytes = 0;
+  uint64_t hint_records = 0;
 };
 
 // What one node's copy of a tablet holds: the epoch whose stream it last joined (the lineage
@@ -110,8 +128,10 @@ struct ReplicaPosition {
 class ReplicaNode final : public TabletWriter {
  public:
   // Every pointer must outlive the node. `channel->self()` is this node's endpoint.
+  // `hint_log` (may be null: no hints, a peer that needs what memory dropped is rebuilt) is
+  // this node's, opened before (its hints of a previous run are delivered again).
   ReplicaNode(tablet::Engine* engine, RpcChannel* channel, Executor* executor, Clock* clock,
-              ReplicaNodeOptions options = ReplicaNodeOptions());
+              ReplicaNodeOptions options = ReplicaNodeOptions(), HintLog* hint_log = nullptr);
   ~ReplicaNode() override;  // Stop()
 
   ReplicaNode(const ReplicaNode&) = delete;
@@ -196,6 +216,15 @@ class ReplicaNode final : public TabletWriter {
   void RetainLocked(Tablet* t, uint64_t first, uint64_t last, std::string mutation)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void TrimLocked(Tablet* t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Every member that is not being rebuilt holds (or will hold, from its copy) the tablet's
+  // mutations through this sequence.
+  uint64_t EveryoneHasLocked(const Tablet& t) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The tick's hint work, without mu_: drops what every member has, writes what was spilled,
+  // applies the window and the size, then sends peers what they wait for from the hint log,
+  // within the delivery budget.
+  struct HintDelivery;
+  void RunHints() ABSL_LOCKS_EXCLUDED(mu_);
+  void DeliverHints(const HintDelivery& d) ABSL_LOCKS_EXCLUDED(mu_);
   void PumpLocked(Tablet* t, Effects* fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CompleteWaitersLocked(Tablet* t, Effects* fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnReplicateDone(uint64_t tablet_id, std::string peer, uint64_t epoch, uint64_t sent_to,
@@ -222,6 +251,9 @@ class ReplicaNode final : public TabletWriter {
   Executor* const executor_;
   Clock* const clock_;
   const ReplicaNodeOptions options_;
+  // Null without a hint log. Lock order: mu_, then the store's own mutex (Spill, Holds, Stats
+  // and TakeBudget under mu_); its file I/O only from the tick and rebuilds, without mu_.
+  const std::unique_ptr<HintStore> hints_;
 
   mutable absl::Mutex mu_;
   std::map<uint64_t, std::unique_ptr<Tablet>> tablets_ ABSL_GUARDED_BY(mu_);

@@ -54,7 +54,7 @@ class ReplicatedStore::ConfigListener final : public coord::MirrorListener {
 ReplicatedStore::ReplicatedStore(ReplicatedStoreEnv env, ReplicatedStoreOptions options)
     : env_(std::move(env)) {
   replicas_ = std::make_unique<ReplicaNode>(env_.engine, env_.channel, env_.executor, env_.clock,
-                                            options.replica);
+                                            options.replica, env_.hint_log);
   access_ = std::make_unique<LocalTableAccess>(env_.engine, LocalTableAccessOptions(),
                                                replicas_.get());
   coordinator_ = std::make_unique<Coordinator>(replicas_.get(), access_.get(), env_.channel,

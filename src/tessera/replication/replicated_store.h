@@ -37,6 +37,8 @@ struct ReplicatedStoreEnv {
   RpcChannel* channel = nullptr;
   Executor* executor = nullptr;
   Clock* clock = nullptr;
+  // The node's hint log (replica_node.h); null: none.
+  HintLog* hint_log = nullptr;
   TableLookup lookup;
   FilterCompiler compile;
   TabletMaster::TablesFn tables;

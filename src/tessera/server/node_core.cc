@@ -41,7 +41,7 @@ Status NodeCore::OpenParts() {
   if (env_.replica_channel) {
     // The replayed log is what a restarted primary still has to pass on to its replicas.
     // Kept per tablet: as much as the ReplicaNode will retain of it, no more.
-    const size_t max_bytes = replication::ReplicaNodeOptions().retained_bytes_per_tablet;
+    const size_t max_bytes = options_.cluster.replica.retained_bytes_per_tablet;
     engine_options.on_replayed = [this, max_bytes](uint64_t tablet, uint64_t first,
                                                    std::string_view m) {      Replayed& r = replayed_[tablet];
       r.records.emplace_back(first, std::string(m));
@@ -57,6 +57,11 @@ Status NodeCore::OpenParts() {
                                                              .clock = env.clock,
                                                              .executor = env_.engine_executor,
                                                              .seed = env.seed}));
+  if (env_.replica_channel) {
+    replication::HintLogOptions hint_options;
+    hint_options.dir = JoinPath(options_.engine.dir, "hints");
+    ASSIGN_OR_RETURN(hint_log_, replication::HintLog::Open(env.fs, hint_options));
+  }
   ASSIGN_OR_RETURN(
       catalog_, catalog::TableCatalog::Open(engine_.get(), env_.env.NewRandom("catalog").Next64()));
 
@@ -167,6 +172,7 @@ Status NodeCore::StartReplication(const std::string& endpoint) {
   re.channel = channel_.get();
   re.executor = env_.replica_executor != nullptr ? env_.replica_executor : env_.env.executor;
   re.clock = env_.env.clock;
+  re.hint_log = hint_log_.get();
   catalog::TableCatalog* catalog = catalog_.get();
   re.lookup = [catalog](const std::string& name) -> StatusOr<replication::TableSnapshot> {
     return catalog->GetTable(name);
@@ -197,6 +203,7 @@ Status NodeCore::StartReplication(const std::string& endpoint) {
     return SchemaAgreement::Serve(*schema, method, respond);
   };
   replication::ReplicatedStoreOptions ro;
+  ro.replica = options_.cluster.replica;
   ro.coordinator.dc = options_.cluster.node.dc;
   ro.coordinator.write_level = options_.cluster.write_level;
   ro.coordinator.read_level = options_.cluster.read_level;
@@ -293,6 +300,7 @@ Status NodeCore::Close() {
   agreement_.reset();
   channel_.reset();  // its pending calls end into the stopped store
   store_.reset();
+  hint_log_.reset();
   admin_.reset();
   access_.reset();
   local_access_.reset();

@@ -87,6 +87,8 @@ struct ClusterServeOptions {
   // applied it (schema_agreement.h); 0: do not wait. A simulation sets 0: the wait blocks its
   // thread.
   int64_t schema_agreement_timeout_us = 10'000'000;
+  // The replicas' protocol settings: leases, retention, hints (replication/replica_node.h).
+  replication::ReplicaNodeOptions replica;
 };
 
 struct NodeCoreOptions {
@@ -202,6 +204,9 @@ class NodeCore {
   // (docs/replication.md): local_access_ itself, or the coordinator of the replicated store.
   std::unique_ptr<replication::LocalTableAccess> local_access_;
   std::unique_ptr<replication::TableAccess> access_;
+  // The node's hints (<data-dir>/hints), opened with the engine when the node replicates; it
+  // outlives the store.
+  std::unique_ptr<replication::HintLog> hint_log_;
   // The replicated store and its channel, from BeginNode/StartNode to Close; the channel goes
   // first (its pending calls end into a store still alive).
   std::unique_ptr<replication::ReplicatedStore> store_;

@@ -134,6 +134,7 @@ Status SimCluster::Open(int i) {
   o.engine = options_.engine;
   o.engine.dir = StrCat("/node", i);
   o.cluster.node = options_.node;
+  o.cluster.replica = options_.replica;
   o.cluster.node.endpoint = Endpoint(i);
   o.cluster.node.seeds = {Endpoint(0)};
   // The agreement wait would block the simulation's one thread, where the answers arrive.

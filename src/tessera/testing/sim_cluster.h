@@ -82,6 +82,8 @@ struct SimClusterOptions {
   // must not be called from the driving thread (it waits for the simulation); use
   // core(i)->replicated()->coordinator() and RunUntil.
   bool replicated = false;
+  // Every node's replicas (retention, hints, leases), when replicated.
+  replication::ReplicaNodeOptions replica;
 };
 
 class SimCluster {

@@ -309,6 +309,165 @@ Status WriteAt(SimCluster& c, int i, const std::string& key, replication::WriteL
   return s.value_or(absl::DeadlineExceededError("the simulation ran out"));
 }
 
+// --- A replica that was away (docs/replication.md): hints beyond the in-memory retention ---
+
+// Node i's state of `tablet`, or null.
+std::optional<replication::TabletReplicaState> StateAt(const SimCluster& c, int i,
+                                                       uint64_t tablet) {
+  if (c.core(i) == nullptr || c.core(i)->replicated() == nullptr) return std::nullopt;
+  for (const auto& s : c.core(i)->replicated()->replicas()->States()) {
+    if (s.tablet_id == tablet) return s;
+  }
+  return std::nullopt;
+}
+
+struct AwayRun {
+  uint64_t tablet = 0;
+  int primary = -1;
+  int away = -1;    // a replica that is not the primary
+  int writer = -1;  // the third node
+};
+
+// Starts 3 nodes whose primaries keep only a few KiB in memory, finds tablet 0's roles, crashes
+// its `away` replica and writes `rows` rows of 200 bytes to the tablet through the third node.
+void StartAndWriteWhileAway(SimCluster& c, int rows, AwayRun* run) {
+  ASSERT_NO_FATAL_FAILURE(StartWithTable(c));
+  run->tablet = TableAt(c, 0)->tablets[0].id;
+  auto config = c.core(0)->replicated()->replicas()->GetConfig(run->tablet);
+  ASSERT_TRUE(config.has_value());
+  for (int i = 0; i < 3; ++i) {
+    if (SimCluster::Endpoint(i) == config->primary_endpoint()) run->primary = i;
+  }
+  ASSERT_GE(run->primary, 0);
+  run->away = (run->primary + 1) % 3;
+  run->writer = (run->primary + 2) % 3;
+  ASSERT_TRUE(Write(c, run->writer, "a-first", "before").ok());
+  c.RunFor(1 * kSecond);
+  ASSERT_TRUE(c.Crash(run->away).ok());
+  for (int k = 0; k < rows; ++k) {
+    ASSERT_TRUE(Write(c, run->writer, StrCat("a", 1000 + k), std::string(200, 'a' + k % 26)).ok())
+        << k;
+  }
+  auto p = StateAt(c, run->primary, run->tablet);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_LE(p->retained_bytes, 4096u + 512u);  // one mutation may pass the bound
+}
+
+// Restarts the away replica and runs until it holds the primary's last sequence; says whether
+// the primary marked it for a rebuild (or copied it) on the way.
+bool CatchUp(SimCluster& c, const AwayRun& run, bool* rebuilt, int64_t limit_us) {
+  EXPECT_TRUE(c.Restart(run.away).ok());
+  const std::string away = SimCluster::Endpoint(run.away);
+  return c.RunUntil(
+      [&] {
+        auto p = StateAt(c, run.primary, run.tablet);
+        if (!p.has_value()) return false;
+        for (const auto& peer : p->peers) {
+          if (peer.endpoint == away && (peer.needs_rebuild || peer.copying)) *rebuilt = true;
+        }
+        StatusOr<replication::ReplicaPosition> at =
+            c.core(run.away)->replicated()->replicas()->Position(run.tablet);
+        return at.ok() && at->last_sequence == p->last_sequence;
+      },
+      limit_us);
+}
+
+void ExpectEveryRowOn(SimCluster& c, int node, int rows) {
+  for (int k = 0; k < rows; ++k) {
+    auto v = Read(c, node, StrCat("a", 1000 + k), ReadLevel::kOne);
+    ASSERT_TRUE(v.ok()) << v.status();
+    EXPECT_EQ(v->value_or("absent"), std::string(200, 'a' + k % 26)) << "row " << k;
+  }
+}
+
+SimClusterOptions SmallRetention(uint64_t seed) {
+  SimClusterOptions o = Options(seed);
+  o.replica.retained_bytes_per_tablet = 4096;
+  return o;
+}
+
+TEST(SimReplicationTest, AReplicaThatWasAwayCatchesUpFromTheHintLogWithoutARebuild) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE(StrCat("replay with TESSERA_SEED=", seed));
+  SimClusterOptions o = SmallRetention(seed);
+  // Slow enough to see the throttle: a burst of one 8 KiB batch, then 32 KiB/s.
+  o.replica.hint_delivery_bytes_per_s = 32 << 10;
+  o.replica.max_batch_bytes = 8 << 10;
+  SimCluster c(o);
+  constexpr int kRows = 200;  // ~ 50 KiB of mutations, a dozen times what memory keeps
+  AwayRun run;
+  ASSERT_NO_FATAL_FAILURE(StartAndWriteWhileAway(c, kRows, &run));
+  c.RunFor(200 * kMs);  // a tick writes what was spilled
+  auto p = StateAt(c, run.primary, run.tablet);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_GT(p->hint_records, static_cast<uint64_t>(kRows / 2)) << DescribeReplicas(c);
+  EXPECT_GT(p->hint_bytes, 20u << 10);
+  // The hint files are in the primary's data folder.
+  StatusOr<std::vector<std::string>> files = c.fs(run.primary)->GetChildren(
+      StrCat("/node", run.primary, "/hints"));
+  ASSERT_TRUE(files.ok()) << files.status();
+  EXPECT_FALSE(files->empty());
+
+  const int64_t back_at = c.now_us();
+  bool rebuilt = false;
+  ASSERT_TRUE(CatchUp(c, run, &rebuilt, 30 * kSecond)) << DescribeReplicas(c);
+  EXPECT_FALSE(rebuilt) << DescribeReplicas(c);
+  // ~ 50 KiB at 32 KiB/s after an 8 KiB burst: more than a second, less than a few.
+  const int64_t took_ms = (c.now_us() - back_at) / kMs;
+  std::printf("[ hints ] %d rows caught up from the hint log in %lld ms\n", kRows,
+              static_cast<long long>(took_ms));
+  EXPECT_GE(took_ms, 1000);
+  EXPECT_LE(took_ms, 10000);
+  ASSERT_NO_FATAL_FAILURE(ExpectEveryRowOn(c, run.away, kRows));
+  // Delivered and acknowledged: the hints go.
+  EXPECT_TRUE(c.RunUntil(
+      [&] {
+        auto s = StateAt(c, run.primary, run.tablet);
+        return s.has_value() && s->hint_records == 0;
+      },
+      5 * kSecond))
+      << StateAt(c, run.primary, run.tablet)->hint_records << " hints left";
+}
+
+TEST(SimReplicationTest, APrimarysHintLogIsThereAgainAfterItRestarts) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE(StrCat("replay with TESSERA_SEED=", seed));
+  SimCluster c(SmallRetention(seed));
+  constexpr int kRows = 60;
+  AwayRun run;
+  ASSERT_NO_FATAL_FAILURE(StartAndWriteWhileAway(c, kRows, &run));
+  c.RunFor(200 * kMs);
+  const uint64_t hinted = StateAt(c, run.primary, run.tablet)->hint_records;
+  ASSERT_GT(hinted, 0u);
+  ASSERT_TRUE(c.Crash(run.primary).ok());  // every hint was synced: the crash keeps them
+  ASSERT_TRUE(c.Restart(run.primary).ok());
+  auto p = StateAt(c, run.primary, run.tablet);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_GE(p->hint_records, hinted) << DescribeReplicas(c);
+}
+
+TEST(SimReplicationTest, AReplicaAwayLongerThanTheHintWindowIsRebuilt) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE(StrCat("replay with TESSERA_SEED=", seed));
+  SimClusterOptions o = SmallRetention(seed);
+  o.replica.hint_window_us = 5 * kSecond;
+  SimCluster c(o);
+  constexpr int kRows = 100;
+  AwayRun run;
+  ASSERT_NO_FATAL_FAILURE(StartAndWriteWhileAway(c, kRows, &run));
+  c.RunFor(200 * kMs);
+  auto p = StateAt(c, run.primary, run.tablet);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_GT(p->hint_records, 0u);
+  c.RunFor(6 * kSecond);  // past the window: the hints are dropped
+  p = StateAt(c, run.primary, run.tablet);
+  EXPECT_EQ(p->hint_records, 0u);
+  bool rebuilt = false;
+  ASSERT_TRUE(CatchUp(c, run, &rebuilt, 30 * kSecond)) << DescribeReplicas(c);
+  EXPECT_TRUE(rebuilt) << DescribeReplicas(c);
+  ASSERT_NO_FATAL_FAILURE(ExpectEveryRowOn(c, run.away, kRows));
+}
+
 TEST(SimReplicationTest, ConsistencyLevelsCountTheReplicasThatAnswer) {
   const uint64_t seed = TestSeed();
   SCOPED_TRACE(StrCat("replay with TESSERA_SEED=", seed));
@@ -748,7 +907,11 @@ void ClientStep(Workload* w, int client) {
 
 // A run of `seconds` with 4 clients and faults drawn from the seed. Returns the check.
 CheckResult RunWorkload(uint64_t seed, int64_t seconds, std::string* trace) {
-  SimCluster c(Options(seed));
+  SimClusterOptions o = Options(seed);
+  // Every other seed keeps 1 KiB in memory per tablet: a replica that was away, or lags,
+  // is sent what it missed from the hint log, under the same faults and checks.
+  if (seed % 2 == 1) o.replica.retained_bytes_per_tablet = 1024;
+  SimCluster c(o);
   StartWithTable(c);
   if (::testing::Test::HasFatalFailure()) return CheckResult();
   History history;
