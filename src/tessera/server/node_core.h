@@ -56,6 +56,7 @@
 #include "tessera/replication/consistency.h"
 #include "tessera/server/app_profile_store.h"
 #include "tessera/server/cluster_definitions.h"
+#include "tessera/server/node_locations.h"
 #include "tessera/tablet/engine.h"
 #include "tessera/util/env.h"
 #include "tessera/util/status.h"
@@ -195,6 +196,8 @@ class NodeCore {
   // (docs/replication.md): local_access_ itself, or the coordinator of the replicated store.
   std::unique_ptr<replication::LocalTableAccess> local_access_;
   std::unique_ptr<replication::TableAccess> access_;
+  // Peers' dc, rack and liveness for the store (made with it, kept until the core goes).
+  std::unique_ptr<NodeLocations> locations_;
   // The replicated store and its channel, from BeginNode/StartNode to Close; the channel goes
   // first (its pending calls end into a store still alive).
   std::unique_ptr<replication::ReplicatedStore> store_;
