@@ -98,10 +98,14 @@ class ClusterTest : public ::testing::Test {
     return args;
   }
 
+  // `extra`: flags of this node alone (e.g. --dc, --rack), after the common ones.
   StatusOr<std::unique_ptr<ServerProcess>> Launch(const std::string& cluster,
-                                                  const std::string& seeds) {
-    return ServerProcess::StartTessera(
-        g_tessera_binary, StrCat(dir_.path(), "/node", launches_++), NodeArgs(cluster, seeds));
+                                                  const std::string& seeds,
+                                                  const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = NodeArgs(cluster, seeds);
+    args.insert(args.end(), extra.begin(), extra.end());
+    return ServerProcess::StartTessera(g_tessera_binary,
+                                       StrCat(dir_.path(), "/node", launches_++), args);
   }
 
   // Starts n nodes of cluster "c1": the first alone, the others seeded by it.
