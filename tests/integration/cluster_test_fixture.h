@@ -1,6 +1,7 @@
 // Test-only: the fixture of the cluster process tests (cluster_process_test.cc,
-// etcd_failover_process_test.cc): an etcd of one or three members and `tessera serve`
-// processes on 127.0.0.1, with helpers to start nodes, read their status and wait for
+// etcd_failover_process_test.cc, replication_process_test.cc, dc_process_test.cc): an etcd
+// of one or three members and `tessera serve` processes on 127.0.0.1 (each may get flags of
+// its own, e.g. --dc and --rack), with helpers to start nodes, read their status and wait for
 // convergence. Nodes gossip every 100 ms with 2 s lock-service sessions, so every wait is a
 // few seconds; each is bounded.
 //
