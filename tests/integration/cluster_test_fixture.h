@@ -1,6 +1,7 @@
 // Test-only: the fixture of the cluster process tests (cluster_process_test.cc,
-// etcd_failover_process_test.cc): an etcd of one or three members and `tessera serve`
-// processes on 127.0.0.1, with helpers to start nodes, read their status and wait for
+// etcd_failover_process_test.cc, replication_process_test.cc, dc_process_test.cc): an etcd
+// of one or three members and `tessera serve` processes on 127.0.0.1 (each may get flags of
+// its own, e.g. --dc and --rack), with helpers to start nodes, read their status and wait for
 // convergence. Nodes gossip every 100 ms with 2 s lock-service sessions, so every wait is a
 // few seconds; each is bounded.
 //
@@ -98,10 +99,14 @@ class ClusterTest : public ::testing::Test {
     return args;
   }
 
+  // `extra`: flags of this node alone (e.g. --dc, --rack), after the common ones.
   StatusOr<std::unique_ptr<ServerProcess>> Launch(const std::string& cluster,
-                                                  const std::string& seeds) {
-    return ServerProcess::StartTessera(
-        g_tessera_binary, StrCat(dir_.path(), "/node", launches_++), NodeArgs(cluster, seeds));
+                                                  const std::string& seeds,
+                                                  const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = NodeArgs(cluster, seeds);
+    args.insert(args.end(), extra.begin(), extra.end());
+    return ServerProcess::StartTessera(g_tessera_binary,
+                                       StrCat(dir_.path(), "/node", launches_++), args);
   }
 
   // Starts n nodes of cluster "c1": the first alone, the others seeded by it.

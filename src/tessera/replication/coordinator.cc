@@ -1,9 +1,11 @@
 #include "tessera/replication/coordinator.h"
 
 #include <algorithm>
+#include <set>
 #include <utility>
 
 #include "tessera/catalog/tablet_id.h"
+#include "tessera/replication/nearest_replica.h"
 #include "tessera/replication/quorum_read.h"
 #include "tessera/util/logging.h"
 #include "tessera/v1/replica.pb.h"
@@ -76,6 +78,8 @@ struct Coordinator::Op : std::enable_shared_from_this<Coordinator::Op> {
       run_fanout;
   int attempts = 0;
   int64_t delay_us = 0;
+  // A read at ONE: the replicas that failed a try of it (passed over by the next).
+  std::set<std::string> avoid;
 };
 
 Coordinator::Coordinator(ReplicaNode* replicas, LocalTableAccess* access, RpcChannel* channel,
@@ -163,12 +167,19 @@ void Coordinator::RunOnce(std::shared_ptr<Op> op) {
     return;
   }
   std::string target = config->primary_endpoint();
+  std::function<void(Status, bool)> done = retry_or_finish;
   if (op->is_read && op->read_level == ReadLevel::kOne) {
-    const int self = config->IndexOf(channel_->self());
-    if (self >= 0 && !config->NeedsRebuild(static_cast<size_t>(self))) target = channel_->self();
+    // The nearest live replica (nearest_replica.h); one that failed a try is passed over by
+    // the next, until none is left and the search starts again.
+    target = NearestReplica(*config, channel_->self(), options_.locate, op->avoid);
+    if (op->avoid.count(target) > 0) op->avoid.clear();
+    done = [op, target, retry_or_finish](Status s, bool maybe_applied) {
+      if (!s.ok()) op->avoid.insert(target);
+      retry_or_finish(std::move(s), maybe_applied);
+    };
   }
   if (target == channel_->self()) {
-    RunHere(op, retry_or_finish);
+    RunHere(op, std::move(done));
     return;
   }
   v1::ForwardTarget t;
@@ -177,19 +188,20 @@ void Coordinator::RunOnce(std::shared_ptr<Op> op) {
   t.set_epoch(op->epoch);
   t.set_write_level(static_cast<int>(op->write_level));
   t.set_read_level(static_cast<int>(op->read_level));
+  t.set_coordinator_dc(op->dc);
   const int64_t remaining = std::max<int64_t>(1, op->deadline_us - clock_->MonotonicMicros());
   t.set_timeout_us(remaining);
   const int64_t timeout = std::min(remaining, options_.attempt_timeout_us);
   channel_->Call(target, op->method, op->encode(t), timeout,
-                 [op, retry_or_finish](StatusOr<std::string> response) {
+                 [op, done = std::move(done)](StatusOr<std::string> response) {
                    if (!response.ok()) {
                      // Lost on the way there or back: it may have run.
-                     retry_or_finish(response.status(), true);
+                     done(response.status(), true);
                      return;
                    }
                    bool maybe_applied = true;
                    Status s = op->decode(*response, &maybe_applied);
-                   retry_or_finish(std::move(s), maybe_applied);
+                   done(std::move(s), maybe_applied);
                  });
 }
 
@@ -773,7 +785,8 @@ void Coordinator::ServeForward(const std::string& method, std::string request,
   op->epoch = target.epoch();
   op->write_level = *wl;
   op->read_level = *rl;
-  op->dc = options_.dc;
+  // LOCAL_QUORUM counts the coordinator's DC (an older coordinator sends none: this node's).
+  op->dc = target.coordinator_dc().empty() ? options_.dc : target.coordinator_dc();
   // The coordinator's remaining time (an older coordinator sends none: the default).
   op->deadline_us = clock_->MonotonicMicros() +
                     (target.timeout_us() > 0 ? target.timeout_us()

@@ -42,6 +42,7 @@
 #include "tessera/model/row_mutation.h"
 #include "tessera/replication/consistency.h"
 #include "tessera/replication/local_table_access.h"
+#include "tessera/replication/nearest_replica.h"
 #include "tessera/replication/replica_node.h"
 #include "tessera/replication/rpc_channel.h"
 #include "tessera/replication/table_access.h"
@@ -77,7 +78,10 @@ struct CoordinatorOptions {
   // The wait before the next try: doubling from retry_delay_us up to max_retry_delay_us.
   int64_t retry_delay_us = 20'000;
   int64_t max_retry_delay_us = 500'000;
-  std::string dc;  // this node's data centre (LOCAL_QUORUM, and the nearest replica)
+  std::string dc;  // this node's data centre (LOCAL_QUORUM), sent on with forwarded calls
+  // Where the nodes stand, for reads at ONE (nearest_replica.h). Null: a read at ONE goes to
+  // this node's replica, else the primary.
+  LocateNode locate;
   // --- performance ---
   int64_t max_page_rows = 1000;
   int64_t max_page_bytes = 1 << 20;

@@ -53,6 +53,9 @@ v1::NodeTablets DescribeReplicas(const ReplicaNode& replicas, const tablet::Engi
     if (!Locate(index, only, &view)) continue;
     if (std::optional<catalog::TabletConfig> config = replicas.GetConfig(s.tablet_id);
         config.has_value()) {
+      // Every node mirrors every configuration; one that does not name this node is not a
+      // replica here (with RF below the node count, most are not).
+      if (config->IndexOf(replicas.self()) < 0) continue;
       view.set_config_epoch(config->epoch);
       view.set_config_state(std::string(catalog::TabletConfigStateName(config->state)));
       for (const std::string& r : config->replicas) view.add_replicas(r);

@@ -21,7 +21,8 @@ namespace tessera::replication {
 // On the RpcChannel: a tessera.v1.GetTabletsRequest answered by a tessera.v1.NodeTablets.
 inline constexpr std::string_view kGetTabletsMethod = "TabletAdmin.GetTablets";
 
-// The tablets `replicas` holds (a cluster node): each one's configuration as known here, the
+// The tablets `replicas` holds (a cluster node; a tablet whose configuration does not name
+// the node is not one of them, though the node mirrors it): each one's configuration as known here, the
 // node's durable promise and role, its applied sequence (the engine's, which is current, or
 // the node's own number if higher) and, at a primary, its peers' progress. `tables` is the
 // node's catalog, which gives each tablet its table and rows; a tablet it does not hold is

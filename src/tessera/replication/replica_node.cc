@@ -412,18 +412,25 @@ Status ReplicaNode::CheckWritable(uint64_t tablet_id, WriteLevel level,
   RETURN_IF_ERROR(CheckPrimaryLocked(t, 0));
   size_t required = 0;
   AcksLocked(t, 0, level, coordinator_dc, &required);
-  size_t answering = 1;
+  // LOCAL_QUORUM counts the replicas in the coordinator's DC alone, the primary among them
+  // only when it is there.
+  const bool by_dc = level == WriteLevel::kLocalQuorum && options_.dc_of != nullptr;
+  auto counted = [&](const std::string& endpoint) {
+    return !by_dc || options_.dc_of(endpoint) == coordinator_dc;
+  };
+  size_t members = counted(self()) ? 1 : 0;
+  size_t answering = members;
   for (const Peer& p : t.peers) {
-    if (p.answering && !p.stale && !p.rebuild &&
-        (level != WriteLevel::kLocalQuorum || !options_.dc_of ||
-         options_.dc_of(p.endpoint) == coordinator_dc)) {
-      ++answering;
-    }
+    if (!counted(p.endpoint)) continue;
+    ++members;
+    if (p.answering && !p.stale && !p.rebuild) ++answering;
   }
   if (answering < required) {
     return absl::UnavailableError(StrCat(TabletName(tablet_id), ": ", answering, " of ",
-                                         t.peers.size() + 1, " replicas answer; ",
-                                         WriteLevelName(level), " needs ", required));
+                                         members, " replicas",
+                                         by_dc ? StrCat(" in ", coordinator_dc) : std::string(),
+                                         " answer; ", WriteLevelName(level), " needs ",
+                                         required));
   }
   return Status();
 }

@@ -76,7 +76,9 @@ struct ReplicaNodeOptions {
   int64_t heartbeat_us = 500'000;
   // The tick: heartbeats, retries, deadlines and seal answers are looked at this often.
   int64_t tick_us = 50'000;
-  // The data centre of a node (for LOCAL_QUORUM); null: every node in one.
+  // The data centre of a node (for LOCAL_QUORUM: the replicas counted are those whose dc is
+  // the coordinator's); null: every node in one. Called with the node's mutex held, so it
+  // must be cheap and must not call back into the node (server/node_locations.h).
   std::function<std::string(const std::string& endpoint)> dc_of;
   // Hints (with a hint log; docs/replication.md, "A replica that was away"). A mutation a
   // member has not acknowledged goes to the hint log when it leaves the in-memory retention;

@@ -202,8 +202,19 @@ Status NodeCore::StartReplication(const std::string& endpoint) {
                              replication::RpcChannel::Responder& respond) {
     return SchemaAgreement::Serve(*schema, method, respond);
   };
+  // Where the nodes stand, from gossip: LOCAL_QUORUM counts the coordinator's DC, a read at
+  // ONE goes to the nearest live replica.
+  locations_ = std::make_unique<NodeLocations>(
+      NodeOptionsFor(endpoint).endpoint, options_.cluster.node.dc, options_.cluster.node.rack,
+      [this]() -> const cluster::Gossiper* {
+        cluster::ClusterNode* node = serving_node();
+        return node != nullptr ? node->gossiper() : nullptr;
+      });
+  NodeLocations* locations = locations_.get();
   replication::ReplicatedStoreOptions ro;
   ro.replica = options_.cluster.replica;
+  ro.replica.dc_of = [locations](const std::string& e) { return locations->DcOf(e); };
+  ro.coordinator.locate = [locations](const std::string& e) { return locations->Locate(e); };
   ro.coordinator.dc = options_.cluster.node.dc;
   ro.coordinator.write_level = options_.cluster.write_level;
   ro.coordinator.read_level = options_.cluster.read_level;

@@ -57,6 +57,7 @@
 #include "tessera/server/app_profile_store.h"
 #include "tessera/server/cluster_definitions.h"
 #include "tessera/server/schema_agreement.h"
+#include "tessera/server/node_locations.h"
 #include "tessera/tablet/engine.h"
 #include "tessera/util/env.h"
 #include "tessera/util/status.h"
@@ -207,6 +208,8 @@ class NodeCore {
   // The node's hints (<data-dir>/hints), opened with the engine when the node replicates; it
   // outlives the store.
   std::unique_ptr<replication::HintLog> hint_log_;
+  // Peers' dc, rack and liveness for the store (made with it, kept until the core goes).
+  std::unique_ptr<NodeLocations> locations_;
   // The replicated store and its channel, from BeginNode/StartNode to Close; the channel goes
   // first (its pending calls end into a store still alive).
   std::unique_ptr<replication::ReplicatedStore> store_;

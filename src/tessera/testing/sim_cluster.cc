@@ -139,6 +139,10 @@ Status SimCluster::Open(int i) {
   o.cluster.node.seeds = {Endpoint(0)};
   // The agreement wait would block the simulation's one thread, where the answers arrive.
   o.cluster.schema_agreement_timeout_us = 0;
+  if (static_cast<size_t>(i) < options_.places.size()) {
+    o.cluster.node.dc = options_.places[i].first;
+    o.cluster.node.rack = options_.places[i].second;
+  }
   // Each node draws its own numbers, all from the one seed.
   const uint64_t node_seed = Env{.seed = options_.seed}.NewRandom(StrCat("node", i)).Next64();
   server::NodeCoreEnv env{.env = Env{.fs = n.fs.get(),

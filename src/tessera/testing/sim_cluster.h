@@ -43,6 +43,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tessera/cluster/node.h"
@@ -72,6 +73,8 @@ struct SimClusterOptions {
   NetworkOptions network{.loss = 0, .latency_us = 500, .jitter_us = 5'000};
   // Every node's settings; endpoint, seeds and data_dir are set per node.
   cluster::NodeOptions node = DefaultSimNodeOptions();
+  // Node i's data centre and rack, when i < places.size() (else node.dc and node.rack).
+  std::vector<std::pair<std::string, std::string>> places;
   // Every node's engine; dir is set per node.
   tablet::EngineOptions engine = DefaultSimEngineOptions();
   // How long Start and Restart wait for nodes to serve, in simulated microseconds.
