@@ -93,7 +93,9 @@ class TabletMasterPlacementTest : public ::testing::Test {
                               rack + R"("})",
                           ephemeral)
                     .ok());
-    if (token) ASSERT_TRUE(catalog::EnsureToken(session_.get(), endpoint).ok());
+    if (token) {
+      ASSERT_TRUE(catalog::EnsureToken(session_.get(), endpoint).ok());
+    }
   }
   void AddTable(const std::string& id, const std::string& placement, uint64_t prefix,
                 const std::vector<std::string>& splits) {

@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "tessera/replication/coordinator.h"
 #include "tessera/testing/sim_cluster.h"
+#include "tessera/testing/sim_table_calls.h"
 #include "tessera/util/random.h"
 
 namespace tessera::testing {
@@ -31,7 +32,7 @@ using replication::WriteLevel;
 
 constexpr int64_t kMs = 1000;
 constexpr int64_t kSecond = 1000 * kMs;
-constexpr char kTable[] = "projects/p/instances/i/tables/t";
+constexpr const char* kTable = kSimTable;
 constexpr int kNodes = 6;
 
 SimClusterOptions Options(uint64_t seed) {
@@ -46,41 +47,11 @@ SimClusterOptions Options(uint64_t seed) {
 
 std::string DcOf(int node) { return node < 3 ? "dc1" : "dc2"; }
 
-replication::TableSnapshot TableAt(const SimCluster& c, int i) {
-  if (c.core(i) == nullptr) return nullptr;
-  auto t = c.core(i)->catalog()->GetTable(kTable);
-  return t.ok() ? *t : nullptr;
-}
-
-Coordinator* CoordinatorOf(const SimCluster& c, int i) {
-  return c.core(i)->replicated()->coordinator();
-}
-
-bool Configured(const SimCluster& c) {
-  for (int i = 0; i < c.size(); ++i) {
-    replication::TableSnapshot t = TableAt(c, i);
-    if (t == nullptr) return false;
-    for (const catalog::TabletRef& tablet : t->tablets) {
-      if (!c.core(i)->replicated()->replicas()->GetConfig(tablet.id).has_value()) return false;
-    }
-  }
-  return true;
-}
-
 int IndexOf(const std::string& endpoint) {
   for (int i = 0; i < kNodes; ++i) {
     if (SimCluster::Endpoint(i) == endpoint) return i;
   }
   return -1;
-}
-
-template <typename T>
-std::optional<T> RunCall(SimCluster& c, const std::function<void(std::function<void(T)>)>& call,
-                         int64_t limit_us = 20 * kSecond) {
-  auto result = std::make_shared<std::optional<T>>();
-  call([result](T v) { result->emplace(std::move(v)); });
-  c.RunUntil([&] { return result->has_value(); }, limit_us);
-  return *result;
 }
 
 Status WriteAt(SimCluster& c, int i, const std::string& key, WriteLevel level,

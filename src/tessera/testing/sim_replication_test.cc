@@ -21,6 +21,7 @@
 #include "tessera/server/row_filter_proto.h"
 #include "tessera/testing/history.h"
 #include "tessera/testing/sim_cluster.h"
+#include "tessera/testing/sim_table_calls.h"
 #include "tessera/util/coding.h"
 #include "tessera/util/random.h"
 
@@ -36,7 +37,7 @@ using replication::ReadLevel;
 constexpr int64_t kMs = 1000;
 constexpr int64_t kSecond = 1000 * kMs;
 constexpr char kInstance[] = "projects/p/instances/i";
-constexpr char kTable[] = "projects/p/instances/i/tables/t";
+constexpr const char* kTable = kSimTable;
 constexpr int64_t kCellTs = 1000;  // every register write: the newest applied wins
 
 SimClusterOptions Options(uint64_t seed) {
@@ -53,30 +54,6 @@ admin::CreateTableRequest CreateRequest() {
   (*r.mutable_table()->mutable_column_families())["cf"].mutable_gc_rule()->set_max_num_versions(1);
   r.add_initial_splits()->set_key("m");
   return r;
-}
-
-// The table as node i knows it, or null.
-replication::TableSnapshot TableAt(const SimCluster& c, int i) {
-  if (c.core(i) == nullptr) return nullptr;
-  auto t = c.core(i)->catalog()->GetTable(kTable);
-  return t.ok() ? *t : nullptr;
-}
-
-Coordinator* CoordinatorOf(const SimCluster& c, int i) {
-  if (c.core(i) == nullptr || c.core(i)->replicated() == nullptr) return nullptr;
-  return c.core(i)->replicated()->coordinator();
-}
-
-// True once every live node knows the table and a serving configuration of each tablet.
-bool Configured(const SimCluster& c) {
-  for (int i = 0; i < c.size(); ++i) {
-    replication::TableSnapshot t = TableAt(c, i);
-    if (t == nullptr) return false;
-    for (const catalog::TabletRef& tablet : t->tablets) {
-      if (!c.core(i)->replicated()->replicas()->GetConfig(tablet.id).has_value()) return false;
-    }
-  }
-  return true;
 }
 
 // Every node's view of its replicas, for a failure's message.
@@ -106,16 +83,6 @@ void StartWithTable(SimCluster& c) {
   ASSERT_TRUE(c.Start().ok());
   ASSERT_TRUE(c.core(1)->admin()->DoCreateTable(CreateRequest()).ok());
   ASSERT_TRUE(c.RunUntil([&] { return Configured(c); }, 5 * kSecond));
-}
-
-// Runs one coordinator call to its end on simulated time.
-template <typename T>
-std::optional<T> RunCall(SimCluster& c, const std::function<void(std::function<void(T)>)>& call,
-                         int64_t limit_us = 20 * kSecond) {
-  auto result = std::make_shared<std::optional<T>>();
-  call([result](T v) { result->emplace(std::move(v)); });
-  c.RunUntil([&] { return result->has_value(); }, limit_us);
-  return *result;
 }
 
 Status Write(SimCluster& c, int i, const std::string& key, const std::string& value) {
