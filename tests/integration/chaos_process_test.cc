@@ -99,6 +99,17 @@ class ChaosTest : public ClusterTest {
            view["tablets"].is_array() && view["tablets"].size() == 2;
   }
 
+  // Each node's view of the cluster (GetClusterStatus), for a failure's message.
+  std::string StatusViews() {
+    std::string out;
+    for (const auto& n : nodes_) {
+      auto status = GetStatus(*n);
+      out += StrCat("\n", n->endpoint(), " sees: ",
+                    status.ok() ? status->ShortDebugString() : status.status().ToString());
+    }
+    return out;
+  }
+
   int IndexOf(const std::string& endpoint) const {
     for (size_t i = 0; i < nodes_.size(); ++i) {
       if (nodes_[i] != nullptr && nodes_[i]->endpoint() == endpoint) return static_cast<int>(i);
@@ -251,7 +262,7 @@ TEST_F(ChaosTest, APausedPrimaryIsFencedAndCatchesUpForReadsAtOne) {
 
   // The paused node registers again, then reads at ONE find every acknowledged write there.
   ASSERT_TRUE(WaitFor([&] { return Converged(Endpoints()); }, milliseconds(20'000)))
-      << "the paused node did not come back\n"
+      << "the paused node did not come back: " << StatusViews() << "\n"
       << nodes_[p]->LogTail(6000);
   const auto back = Clock::now();
   int64_t missing = -1;
@@ -271,7 +282,15 @@ TEST_F(ChaosTest, APausedPrimaryIsFencedAndCatchesUpForReadsAtOne) {
     }
   }
   const int64_t lost = load.CheckAcknowledgedKeys({0, 1, 2}, "");
-  std::printf("[ chaos ] {\"pause\":\"primary\",\"roles\":\"%s\",\"requests\":%lld,\"failed\":%lld,"
+  // Whether the paused node came back with a tail the new epoch does not keep (it had applied
+  // writes that were never acknowledged), so that it was rebuilt rather than caught up.
+  bool diverged = false;
+  for (const auto& n : nodes_) {
+    diverged = diverged ||
+               FullLog(*n).find("holds mutations outside the lineage") != std::string::npos;
+  }
+  std::printf("[ chaos ] {\"pause\":\"primary\",\"diverged\":%s,", diverged ? "true" : "false");
+  std::printf("\"roles\":\"%s\",\"requests\":%lld,\"failed\":%lld,"
               "\"ambiguous\":%lld,\"longest_stall_s\":%.2f,\"lost\":%lld,\"stale_reads\":%lld,"
               "\"acked_keys\":%lld,\"register_writes\":%lld,\"missing_at_one\":%lld,"
               "\"caught_up_s\":%.2f,\"own_replica\":%s,\"epoch\":[%lld,%lld]}\n",
