@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "bigtable_calls.h"
 #include "cluster_test_fixture.h"
 #include "google/bigtable/admin/v2/bigtable_table_admin.grpc.pb.h"
 #include "google/bigtable/v2/bigtable.grpc.pb.h"
@@ -62,39 +63,13 @@ grpc::Status WriteRow(const ServerProcess& node, const std::string& table, const
                       const std::string& value, const std::string& app_profile,
                       milliseconds deadline) {
   auto stub = v2::Bigtable::NewStub(node.NewChannel());
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + deadline);
-  v2::MutateRowRequest req;
-  req.set_table_name(TablePath(table));
-  req.set_app_profile_id(app_profile);
-  req.set_row_key(key);
-  auto* set = req.add_mutations()->mutable_set_cell();
-  set->set_family_name("cf");
-  set->set_column_qualifier("q");
-  set->set_timestamp_micros(1000);
-  set->set_value(value);
-  v2::MutateRowResponse resp;
-  return stub->MutateRow(&ctx, req, &resp);
+  return WriteCell(*stub, TablePath(table), key, value, app_profile, deadline);
 }
 
 StatusOr<std::string> ReadRow(const ServerProcess& node, const std::string& table,
                               const std::string& key, const std::string& app_profile) {
   auto stub = v2::Bigtable::NewStub(node.NewChannel());
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
-  v2::ReadRowsRequest req;
-  req.set_table_name(TablePath(table));
-  req.set_app_profile_id(app_profile);
-  req.mutable_rows()->add_row_keys(key);
-  auto reader = stub->ReadRows(&ctx, req);
-  v2::ReadRowsResponse resp;
-  std::string value;
-  while (reader->Read(&resp)) {
-    for (const auto& chunk : resp.chunks()) value += chunk.value();
-  }
-  grpc::Status s = reader->Finish();
-  if (!s.ok()) return Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
-  return value;
+  return ReadCells(*stub, TablePath(table), key, app_profile, std::chrono::seconds(3));
 }
 
 // SIGCONTs the stopped nodes when the test leaves, however it leaves.

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "bigtable_calls.h"
 #include "cluster_test_fixture.h"
 #include "google/bigtable/admin/v2/bigtable_instance_admin.grpc.pb.h"
 #include "google/bigtable/admin/v2/bigtable_table_admin.grpc.pb.h"
@@ -25,65 +26,6 @@ namespace admin = ::google::bigtable::admin::v2;
 namespace v2 = ::google::bigtable::v2;
 using namespace cluster_testing;  // NOLINT: the fixture and its helpers
 using Clock = std::chrono::steady_clock;
-
-constexpr char kTableName[] = "projects/p/instances/i/tables/r";
-
-grpc::Status WriteRow(const ServerProcess& node, const std::string& key, const std::string& value,
-                      const std::string& app_profile = "") {
-  auto stub = v2::Bigtable::NewStub(node.NewChannel());
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
-  v2::MutateRowRequest req;
-  req.set_table_name(kTableName);
-  req.set_app_profile_id(app_profile);
-  req.set_row_key(key);
-  auto* set = req.add_mutations()->mutable_set_cell();
-  set->set_family_name("cf");
-  set->set_column_qualifier("q");
-  set->set_timestamp_micros(1000);
-  set->set_value(value);
-  v2::MutateRowResponse resp;
-  return stub->MutateRow(&ctx, req, &resp);
-}
-
-// The value of `key` through `node`, "" when absent; the status when the read failed.
-StatusOr<std::string> ReadRow(const ServerProcess& node, const std::string& key,
-                              const std::string& app_profile = "") {
-  auto stub = v2::Bigtable::NewStub(node.NewChannel());
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
-  v2::ReadRowsRequest req;
-  req.set_table_name(kTableName);
-  req.set_app_profile_id(app_profile);
-  req.mutable_rows()->add_row_keys(key);
-  auto reader = stub->ReadRows(&ctx, req);
-  v2::ReadRowsResponse resp;
-  std::string value;
-  while (reader->Read(&resp)) {
-    for (const auto& chunk : resp.chunks()) value += chunk.value();
-  }
-  grpc::Status s = reader->Finish();
-  if (!s.ok()) return Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
-  return value;
-}
-
-// Table r (family cf, one version kept) in two tablets split at "m", made through `node`.
-grpc::Status CreateTableR(const ServerProcess& node) {
-  auto stub = admin::BigtableTableAdmin::NewStub(node.NewChannel());
-  grpc::ClientContext ctx;
-  admin::CreateTableRequest req;
-  req.set_parent("projects/p/instances/i");
-  req.set_table_id("r");
-  (*req.mutable_table()->mutable_column_families())["cf"].mutable_gc_rule()->set_max_num_versions(1);
-  req.add_initial_splits()->set_key("m");
-  admin::Table created;
-  return stub->CreateTable(&ctx, req, &created);
-}
-
-bool Retryable(const grpc::Status& s) {
-  return s.error_code() == grpc::StatusCode::UNAVAILABLE ||
-         s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
-}
 
 TEST_F(ClusterTest, RowsWrittenThroughOneNodeAreReadThroughAnotherAndSurviveAKilledNode) {
   StartCluster(3);

@@ -229,10 +229,14 @@ Status Server::StartServices(State* s) {
       return definitions->store()->Reconcile();
     };
   }
-  if (core->replicated() != nullptr) {
+  if (core->cluster_definitions() != nullptr) {
     // A replicated node's operations wait for other nodes, whose answers arrive on gRPC's
     // callback threads: run on a callback thread, enough waiting reads or writes would hold
-    // every one of them and never be answered. They run on the workers instead.
+    // every one of them and never be answered. They run on the workers instead. (Asked of
+    // the cluster schema, not of core->replicated(): the store begins only once the node has
+    // joined, after the services are built, so that was always null here and `tessera serve`
+    // kept its --inline-reads default; the chaos tests found reads holding every callback
+    // thread while a killed node's forwarded reads waited, and the failover's seals with them.)
     data_options.inline_reads = false;
     data_options.inline_writes = false;
   }
