@@ -263,16 +263,19 @@ void ChaosLoad::Run(Client* c) {
     }
   };
 
+  // A read that failed, as a retryable (idempotent) call's outcome.
+  auto read_failed = [&](const std::string& key, const Status& status) {
+    return idempotent(StrCat("ReadRows ", key),
+                      grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                                   std::string(status.message())));
+  };
+
   auto read_acked = [&] {
     if (c->acked.empty()) return mutate();
     const std::string key = c->acked[c->random() % c->acked.size()];
     request(StrCat("ReadRows ", key), [&](v2::Bigtable::Stub& stub, milliseconds t) {
       StatusOr<std::string> v = ReadRow(stub, key, "", t);
-      if (!v.ok()) {
-        return idempotent(StrCat("ReadRows ", key),
-                          grpc::Status(static_cast<grpc::StatusCode>(v.status().code()),
-                                       std::string(v.status().message())));
-      }
+      if (!v.ok()) return read_failed(key, v.status());
       if (*v != ValueOf(key)) {
         ++c->totals.stale_reads;
         note(StrCat("stale read of acknowledged ", key, ": \"", *v, "\""));
@@ -297,11 +300,7 @@ void ChaosLoad::Run(Client* c) {
     ++c->totals.register_writes;
     request(StrCat("ReadRows ", key), [&](v2::Bigtable::Stub& stub, milliseconds t) {
       StatusOr<std::string> v = ReadRow(stub, key, "", t);
-      if (!v.ok()) {
-        return idempotent(StrCat("ReadRows ", key),
-                          grpc::Status(static_cast<grpc::StatusCode>(v.status().code()),
-                                       std::string(v.status().message())));
-      }
+      if (!v.ok()) return read_failed(key, v.status());
       int64_t read = -1;
       if (!absl::SimpleAtoi(*v, &read) || read < value) {
         ++c->totals.stale_reads;

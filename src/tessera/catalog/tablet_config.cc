@@ -32,7 +32,7 @@ std::string_view TabletConfigStateName(TabletConfigState state) {
 
 Status TabletConfig::Validate() const {
   auto bad = [&](auto&&... what) {
-    return absl::InvalidArgumentError(tessera::StrCat("tablet ", tablet_id, ": ", what...));
+    return absl::InvalidArgumentError(tessera::StrCat(TabletName(tablet_id), ": ", what...));
   };
   if (tablet_id == 0) return bad("tablet id 0");
   if (epoch == 0) return bad("epoch 0");
@@ -171,6 +171,10 @@ std::string TabletConfigName(uint64_t tablet_id) {
   std::string name(kPrefix);
   for (int shift = 60; shift >= 0; shift -= 4) name.push_back(kHex[(tablet_id >> shift) & 0xf]);
   return name;
+}
+
+std::string TabletName(uint64_t tablet_id) {
+  return StrCat("tablet ", TabletConfigName(tablet_id).substr(kPrefix.size()));
 }
 
 StatusOr<uint64_t> ParseTabletConfigName(std::string_view name) {

@@ -94,6 +94,8 @@ struct TabletConfig {
 // "tablets/" followed by the id in 16 lowercase hex digits, so that the prefix lists in id
 // order.
 std::string TabletConfigName(uint64_t tablet_id);
+// "tablet <16 hex digits>": how messages and logs name a tablet (as its configuration's file).
+std::string TabletName(uint64_t tablet_id);
 // The id in a TabletConfigName; InvalidArgument for anything else.
 StatusOr<uint64_t> ParseTabletConfigName(std::string_view name);
 

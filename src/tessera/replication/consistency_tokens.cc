@@ -15,10 +15,6 @@ namespace {
 
 namespace v1 = ::tessera::v1;
 
-std::string TabletName(uint64_t id) {
-  return StrCat("tablet ", catalog::TabletConfigName(id).substr(8));
-}
-
 const v1::TabletReplicaView* FindTablet(const v1::NodeTablets& answer, uint64_t tablet_id) {
   for (const v1::TabletReplicaView& view : answer.tablets()) {
     if (view.tablet_id() == tablet_id) return &view;
@@ -116,7 +112,7 @@ void ConsistencyTokens::Generate(TableSnapshot table,
   for (const catalog::TabletRef& ref : table->tablets) {
     std::optional<catalog::TabletConfig> config = replicas_->GetConfig(ref.id);
     if (!config.has_value()) {
-      done(absl::UnavailableError(StrCat(TabletName(ref.id), " of ", table->full_name, ": ",
+      done(absl::UnavailableError(StrCat(catalog::TabletName(ref.id), " of ", table->full_name, ": ",
                                          channel_->self(), " knows no configuration of it yet")));
       return;
     }
@@ -132,13 +128,13 @@ void ConsistencyTokens::Generate(TableSnapshot table,
           const std::string& primary = config.primary_endpoint();
           const StatusOr<v1::NodeTablets>& answer = answers.at(primary);
           if (!answer.ok()) {
-            done(absl::UnavailableError(StrCat(TabletName(ref.id), ": its primary ", primary,
+            done(absl::UnavailableError(StrCat(catalog::TabletName(ref.id), ": its primary ", primary,
                                                " did not answer: ", answer.status().message())));
             return;
           }
           const v1::TabletReplicaView* view = FindTablet(*answer, ref.id);
           if (view == nullptr || !view->is_primary() || view->config_epoch() < config.epoch) {
-            done(absl::UnavailableError(StrCat(TabletName(ref.id), ": ", primary,
+            done(absl::UnavailableError(StrCat(catalog::TabletName(ref.id), ": ", primary,
                                                " does not act as its primary at epoch ",
                                                config.epoch, " (a failover under way?)")));
             return;
@@ -163,7 +159,7 @@ void ConsistencyTokens::Check(TableSnapshot table, std::string_view text,
   }
   for (const TokenTablet& t : token->tablets) {
     if (!HasTablet(*table, t.tablet_id)) {
-      done(absl::NotFoundError(StrCat("table ", table->full_name, ": ", TabletName(t.tablet_id),
+      done(absl::NotFoundError(StrCat("table ", table->full_name, ": ", catalog::TabletName(t.tablet_id),
                                       " of the consistency token no longer exists (the table "
                                       "was deleted)")));
       return;

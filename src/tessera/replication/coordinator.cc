@@ -155,7 +155,7 @@ void Coordinator::RunOnce(std::shared_ptr<Op> op) {
   }
   std::optional<catalog::TabletConfig> config = replicas_->GetConfig(op->tablet_id);
   if (!config.has_value()) {
-    retry_or_finish(absl::UnavailableError(StrCat("tablet ", op->tablet_id, " of ",
+    retry_or_finish(absl::UnavailableError(StrCat(catalog::TabletName(op->tablet_id), " of ",
                                                   op->table->full_name,
                                                   " has no configuration here yet")),
                     false);
@@ -544,7 +544,7 @@ Status Coordinator::ReadPageHere(const TableSnapshot& table, uint64_t tablet_id,
     ASSIGN_OR_RETURN(ReplicaPosition after, replicas_->Position(tablet_id));
     if (after.joined_epoch != before.joined_epoch || after.last_sequence < before.last_sequence) {
       // Rebuilt or joined another epoch under the read: its rows may mix two contents.
-      return absl::UnavailableError(StrCat("tablet ", tablet_id, " changed at ", channel_->self(),
+      return absl::UnavailableError(StrCat(catalog::TabletName(tablet_id), " changed at ", channel_->self(),
                                            " during the read"));
     }
     st->page.joined_epoch = before.joined_epoch;
@@ -876,7 +876,7 @@ void Coordinator::ServeForward(const std::string& method, std::string request,
         return t.id == op->tablet_id;
       });
       if (it == tablets.end()) {
-        return absl::UnavailableError(StrCat("tablet ", op->tablet_id, " is not one of ",
+        return absl::UnavailableError(StrCat(catalog::TabletName(op->tablet_id), " is not one of ",
                                              op->table->full_name, " at ", channel_->self()));
       }
       ASSIGN_OR_RETURN(*deleted, access_->DropRowRange(

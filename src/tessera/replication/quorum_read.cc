@@ -74,7 +74,7 @@ class QuorumReadRun : public std::enable_shared_from_this<QuorumReadRun> {
   };
 
   std::string NameLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return StrCat("tablet ", tablet_id_, " (epoch ", config_.epoch, ")");
+    return StrCat(catalog::TabletName(tablet_id_), " (epoch ", config_.epoch, ")");
   }
 
   void OnPage(size_t i, StatusOr<ReadPage> page) {

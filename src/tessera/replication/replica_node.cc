@@ -20,7 +20,7 @@ uint64_t PromisedOf(uint64_t promise) { return promise >> 32; }
 uint64_t JoinedOf(uint64_t promise) { return promise & 0xffffffffu; }
 uint64_t MakePromise(uint64_t promised, uint64_t joined) { return promised << 32 | joined; }
 
-std::string TabletName(uint64_t id) { return StrCat("tablet ", catalog::TabletConfigName(id).substr(8)); }
+using catalog::TabletName;
 
 void RunAll(std::vector<std::function<void()>>* fx) {
   for (auto& f : *fx) f();

@@ -190,7 +190,7 @@ std::string TabletMaster::Step() {
       size_t reachable = 0;
       for (const std::string& r : c.replicas) reachable += alive.count(r);
       if (reachable < Majority(c.replicas.size())) {
-        Append(&log, "tablet ", id, ": primary ", c.primary_endpoint(), " is gone and only ",
+        Append(&log, catalog::TabletName(id), ": primary ", c.primary_endpoint(), " is gone and only ",
                reachable, " of ", c.replicas.size(), " replicas live; waiting; ");
         continue;
       }
@@ -204,7 +204,7 @@ std::string TabletMaster::Step() {
       StatusOr<coord::FileInfo> put =
           session_->Put(StrCat(kSealingPrefix, id), StrCat(c.epoch), coord::PutOptions());
       if (!put.ok()) {
-        Append(&log, "tablet ", id, ": cannot record the promotion: ", put.status().ToString(),
+        Append(&log, catalog::TabletName(id), ": cannot record the promotion: ", put.status().ToString(),
                "; ");
         continue;
       }
@@ -248,7 +248,7 @@ void TabletMaster::StartSealLocked(uint64_t id, const TabletConfig& c, int64_t v
           });
     });
   }
-  Append(log, "tablet ", id, ": primary ", c.primary_endpoint(),
+  Append(log, catalog::TabletName(id), ": primary ", c.primary_endpoint(),
          alive.count(c.primary_endpoint()) ? " came back during its promotion" : " is gone",
          "; sealing epoch ", c.epoch + 1, "; ");
 }
@@ -316,20 +316,20 @@ void TabletMaster::FinishPromotion(coord::Session* session, uint64_t tablet_id, 
   }
   const TabletConfig& old = p->config;
   if (p->sealed.size() < Majority(old.replicas.size())) {
-    Append(log, "tablet ", tablet_id, ": only ", p->sealed.size(), " of ", old.replicas.size(),
+    Append(log, catalog::TabletName(tablet_id), ": only ", p->sealed.size(), " of ", old.replicas.size(),
            " replicas sealed epoch ", old.epoch + 1, "; retrying; ");
     return;
   }
   std::optional<size_t> best = ChooseNewPrimary(old, p->sealed);
   if (!best.has_value()) {
-    Append(log, "tablet ", tablet_id, ": no sealed replica holds the lineage of epoch ", old.epoch,
+    Append(log, catalog::TabletName(tablet_id), ": no sealed replica holds the lineage of epoch ", old.epoch,
            "; retrying; ");
     return;
   }
   const uint64_t start = p->sealed.at(*best).last_sequence;
   TabletConfig next = old.NextEpoch(*best, start);
   if (WriteConfig(session, next, p->version, log)) {
-    Append(log, "tablet ", tablet_id, ": epoch ", next.epoch, " primary ", next.primary_endpoint(),
+    Append(log, catalog::TabletName(tablet_id), ": epoch ", next.epoch, " primary ", next.primary_endpoint(),
            " from sequence ", start, "; ");
   }
 }
