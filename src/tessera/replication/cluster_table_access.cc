@@ -189,14 +189,17 @@ std::vector<Status> ClusterTableAccess::MutateRows(const catalog::TableInfo& tab
   TableSnapshot snapshot = Snapshot(table);
   // Each tablet's answer fills its entries; slots are distinct, so no lock is needed for them.
   absl::BlockingCounter pending(static_cast<int>(by_tablet.size()));
-  for (const auto& [tablet_index, indexes] : by_tablet) {
+  for (const auto& [tablet_index, entries] : by_tablet) {
     std::vector<model::RowMutation> batch;
-    batch.reserve(indexes.size());
-    for (size_t i : indexes) batch.push_back(mutations[i]);
+    batch.reserve(entries.size());
+    for (size_t i : entries) batch.push_back(mutations[i]);
+    // A pointer, not the binding: lambdas may not capture structured bindings before C++20's
+    // P1091 (clang 16), and the thread-safety check builds with clang 14.
+    const std::vector<size_t>* indexes = &entries;
     (*c)->MutateBatch(snapshot, tablet_index, std::move(batch), options,
-                      [&out, &pending, &indexes](std::vector<Status> statuses) {
-                        for (size_t k = 0; k < indexes.size(); ++k) {
-                          out[indexes[k]] = std::move(statuses[k]);
+                      [&out, &pending, indexes](std::vector<Status> statuses) {
+                        for (size_t k = 0; k < indexes->size(); ++k) {
+                          out[(*indexes)[k]] = std::move(statuses[k]);
                         }
                         pending.DecrementCount();
                       });
