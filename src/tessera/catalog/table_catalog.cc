@@ -28,12 +28,12 @@ uint64_t TabletPrefixOf(const std::vector<TabletRef>& tablets) {
 
 }  // namespace
 
-const TabletRef& TableInfo::TabletFor(std::string_view row) const {
+size_t TableInfo::TabletIndexFor(std::string_view row) const {
   // The last tablet whose start_row <= row.
   auto it =
       std::upper_bound(tablets.begin(), tablets.end(), row,
                        [](std::string_view r, const TabletRef& t) { return r < t.start_row; });
-  return *(it - 1);
+  return static_cast<size_t>(it - 1 - tablets.begin());
 }
 
 std::vector<size_t> TableInfo::TabletsOverlapping(std::string_view start,

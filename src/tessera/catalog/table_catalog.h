@@ -62,8 +62,9 @@ struct TableInfo {
   // ids were cluster-wide.
   uint64_t tablet_prefix = 0;
 
-  // The tablet holding `row`.
-  const TabletRef& TabletFor(std::string_view row) const;
+  // The tablet holding `row`, and its index into `tablets`.
+  const TabletRef& TabletFor(std::string_view row) const { return tablets[TabletIndexFor(row)]; }
+  size_t TabletIndexFor(std::string_view row) const;
   // Indexes into `tablets` of those overlapping [start, end) (end "" = unbounded), in order.
   std::vector<size_t> TabletsOverlapping(std::string_view start, std::string_view end) const;
 };

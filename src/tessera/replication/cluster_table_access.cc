@@ -180,12 +180,7 @@ std::vector<Status> ClusterTableAccess::MutateRows(const catalog::TableInfo& tab
     out.assign(mutations.size(), c.status());
     return out;
   }
-  // Entry indexes by tablet index, each tablet's in request order.
-  std::map<size_t, std::vector<size_t>> by_tablet;
-  for (size_t i = 0; i < mutations.size(); ++i) {
-    const catalog::TabletRef& t = table.TabletFor(mutations[i].row());
-    by_tablet[static_cast<size_t>(&t - table.tablets.data())].push_back(i);
-  }
+  const std::map<size_t, std::vector<size_t>> by_tablet = EntriesByTablet(table, mutations);
   TableSnapshot snapshot = Snapshot(table);
   // Each tablet's answer fills its entries; slots are distinct, so no lock is needed for them.
   absl::BlockingCounter pending(static_cast<int>(by_tablet.size()));

@@ -43,21 +43,17 @@ std::vector<Status> LocalTableAccess::MutateRows(const catalog::TableInfo& table
                                                  const AccessOptions& /*options*/) {
   std::vector<Status> out(mutations.size());
   if (mutations.empty()) return out;
-  // Entry indexes by tablet, each tablet's in request order.
-  std::map<tablet::TabletId, std::vector<size_t>> by_tablet;
-  for (size_t i = 0; i < mutations.size(); ++i) {
-    by_tablet[table.TabletFor(mutations[i].row()).id].push_back(i);
-  }
+  const std::map<size_t, std::vector<size_t>> by_tablet = EntriesByTablet(table, mutations);
   if (by_tablet.size() == 1) {
-    WriteTabletBatch(table, by_tablet.begin()->first, mutations, by_tablet.begin()->second,
-                     &out);
+    WriteTabletBatch(table, table.tablets[by_tablet.begin()->first].id, mutations,
+                     by_tablet.begin()->second, &out);
     return out;
   }
-  for (const auto& [id, indexes] : by_tablet) {
+  for (const auto& [index, indexes] : by_tablet) {
     std::vector<model::RowMutation> batch;
     batch.reserve(indexes.size());
     for (size_t i : indexes) batch.push_back(mutations[i]);
-    WriteTabletBatch(table, id, batch, indexes, &out);
+    WriteTabletBatch(table, table.tablets[index].id, batch, indexes, &out);
   }
   return out;
 }

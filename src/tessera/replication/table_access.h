@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -103,6 +104,17 @@ struct RowKeySample {
   std::string row_key;  // "" for the last sample: the end of the table
   int64_t offset_bytes = 0;
 };
+
+// The indexes of `mutations` by the index of their tablet in `table.tablets`, each tablet's in
+// request order: how a MutateRows is cut into one batch per tablet.
+inline std::map<size_t, std::vector<size_t>> EntriesByTablet(
+    const catalog::TableInfo& table, std::span<const model::RowMutation> mutations) {
+  std::map<size_t, std::vector<size_t>> by_tablet;
+  for (size_t i = 0; i < mutations.size(); ++i) {
+    by_tablet[table.TabletIndexFor(mutations[i].row())].push_back(i);
+  }
+  return by_tablet;
+}
 
 class TableAccess {
  public:

@@ -432,8 +432,7 @@ class MutateRowsReactor final : public grpc::ServerWriteReactor<v2::MutateRowsRe
         statuses_[i] = m.status();
         continue;
       }
-      const catalog::TabletRef& t = table_->TabletFor(m->row());
-      Slice& slice = by_tablet[static_cast<size_t>(&t - table_->tablets.data())];
+      Slice& slice = by_tablet[table_->TabletIndexFor(m->row())];
       slice.mutations.push_back(*std::move(m));
       slice.indexes.push_back(static_cast<size_t>(i));
     }

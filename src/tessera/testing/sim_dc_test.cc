@@ -77,7 +77,7 @@ StatusOr<std::string> Read(SimCluster& c, int i, const std::string& key, ReadLev
   std::optional<StatusOr<replication::ReadPage>> page =
       RunCall<StatusOr<replication::ReadPage>>(
           c, [&](std::function<void(StatusOr<replication::ReadPage>)> done) {
-            CoordinatorOf(c, i)->Read(t, static_cast<size_t>(&t->TabletFor(key) - t->tablets.data()),
+            CoordinatorOf(c, i)->Read(t, t->TabletIndexFor(key),
                                       {model::RowRange::SingleKey(key)}, nullptr, 0, false, o,
                                       std::move(done));
           });

@@ -107,7 +107,7 @@ StatusOr<std::optional<std::string>> Read(SimCluster& c, int i, const std::strin
   std::optional<StatusOr<replication::ReadPage>> page =
       RunCall<StatusOr<replication::ReadPage>>(
           c, [&](std::function<void(StatusOr<replication::ReadPage>)> done) {
-            co->Read(t, static_cast<size_t>(&t->TabletFor(key) - t->tablets.data()), {model::RowRange::SingleKey(key)}, nullptr, 0,
+            co->Read(t, t->TabletIndexFor(key), {model::RowRange::SingleKey(key)}, nullptr, 0,
                      false, o, std::move(done));
           });
   if (!page.has_value()) return absl::DeadlineExceededError("the simulation ran out");
@@ -149,7 +149,7 @@ TEST(SimReplicationTest, AWriteThroughOneNodeReadsBackThroughEveryNodeAndLiesOnE
 
 // Tablet index of `key` in `table`.
 size_t TabletIndex(const replication::TableSnapshot& table, const std::string& key) {
-  return static_cast<size_t>(&table->TabletFor(key) - table->tablets.data());
+  return table->TabletIndexFor(key);
 }
 
 TEST(SimReplicationTest, ABatchAcrossTwoTabletsAnswersEachEntryAndABadOneFailsAlone) {
@@ -775,7 +775,7 @@ void ClientStep(Workload* w, int client) {
     for (size_t r : {first, second}) {
       const std::string& key = w->registers[r];
       const std::string value = StrCat("c", client, "-", w->next_value++);
-      Group& g = by_tablet[static_cast<size_t>(&table->TabletFor(key) - table->tablets.data())];
+      Group& g = by_tablet[table->TabletIndexFor(key)];
       g.ids.push_back(h->Invoke(client, ClientOp::Write(key, value), c.now_us()));
       model::RowMutation m(key);
       m.SetCell("cf", "q", kCellTs, value);
@@ -814,7 +814,7 @@ void ClientStep(Workload* w, int client) {
     const std::string key = counter ? w->counters[w->random.Uniform(w->counters.size())]
                                     : w->registers[w->random.Uniform(w->registers.size())];
     const int id = h->Invoke(client, ClientOp::Read(key), c.now_us());
-    const size_t tablet = static_cast<size_t>(&table->TabletFor(key) - table->tablets.data());
+    const size_t tablet = table->TabletIndexFor(key);
     // Half at the primary, half at QUORUM: both must be linearizable.
     AccessOptions read_options = o;
     if (w->random.Uniform(2) == 0) read_options.read_level = ReadLevel::kQuorum;
