@@ -158,8 +158,25 @@ TEST_F(ClusterTest, AdminTabletsShowsEveryTabletsReplicasPrimaryAndLag) {
     tablets += n["tablets"].get<int>();
     primaries += n["primaries"].get<int>();
   }
-  EXPECT_EQ(tablets, 6) << out;
-  EXPECT_EQ(primaries, 2) << out;
+  // Table r's six replicas and two primaries, and METADATA's one tablet on all three nodes.
+  EXPECT_EQ(tablets, 9) << out;
+  EXPECT_EQ(primaries, 3) << out;
+
+  // The tablet map: one METADATA row per tablet of r, readable through any node (its first
+  // tablet's row: the tablet id, 16 hex digits, and an empty start row); clients may not
+  // write it.
+  const std::string metadata = "projects/__tessera/instances/__tessera/tables/METADATA";
+  std::string first_row = std::string(kTableName) + std::string("\0\x01", 2) + "m";
+  std::string last_row = std::string(kTableName) + std::string("\0\x02", 2);
+  auto stub = v2::Bigtable::NewStub(nodes_[2]->NewChannel());
+  StatusOr<std::string> cells = ReadCells(*stub, metadata, first_row, "", kCallTimeout);
+  ASSERT_TRUE(cells.ok()) << cells.status();
+  EXPECT_EQ(cells->size(), 16u) << *cells;
+  cells = ReadCells(*stub, metadata, last_row, "", kCallTimeout);
+  ASSERT_TRUE(cells.ok()) << cells.status();
+  EXPECT_EQ(cells->size(), 16u + 1u) << *cells;  // its id and its start row, "m"
+  const grpc::Status refused = WriteCell(*stub, metadata, "x", "y", "", kCallTimeout);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::PERMISSION_DENIED) << refused.error_message();
 }
 
 // The Bigtable admin API's consistency tokens across the cluster: written through node 0, a

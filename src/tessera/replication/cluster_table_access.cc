@@ -30,9 +30,13 @@ class Waiter {
   std::optional<T> value_;
 };
 
-// A copy of the table snapshot for the coordinator's asynchronous operations.
-TableSnapshot Snapshot(const catalog::TableInfo& table) {
-  return std::make_shared<const catalog::TableInfo>(table);
+// `table` with its tablets as METADATA names them (tablet_locator.h): the snapshot the
+// coordinator's asynchronous operations take.
+StatusOr<TableSnapshot> Route(Coordinator* c, const catalog::TableInfo& table,
+                              const AccessOptions& options) {
+  Waiter<StatusOr<TableSnapshot>> waiter;
+  c->locator()->Locate(table, options.timeout_us, waiter.Callback());
+  return waiter.Wait();
 }
 
 // The caller's filter, shared for the length of a call it outlives.
@@ -165,8 +169,9 @@ Status ClusterTableAccess::Mutate(const catalog::TableInfo& table,
                                   const model::RowMutation& mutation,
                                   const AccessOptions& options) {
   ASSIGN_OR_RETURN(Coordinator * c, Get());
+  ASSIGN_OR_RETURN(TableSnapshot routed, Route(c, table, options));
   Waiter<Status> waiter;
-  c->Mutate(Snapshot(table), mutation, options, waiter.Callback());
+  c->Mutate(std::move(routed), mutation, options, waiter.Callback());
   return waiter.Wait();
 }
 
@@ -180,8 +185,13 @@ std::vector<Status> ClusterTableAccess::MutateRows(const catalog::TableInfo& tab
     out.assign(mutations.size(), c.status());
     return out;
   }
-  const std::map<size_t, std::vector<size_t>> by_tablet = EntriesByTablet(table, mutations);
-  TableSnapshot snapshot = Snapshot(table);
+  StatusOr<TableSnapshot> routed = Route(*c, table, options);
+  if (!routed.ok()) {
+    out.assign(mutations.size(), routed.status());
+    return out;
+  }
+  const TableSnapshot& snapshot = *routed;
+  const std::map<size_t, std::vector<size_t>> by_tablet = EntriesByTablet(*snapshot, mutations);
   // Each tablet's answer fills its entries; slots are distinct, so no lock is needed for them.
   absl::BlockingCounter pending(static_cast<int>(by_tablet.size()));
   for (const auto& [tablet_index, entries] : by_tablet) {
@@ -210,8 +220,9 @@ StatusOr<bool> ClusterTableAccess::CheckAndMutate(const catalog::TableInfo& tabl
                                                   const model::RowMutation& on_false,
                                                   const AccessOptions& options) {
   ASSIGN_OR_RETURN(Coordinator * c, Get());
+  ASSIGN_OR_RETURN(TableSnapshot routed, Route(c, table, options));
   Waiter<StatusOr<bool>> waiter;
-  c->CheckAndMutate(Snapshot(table), std::string(row_key), Borrow(predicate), on_true, on_false,
+  c->CheckAndMutate(std::move(routed), std::string(row_key), Borrow(predicate), on_true, on_false,
                     options, waiter.Callback());
   return waiter.Wait();
 }
@@ -221,8 +232,9 @@ StatusOr<model::Row> ClusterTableAccess::ReadModifyWrite(
     const std::vector<ReadModifyWriteRule>& rules, int64_t now_micros, size_t max_value_bytes,
     const AccessOptions& options) {
   ASSIGN_OR_RETURN(Coordinator * c, Get());
+  ASSIGN_OR_RETURN(TableSnapshot routed, Route(c, table, options));
   Waiter<StatusOr<model::Row>> waiter;
-  c->ReadModifyWrite(Snapshot(table), std::string(row_key), rules, now_micros, max_value_bytes,
+  c->ReadModifyWrite(std::move(routed), std::string(row_key), rules, now_micros, max_value_bytes,
                      options, waiter.Callback());
   return waiter.Wait();
 }
@@ -231,13 +243,16 @@ StatusOr<std::unique_ptr<RowStream>> ClusterTableAccess::Read(TableSnapshot tabl
                                                               ReadRequest request,
                                                               const AccessOptions& options) {
   ASSIGN_OR_RETURN(Coordinator * c, Get());
+  ASSIGN_OR_RETURN(TableSnapshot routed, Route(c, *table, options));
   return std::unique_ptr<RowStream>(
-      std::make_unique<ClusterRowStream>(c, std::move(table), std::move(request), options));
+      std::make_unique<ClusterRowStream>(c, std::move(routed), std::move(request), options));
 }
 
 StatusOr<std::vector<RowKeySample>> ClusterTableAccess::SampleRowKeys(
     const catalog::TableInfo& table, uint64_t every_bytes) {
-  return local_->SampleRowKeys(table, every_bytes);
+  ASSIGN_OR_RETURN(Coordinator * c, Get());
+  ASSIGN_OR_RETURN(TableSnapshot routed, Route(c, table, AccessOptions()));
+  return local_->SampleRowKeys(*routed, every_bytes);
 }
 
 StatusOr<uint64_t> ClusterTableAccess::DropRowRange(const catalog::TableInfo& table,
@@ -245,10 +260,10 @@ StatusOr<uint64_t> ClusterTableAccess::DropRowRange(const catalog::TableInfo& ta
                                                     const AccessOptions& options) {
   ASSIGN_OR_RETURN(Coordinator * c, Get());
   // Each tablet's rows are deleted at its primary, row by row as replicated writes.
-  TableSnapshot snapshot = Snapshot(table);
+  ASSIGN_OR_RETURN(TableSnapshot snapshot, Route(c, table, options));
   const model::RowRange range = model::RowRange::WithPrefix(prefix);
   uint64_t deleted = 0;
-  for (size_t i : table.TabletsOverlapping(range.start, range.end)) {
+  for (size_t i : snapshot->TabletsOverlapping(range.start, range.end)) {
     Waiter<StatusOr<uint64_t>> waiter;
     c->DropRowRange(snapshot, i, std::string(prefix), options, waiter.Callback());
     ASSIGN_OR_RETURN(uint64_t n, waiter.Wait());

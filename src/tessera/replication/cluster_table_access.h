@@ -13,7 +13,9 @@
 // MutateRows groups the entries by tablet and sends each tablet's as one batch to its primary
 // (Coordinator::MutateBatch), all tablets at once, and waits for every answer.
 //
-// SampleRowKeys answers with the tablet boundaries and this node's size estimates.
+// Every call first finds the table's tablets through the coordinator's TabletLocator (METADATA,
+// cached; tablet_locator.h) and routes by those. SampleRowKeys answers with those tablet
+// boundaries and this node's size estimates.
 //
 // Thread-safety: as TableAccess.
 #pragma once

@@ -4,6 +4,7 @@
 #include <set>
 #include <utility>
 
+#include "tessera/catalog/metadata_table.h"
 #include "tessera/catalog/tablet_id.h"
 #include "tessera/replication/nearest_replica.h"
 #include "tessera/replication/quorum_read.h"
@@ -92,7 +93,11 @@ Coordinator::Coordinator(ReplicaNode* replicas, LocalTableAccess* access, RpcCha
       clock_(clock),
       lookup_(std::move(lookup)),
       compile_(std::move(compile)),
-      options_(std::move(options)) {}
+      options_(std::move(options)),
+      locator_(std::make_unique<TabletLocator>(
+          this, executor, clock, [lookup = lookup_]() -> StatusOr<TableSnapshot> {
+            return lookup(std::string(catalog::kMetadataTable));
+          })) {}
 
 // ---------------------------------------------------------------------------------------------
 // Running an operation

@@ -46,6 +46,7 @@
 #include "tessera/replication/replica_node.h"
 #include "tessera/replication/rpc_channel.h"
 #include "tessera/replication/table_access.h"
+#include "tessera/replication/tablet_locator.h"
 #include "tessera/util/clock.h"
 #include "tessera/util/executor.h"
 #include "tessera/util/status.h"
@@ -148,6 +149,9 @@ class Coordinator {
 
   const CoordinatorOptions& options() const { return options_; }
   Clock* clock() const { return clock_; }
+  // Where this node finds a table's tablets (METADATA, tablet_locator.h). The operations above
+  // take a snapshot as the locator answers it.
+  TabletLocator* locator() const { return locator_.get(); }
 
  private:
   // The operation, as it runs at a tablet's primary (or a replica, for a read at ONE or
@@ -184,6 +188,7 @@ class Coordinator {
   const TableLookup lookup_;
   const FilterCompiler compile_;
   const CoordinatorOptions options_;
+  const std::unique_ptr<TabletLocator> locator_;  // uses this coordinator: declared last
 };
 
 }  // namespace tessera::replication

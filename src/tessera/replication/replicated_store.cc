@@ -62,6 +62,13 @@ ReplicatedStore::ReplicatedStore(ReplicatedStoreEnv env, ReplicatedStoreOptions 
                                                env_.compile, options.coordinator);
   master_ = std::make_unique<TabletMaster>(env_.channel, env_.executor, env_.clock, env_.tables,
                                            env_.is_master, options.master);
+  std::function<Status()> create_metadata = env_.create_metadata;
+  if (!create_metadata) {
+    create_metadata = [] { return absl::FailedPreconditionError("no schema store to create it in"); };
+  }
+  metadata_sync_ = std::make_unique<MetadataSync>(coordinator_.get(), env_.executor, env_.clock,
+                                                  env_.tables, env_.is_master,
+                                                  std::move(create_metadata), options.metadata);
   tokens_ =
       std::make_unique<ConsistencyTokens>(replicas_.get(), env_.engine, env_.channel, env_.tables);
   listener_ = std::make_unique<ConfigListener>(replicas_.get());
@@ -92,6 +99,7 @@ void ReplicatedStore::Start() {
       });
   replicas_->Start();
   master_->Start();
+  metadata_sync_->Start();
 }
 
 void ReplicatedStore::Stop() {
@@ -99,6 +107,7 @@ void ReplicatedStore::Stop() {
   started_ = false;
   env_.channel->SetHandler(nullptr);
   Detach();
+  metadata_sync_->Stop();
   master_->Stop();
   replicas_->Stop();
 }

@@ -1,8 +1,8 @@
 // ReplicatedStore: the parts of the distributed store on one node, wired together
 // (docs/replication.md, "The protocol in detail"): the node's ReplicaNode, the LocalTableAccess
-// whose writes go through it, the Coordinator, the TabletMaster, the ConsistencyTokens, and
-// the mirror of the lock service's `tablets/` prefix that keeps the ReplicaNode's configurations
-// current. It installs itself as the RpcChannel's handler.
+// whose writes go through it, the Coordinator, the TabletMaster and its MetadataSync, the
+// ConsistencyTokens, and the mirror of the lock service's `tablets/` prefix that keeps the
+// ReplicaNode's configurations current. It installs itself as the RpcChannel's handler.
 //
 // Lifecycle: Start() begins the replicas' tick and the master's steps and takes the channel's
 // calls; Attach(session) (after each registration) starts the mirror and gives the master its
@@ -19,6 +19,7 @@
 #include "tessera/replication/consistency_tokens.h"
 #include "tessera/replication/coordinator.h"
 #include "tessera/replication/local_table_access.h"
+#include "tessera/replication/metadata_sync.h"
 #include "tessera/replication/replica_node.h"
 #include "tessera/replication/rpc_channel.h"
 #include "tessera/replication/tablet_master.h"
@@ -30,6 +31,7 @@ struct ReplicatedStoreOptions {
   ReplicaNodeOptions replica;
   CoordinatorOptions coordinator;
   TabletMasterOptions master;
+  MetadataSyncOptions metadata;
 };
 
 struct ReplicatedStoreEnv {
@@ -43,6 +45,8 @@ struct ReplicatedStoreEnv {
   FilterCompiler compile;
   TabletMaster::TablesFn tables;
   std::function<bool()> is_master;
+  // Creates the METADATA table in the schema store (metadata_sync.h); AlreadyExists is done.
+  std::function<Status()> create_metadata;
   // Serves the methods of other layers on the channel (the schema's agreement); false (and
   // `respond` untouched) for a method it does not know. Null: none.
   std::function<bool(const std::string& method, std::string& request,
@@ -67,6 +71,7 @@ class ReplicatedStore {
   Coordinator* coordinator() const { return coordinator_.get(); }
   ReplicaNode* replicas() const { return replicas_.get(); }
   TabletMaster* master() const { return master_.get(); }
+  MetadataSync* metadata_sync() const { return metadata_sync_.get(); }
   ConsistencyTokens* tokens() const { return tokens_.get(); }
 
  private:
@@ -77,6 +82,7 @@ class ReplicatedStore {
   std::unique_ptr<LocalTableAccess> access_;
   std::unique_ptr<Coordinator> coordinator_;
   std::unique_ptr<TabletMaster> master_;
+  std::unique_ptr<MetadataSync> metadata_sync_;
   std::unique_ptr<ConsistencyTokens> tokens_;
   std::unique_ptr<ConfigListener> listener_;
   std::unique_ptr<coord::PrefixMirror> mirror_;

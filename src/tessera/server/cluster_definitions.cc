@@ -1,6 +1,10 @@
 #include "tessera/server/cluster_definitions.h"
 
+#include <algorithm>
 #include <utility>
+
+#include "tessera/catalog/metadata_table.h"
+#include "tessera/util/logging.h"
 
 namespace tessera::server {
 
@@ -46,16 +50,46 @@ StatusOr<std::unique_ptr<ClusterDefinitions>> ClusterDefinitions::Open(
   return definitions;
 }
 
+namespace {
+
+// Refuses a change, by a client, of the instance that holds Tessera's own tables.
+Status CheckNotReserved(std::string_view instance_or_table) {
+  const std::string_view instance = instance_or_table.substr(
+      0, std::min(instance_or_table.size(), instance_or_table.find("/tables/")));
+  if (!catalog::IsReservedInstance(instance)) return Status();
+  return absl::PermissionDeniedError(
+      StrCat("instance ", instance, " holds Tessera's own tables (", catalog::kMetadataTable,
+             "): they are read-only to clients"));
+}
+
+}  // namespace
+
+Status ClusterDefinitions::EnsureMetadataTable() {
+  if (catalog_->GetTable(catalog::kMetadataTable).ok()) return Status();
+  StatusOr<std::string> created =
+      store_->CreateTable(catalog::kMetadataInstance, catalog::MetadataSchema(), {}, nullptr);
+  if (!created.ok() && !absl::IsAlreadyExists(created.status())) return created.status();
+  return Status();
+}
+
 StatusOr<std::shared_ptr<const catalog::TableInfo>> ClusterDefinitions::CreateTable(
     std::string_view instance, model::TableSchema schema, std::vector<std::string> split_keys) {
+  RETURN_IF_ERROR(CheckNotReserved(instance));
   int64_t revision = 0;
   ASSIGN_OR_RETURN(std::string full_name, store_->CreateTable(instance, std::move(schema),
                                                               std::move(split_keys), &revision));
+  // The table is made; its tablets are located through METADATA, which the master creates
+  // too should this fail.
+  if (Status s = EnsureMetadataTable(); !s.ok()) {
+    TLOG_WARN("cluster schema: could not create {} after {}: {}", catalog::kMetadataTable,
+              full_name, s.ToString());
+  }
   AfterChange(revision);
   return catalog_->GetTable(full_name);
 }
 
 Status ClusterDefinitions::DeleteTable(std::string_view full_name) {
+  RETURN_IF_ERROR(CheckNotReserved(full_name));
   int64_t revision = 0;
   RETURN_IF_ERROR(store_->DeleteTable(full_name, &revision));
   AfterChange(revision);
@@ -64,6 +98,7 @@ Status ClusterDefinitions::DeleteTable(std::string_view full_name) {
 
 StatusOr<std::shared_ptr<const catalog::TableInfo>> ClusterDefinitions::UpdateSchema(
     std::string_view full_name, const std::function<Status(model::TableSchema*)>& change) {
+  RETURN_IF_ERROR(CheckNotReserved(full_name));
   int64_t revision = 0;
   RETURN_IF_ERROR(store_->UpdateSchema(full_name, change, &revision));
   AfterChange(revision);

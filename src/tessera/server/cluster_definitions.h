@@ -43,7 +43,14 @@ class ClusterDefinitions final : public catalog::TableDefinitions {
   // (schema_agreement.h) waits there. Null (the default): nothing runs.
   void SetAfterChange(std::function<void(int64_t revision)> after_change);
 
+  // Creates the METADATA table (catalog/metadata_table.h) unless the cluster has it; OK when it
+  // exists. No schema agreement wait: the master's MetadataSync calls this from its step.
+  Status EnsureMetadataTable();
+
   // --- catalog::TableDefinitions (errors: catalog::SchemaStore's) ---
+  // The instance of Tessera's own tables (catalog::kMetadataInstance) is refused with
+  // PermissionDenied. A CreateTable also makes the METADATA table when there is none, so that
+  // the new table's tablets can be located as soon as the master has written their rows.
   StatusOr<std::shared_ptr<const catalog::TableInfo>> CreateTable(
       std::string_view instance, model::TableSchema schema,
       std::vector<std::string> split_keys) override;

@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "google/bigtable/v2/feature_flags.pb.h"
+#include "tessera/catalog/metadata_table.h"
 #include "tessera/model/cell_key.h"
 #include "tessera/server/grpc_status.h"
 #include "tessera/server/mutation_builder.h"
@@ -157,6 +158,18 @@ class DataService::Impl {
     return catalog_->GetTable(name.Full());
   }
 
+  // The table a write names: as ResolveTable, and PermissionDenied for Tessera's own tables
+  // (METADATA), which only the master writes.
+  StatusOr<TablePtr> ResolveWritableTable(std::string_view table_name,
+                                          std::string_view authorized_view_name) const {
+    ASSIGN_OR_RETURN(TablePtr table, ResolveTable(table_name, authorized_view_name, ""));
+    if (catalog::IsReservedInstance(table->name.instance)) {
+      return absl::PermissionDeniedError(StrCat("table ", table->full_name,
+                                                " is Tessera's own: clients may read it, not write it"));
+    }
+    return table;
+  }
+
   // How a request on `table` runs: its app profile's levels and the client's deadline.
   StatusOr<replication::AccessOptions> OptionsFor(const grpc::CallbackServerContext* ctx,
                                                   const catalog::TableInfo& table,
@@ -184,7 +197,7 @@ class DataService::Impl {
 
   Status MutateRow(const grpc::CallbackServerContext* ctx, const v2::MutateRowRequest& req) {
     ASSIGN_OR_RETURN(TablePtr table,
-                     ResolveTable(req.table_name(), req.authorized_view_name(), ""));
+                     ResolveWritableTable(req.table_name(), req.authorized_view_name()));
     ASSIGN_OR_RETURN(replication::AccessOptions options,
                      OptionsFor(ctx, *table, req.app_profile_id()));
     MutationBuilder builder(table->schema);
@@ -220,7 +233,7 @@ class DataService::Impl {
 
 StatusOr<bool> DataService::Impl::CheckAndMutateRow(const grpc::CallbackServerContext* ctx,
                                                     const v2::CheckAndMutateRowRequest& req) {
-  ASSIGN_OR_RETURN(TablePtr table, ResolveTable(req.table_name(), req.authorized_view_name(), ""));
+  ASSIGN_OR_RETURN(TablePtr table, ResolveWritableTable(req.table_name(), req.authorized_view_name()));
   ASSIGN_OR_RETURN(replication::AccessOptions options,
                    OptionsFor(ctx, *table, req.app_profile_id()));
   RETURN_IF_ERROR(ValidateRowKey(req.row_key()));
@@ -255,7 +268,7 @@ StatusOr<bool> DataService::Impl::CheckAndMutateRow(const grpc::CallbackServerCo
 Status DataService::Impl::ReadModifyWriteRow(const grpc::CallbackServerContext* ctx,
                                              const v2::ReadModifyWriteRowRequest& req,
                                              v2::ReadModifyWriteRowResponse* resp) {
-  ASSIGN_OR_RETURN(TablePtr table, ResolveTable(req.table_name(), req.authorized_view_name(), ""));
+  ASSIGN_OR_RETURN(TablePtr table, ResolveWritableTable(req.table_name(), req.authorized_view_name()));
   ASSIGN_OR_RETURN(replication::AccessOptions options,
                    OptionsFor(ctx, *table, req.app_profile_id()));
   RETURN_IF_ERROR(ValidateRowKey(req.row_key()));
@@ -404,7 +417,7 @@ class MutateRowsReactor final : public grpc::ServerWriteReactor<v2::MutateRowsRe
 
   void Start() {
     StatusOr<TablePtr> table =
-        impl_->ResolveTable(req_->table_name(), req_->authorized_view_name(), "");
+        impl_->ResolveWritableTable(req_->table_name(), req_->authorized_view_name());
     if (!table.ok()) return Finish(ToGrpcStatus(table.status()));
     table_ = *std::move(table);
     StatusOr<replication::AccessOptions> options =

@@ -193,6 +193,8 @@ Status NodeCore::StartReplication(const std::string& endpoint) {
     return CompileRowFilter(proto, FilterOptionsFor(table.schema, seed));
   };
   re.tables = [catalog] { return catalog->ListAllTables(); };
+  ClusterDefinitions* definitions = schema_.get();
+  re.create_metadata = [definitions] { return definitions->EnsureMetadataTable(); };
   re.is_master = [this] {
     cluster::ClusterNode* node = serving_node();
     return node != nullptr && node->is_master();

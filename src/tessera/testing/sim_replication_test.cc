@@ -15,6 +15,7 @@
 #include "google/bigtable/v2/data.pb.h"
 #include "gtest/gtest.h"
 #include "spdlog/spdlog.h"
+#include "tessera/catalog/metadata_table.h"
 #include "tessera/replication/consistency_token.h"
 #include "tessera/replication/consistency_tokens.h"
 #include "tessera/replication/coordinator.h"
@@ -698,6 +699,100 @@ TEST(SimReplicationTest, ATokenOfAnotherTableOrOfADeletedTableIsRefused) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The tablet map in METADATA.
+
+// `table` as node i's locator finds it through METADATA.
+StatusOr<replication::TableSnapshot> LocateAt(SimCluster& c, int i,
+                                              const std::string& table = kSimTable) {
+  Coordinator* co = CoordinatorOf(c, i);
+  replication::TableSnapshot known = TableAt(c, i, table);
+  if (co == nullptr || known == nullptr) return absl::UnavailableError("node down or table unknown");
+  std::optional<StatusOr<replication::TableSnapshot>> r =
+      RunCall<StatusOr<replication::TableSnapshot>>(
+          c, [&](std::function<void(StatusOr<replication::TableSnapshot>)> done) {
+            co->locator()->Locate(*known, 5 * kSecond, std::move(done));
+          });
+  return r.value_or(absl::DeadlineExceededError("the simulation ran out"));
+}
+
+int NodeOf(const std::string& endpoint) {
+  for (int i = 0; i < 3; ++i) {
+    if (SimCluster::Endpoint(i) == endpoint) return i;
+  }
+  return -1;
+}
+
+TEST(SimReplicationTest, TabletsAreLocatedThroughMetadataWhichFailsOverLikeAnyTablet) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE(StrCat("replay with TESSERA_SEED=", seed));
+  SimCluster c(Options(seed));
+  ASSERT_NO_FATAL_FAILURE(StartWithTable(c));
+  // Every node finds the table's two tablets (split at "m") in METADATA, as its catalog has them.
+  for (int i = 0; i < 3; ++i) {
+    StatusOr<replication::TableSnapshot> t = LocateAt(c, i);
+    ASSERT_TRUE(t.ok()) << i << ": " << t.status();
+    ASSERT_EQ((*t)->tablets.size(), 2u);
+    for (size_t k = 0; k < 2; ++k) {
+      EXPECT_EQ((*t)->tablets[k].id, TableAt(c, i)->tablets[k].id);
+      EXPECT_EQ((*t)->tablets[k].end_row, TableAt(c, i)->tablets[k].end_row);
+    }
+  }
+  uint64_t written = 0;
+  for (int i = 0; i < 3; ++i) written += c.core(i)->replicated()->metadata_sync()->stats().rows_written;
+  EXPECT_EQ(written, 2u) << "one METADATA row per tablet, written once by the master";
+  // METADATA's own tablet: its configuration is the root, in the lock service.
+  replication::TableSnapshot meta = TableAt(c, 0, std::string(catalog::kMetadataTable));
+  ASSERT_NE(meta, nullptr);
+  auto root = c.core(0)->replicated()->replicas()->GetConfig(meta->tablets[0].id);
+  ASSERT_TRUE(root.has_value());
+  EXPECT_EQ(root->replicas.size(), 3u);
+  const int meta_primary = NodeOf(root->primary_endpoint());
+  ASSERT_GE(meta_primary, 0);
+  // With METADATA's primary gone, a node that has the table cached keeps writing, and a node
+  // that starts again with nothing cached finds the tablets once METADATA has a new primary.
+  ASSERT_TRUE(c.Crash(meta_primary).ok());
+  const int cached = (meta_primary + 1) % 3;
+  const int fresh = (meta_primary + 2) % 3;
+  ASSERT_TRUE(c.Crash(fresh).ok());
+  ASSERT_TRUE(c.Restart(fresh).ok());
+  ASSERT_TRUE(c.RunUntil([&] { return CoordinatorOf(c, fresh) != nullptr &&
+                                      TableAt(c, fresh) != nullptr; }, 10 * kSecond));
+  EXPECT_EQ(CoordinatorOf(c, fresh)->locator()->stats().hits, 0u);
+  StatusOr<replication::TableSnapshot> found = LocateAt(c, fresh);
+  for (int k = 0; k < 10 && !found.ok(); ++k) found = LocateAt(c, fresh);
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_EQ((*found)->tablets.size(), 2u);
+  const uint64_t hits = CoordinatorOf(c, cached)->locator()->stats().hits;
+  ASSERT_TRUE(LocateAt(c, cached).ok());
+  EXPECT_EQ(CoordinatorOf(c, cached)->locator()->stats().hits, hits + 1);
+  auto moved = c.core(cached)->replicated()->replicas()->GetConfig(meta->tablets[0].id);
+  ASSERT_TRUE(moved.has_value());
+  EXPECT_NE(moved->primary_endpoint(), SimCluster::Endpoint(meta_primary));
+}
+
+TEST(SimReplicationTest, ADeletedTableLeavesMetadataAndARecreatedOneIsFoundUnderItsNewTablets) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE(StrCat("replay with TESSERA_SEED=", seed));
+  SimCluster c(Options(seed));
+  ASSERT_NO_FATAL_FAILURE(StartWithTable(c));
+  ASSERT_TRUE(LocateAt(c, 2).ok());
+  admin::DeleteTableRequest del;
+  del.set_name(kSimTable);
+  ASSERT_TRUE(c.core(0)->admin()->DoDeleteTable(del).ok());
+  admin::CreateTableRequest again = CreateRequest();
+  again.add_initial_splits()->set_key("t");  // three tablets now
+  ASSERT_TRUE(c.RunUntil([&] { return TableAt(c, 1) == nullptr; }, 5 * kSecond));
+  ASSERT_TRUE(c.core(1)->admin()->DoCreateTable(again).ok());
+  ASSERT_TRUE(c.RunUntil([&] { return Configured(c) && TableAt(c, 2)->tablets.size() == 3; },
+                         10 * kSecond));
+  StatusOr<replication::TableSnapshot> t = LocateAt(c, 2);
+  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_EQ((*t)->tablets.size(), 3u);
+  EXPECT_EQ((*t)->tablets[2].id, TableAt(c, 2)->tablets[2].id);
+  EXPECT_TRUE(Write(c, 2, "u", "v").ok());
+}
+
+// ---------------------------------------------------------------------------------------------
 // Concurrent clients under faults, checked for linearizability.
 
 // The predicate "the newest cell of cf:q is `value`", compiled as a server compiles it (so a
@@ -735,6 +830,9 @@ ClientOutcome OutcomeOf(const Status& s, bool is_read) {
              : ClientOutcome::kIndeterminate;
 }
 
+void ClientOpAt(Workload* w, int client, Coordinator* co, replication::TableSnapshot table,
+                const AccessOptions& o);
+
 // One client: issues an operation through a random live node, and the next when it is answered.
 void ClientStep(Workload* w, int client) {
   SimCluster& c = *w->c;
@@ -752,9 +850,27 @@ void ClientStep(Workload* w, int client) {
   }
   const int node = live[w->random.Uniform(live.size())];
   Coordinator* co = CoordinatorOf(c, node);
-  replication::TableSnapshot table = TableAt(c, node);
   AccessOptions o;
   o.timeout_us = 2 * kSecond;
+  // Where the tablets are: METADATA, through the node's locator (cached after the first time).
+  co->locator()->Locate(
+      *TableAt(c, node), o.timeout_us,
+      [w, client, node, co, o, again](StatusOr<replication::TableSnapshot> table) {
+        if (!table.ok() || CoordinatorOf(*w->c, node) != co) {
+          again(50 * kMs);
+          return;
+        }
+        ClientOpAt(w, client, co, *std::move(table), o);
+      });
+}
+
+// One client operation through `co`, on the tablets `table` names.
+void ClientOpAt(Workload* w, int client, Coordinator* co, replication::TableSnapshot table,
+                const AccessOptions& o) {
+  SimCluster& c = *w->c;
+  auto again = [w, client](int64_t delay_us) {
+    w->c->Schedule(delay_us, [w, client] { ClientStep(w, client); });
+  };
   const int kind = static_cast<int>(w->random.Uniform(10));
   History* h = w->history;
   ++w->in_flight;
