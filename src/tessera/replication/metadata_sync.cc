@@ -125,8 +125,9 @@ void MetadataSync::ReadRows(std::shared_ptr<Pass> pass, size_t tablet) {
   coordinator_->Read(std::move(metadata), tablet, {range}, nullptr, 0, false, options,
                      [this, pass, tablet](StatusOr<ReadPage> page) {
                        if (!page.ok()) return EndPass(pass, page.status());
+                       const bool tablet_done = page->done || page->rows.empty();
                        for (model::Row& row : page->rows) pass->rows.push_back(std::move(row));
-                       ReadRows(pass, page->done ? tablet + 1 : tablet);
+                       ReadRows(pass, tablet_done ? tablet + 1 : tablet);
                      });
 }
 

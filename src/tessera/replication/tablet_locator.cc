@@ -129,8 +129,10 @@ void TabletLocator::ReadPages(std::shared_ptr<Lookup> lookup, TableSnapshot meta
                                             page.status().message())));
           return;
         }
+        // A page that is not the tablet's last carries rows (else it would be asked again).
+        const bool tablet_done = page->done || page->rows.empty();
         for (model::Row& row : page->rows) lookup->rows.push_back(std::move(row));
-        ReadPages(lookup, std::move(metadata), std::move(tablets), page->done ? next + 1 : next);
+        ReadPages(lookup, std::move(metadata), std::move(tablets), tablet_done ? next + 1 : next);
       });
 }
 
