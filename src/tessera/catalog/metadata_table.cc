@@ -1,7 +1,8 @@
 #include "tessera/catalog/metadata_table.h"
 
-#include <cstdio>
+#include <optional>
 
+#include "absl/strings/escaping.h"
 #include "tessera/catalog/tablet_config.h"
 #include "tessera/catalog/tablet_id.h"
 #include "tessera/model/gc_rule.h"
@@ -14,37 +15,8 @@ constexpr char kLast = '\x02';
 constexpr std::string_view kIdColumn = "id";
 constexpr std::string_view kStartColumn = "start";
 
-std::string Hex16(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-StatusOr<uint64_t> ParseHex16(std::string_view text) {
-  if (text.size() != 16) return absl::DataLossError("not 16 hex digits");
-  uint64_t v = 0;
-  for (char ch : text) {
-    int d = ch >= '0' && ch <= '9'   ? ch - '0'
-            : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
-                                     : -1;
-    if (d < 0) return absl::DataLossError("not 16 hex digits");
-    v = v << 4 | static_cast<uint64_t>(d);
-  }
-  return v;
-}
-
 std::string Printable(std::string_view key) {
-  std::string out;
-  for (unsigned char ch : key) {
-    if (ch >= 0x20 && ch < 0x7f && ch != '\\') {
-      out.push_back(static_cast<char>(ch));
-    } else {
-      char buf[5];
-      std::snprintf(buf, sizeof(buf), "\\x%02x", ch);
-      out += buf;
-    }
-  }
-  return out;
+  return absl::CHexEscape(absl::string_view(key.data(), key.size()));
 }
 
 }  // namespace
@@ -86,7 +58,7 @@ model::RowMutation MetadataPut(std::string_view table, const TabletRef& tablet,
                                int64_t timestamp_micros) {
   model::RowMutation m(MetadataRowKey(table, tablet.end_row));
   m.DeleteFromRow();
-  m.SetCell(kMetadataFamily, kIdColumn, timestamp_micros, Hex16(tablet.id));
+  m.SetCell(kMetadataFamily, kIdColumn, timestamp_micros, TabletIdHex(tablet.id));
   m.SetCell(kMetadataFamily, kStartColumn, timestamp_micros, tablet.start_row);
   return m;
 }
@@ -112,8 +84,8 @@ StatusOr<MetadataEntry> ParseMetadataRow(const model::Row& row) {
     if (cell.family != kMetadataFamily) continue;
     // Cells come newest first within a column: the first one of each counts.
     if (cell.qualifier == kIdColumn && !has_id) {
-      StatusOr<uint64_t> id = ParseHex16(cell.value);
-      if (!id.ok()) return bad(StrCat("tablet id \"", Printable(cell.value), "\" is not 16 hex digits"));
+      std::optional<uint64_t> id = ParseTabletIdHex(cell.value);
+      if (!id.has_value()) return bad(StrCat("tablet id \"", Printable(cell.value), "\" is not 16 hex digits"));
       entry.tablet.id = *id;
       has_id = true;
     } else if (cell.qualifier == kStartColumn && !has_start) {

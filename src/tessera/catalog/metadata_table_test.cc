@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdio>
 
+#include "tessera/catalog/tablet_config.h"
 #include "tessera/catalog/tablet_id.h"
 
 namespace tessera::catalog {
@@ -13,8 +13,7 @@ constexpr char kTable[] = "projects/p/instances/i/tables/t";
 
 // A row as a read returns what MetadataPut wrote.
 model::Row RowOf(const TabletRef& tablet, std::string_view table = kTable) {
-  char id[17];
-  std::snprintf(id, sizeof(id), "%016llx", static_cast<unsigned long long>(tablet.id));
+  const std::string id = TabletIdHex(tablet.id);
   model::Row row;
   row.key = MetadataRowKey(table, tablet.end_row);
   row.cells.push_back({"t", "id", 1000, id});

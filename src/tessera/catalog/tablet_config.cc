@@ -166,34 +166,40 @@ StatusOr<TabletConfig> TabletConfig::Decode(std::string_view in) {
   return c;
 }
 
-std::string TabletConfigName(uint64_t tablet_id) {
+std::string TabletIdHex(uint64_t tablet_id) {
   static constexpr char kHex[] = "0123456789abcdef";
-  std::string name(kPrefix);
-  for (int shift = 60; shift >= 0; shift -= 4) name.push_back(kHex[(tablet_id >> shift) & 0xf]);
-  return name;
+  std::string hex;
+  for (int shift = 60; shift >= 0; shift -= 4) hex.push_back(kHex[(tablet_id >> shift) & 0xf]);
+  return hex;
 }
 
-std::string TabletName(uint64_t tablet_id) {
-  return StrCat("tablet ", TabletConfigName(tablet_id).substr(kPrefix.size()));
-}
-
-StatusOr<uint64_t> ParseTabletConfigName(std::string_view name) {
-  auto bad = [&] {
-    return absl::InvalidArgumentError(tessera::StrCat(
-        "\"", name, "\" is not a tablet configuration name (tablets/ and 16 hex digits)"));
-  };
-  if (name.size() != kPrefix.size() + 16 || name.substr(0, kPrefix.size()) != kPrefix) {
-    return bad();
-  }
+std::optional<uint64_t> ParseTabletIdHex(std::string_view hex) {
+  if (hex.size() != 16) return std::nullopt;
   uint64_t id = 0;
-  for (char ch : name.substr(kPrefix.size())) {
+  for (char ch : hex) {
     int digit = -1;
     if (ch >= '0' && ch <= '9') digit = ch - '0';
     if (ch >= 'a' && ch <= 'f') digit = ch - 'a' + 10;
-    if (digit < 0) return bad();
+    if (digit < 0) return std::nullopt;
     id = id << 4 | static_cast<uint64_t>(digit);
   }
   return id;
+}
+
+std::string TabletConfigName(uint64_t tablet_id) {
+  return StrCat(kPrefix, TabletIdHex(tablet_id));
+}
+
+std::string TabletName(uint64_t tablet_id) { return StrCat("tablet ", TabletIdHex(tablet_id)); }
+
+StatusOr<uint64_t> ParseTabletConfigName(std::string_view name) {
+  std::optional<uint64_t> id;
+  if (name.substr(0, kPrefix.size()) == kPrefix) id = ParseTabletIdHex(name.substr(kPrefix.size()));
+  if (!id.has_value()) {
+    return absl::InvalidArgumentError(tessera::StrCat(
+        "\"", name, "\" is not a tablet configuration name (tablets/ and 16 hex digits)"));
+  }
+  return *id;
 }
 
 }  // namespace tessera::catalog

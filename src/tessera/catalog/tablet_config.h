@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -94,6 +95,10 @@ struct TabletConfig {
 // "tablets/" followed by the id in 16 lowercase hex digits, so that the prefix lists in id
 // order.
 std::string TabletConfigName(uint64_t tablet_id);
+// The id as 16 lower-case hex digits (the last part of its configuration name), and back:
+// nullopt for anything else.
+std::string TabletIdHex(uint64_t tablet_id);
+std::optional<uint64_t> ParseTabletIdHex(std::string_view hex);
 // "tablet <16 hex digits>": how messages and logs name a tablet (as its configuration's file).
 std::string TabletName(uint64_t tablet_id);
 // The id in a TabletConfigName; InvalidArgument for anything else.
