@@ -114,8 +114,13 @@ void TabletLocator::ReadPages(std::shared_ptr<Lookup> lookup, TableSnapshot meta
   }
   model::RowRange range = catalog::MetadataRangeOf(lookup->table);
   if (!lookup->rows.empty()) range.start = lookup->rows.back().key + std::string(1, '\0');
+  // At ONE, the nearest replica (this node's own, if it holds one): a table's rows are written
+  // once, under its own tablet prefix, and never change while it lives, so a replica that is
+  // behind can only lack some of them (the tiling check then reads again), never hold others.
+  // METADATA stays readable wherever a replica of it runs, also when its primary is cut off
+  // (a DC down) or being replaced.
   AccessOptions options;
-  options.read_level = ReadLevel::kPrimary;
+  options.read_level = ReadLevel::kOne;
   options.timeout_us = std::max<int64_t>(1, lookup->deadline_us - clock_->MonotonicMicros());
   const size_t tablet = tablets[next];
   TableSnapshot meta = metadata;

@@ -4,8 +4,10 @@
 // METADATA table (catalog/metadata_table.h) holding one row per user tablet.
 //
 // Locate(table) answers a snapshot of `table` whose `tablets` are those METADATA names. The
-// first lookup of a table reads its METADATA rows at METADATA's primary (a linearizable read,
-// through the coordinator); the answer is cached, and later lookups of the same table (same
+// first lookup of a table reads its METADATA rows at ONE, from the nearest replica of
+// METADATA (through the coordinator): a table's rows never change while it lives, so a replica
+// that is behind can only lack some, which the tiling check below reads again. The answer is
+// cached, and later lookups of the same table (same
 // tablet prefix and schema version) answer at once, inline, with the same snapshot. Lookups of
 // one table that arrive while its rows are being read wait for that read. Rows that are not
 // (yet) a whole tiling of the table — the master writes them shortly after CreateTable, see
@@ -52,7 +54,7 @@ struct TabletLocatorStats {
 
 class TabletLocator {
  public:
-  // `coordinator` reads METADATA (its Read at the primary); `metadata()` is the node's
+  // `coordinator` reads METADATA (its Read at ONE); `metadata()` is the node's
   // snapshot of the METADATA table, NotFound while it has none. Every pointer must outlive the
   // locator.
   TabletLocator(Coordinator* coordinator, Executor* executor, Clock* clock,
@@ -62,7 +64,7 @@ class TabletLocator {
   TabletLocator& operator=(const TabletLocator&) = delete;
 
   // `timeout_us`: the time the lookup may take (0: the coordinator's default per operation).
-  // Errors: Unavailable (METADATA not created yet, its primary not reachable, the rows not
+  // Errors: Unavailable (METADATA not created yet, no replica of it reachable, the rows not
   // whole within the time), DeadlineExceeded when the caller's time ran out, DataLoss for a
   // METADATA row that does not parse.
   void Locate(const catalog::TableInfo& table, int64_t timeout_us,
