@@ -58,6 +58,7 @@ std::vector<model::RowRange> Clip(const std::vector<model::RowRange>& ranges,
 
 class ClusterRowStream final : public RowStream {
  public:
+  // `table` is routed (TabletLocator) by the first Step.
   ClusterRowStream(Coordinator* coordinator, TableSnapshot table, ReadRequest request,
                    const AccessOptions& options)
       : coordinator_(coordinator),
@@ -65,20 +66,34 @@ class ClusterRowStream final : public RowStream {
         deadline_us_(options.timeout_us > 0
                          ? coordinator->clock()->MonotonicMicros() + options.timeout_us
                          : 0),
-        table_(std::move(table)),
+        unrouted_(std::move(table)),
         filter_(std::make_shared<model::RowFilter>(std::move(request.filter))),
         ranges_(request.rows.ranges()),
         limit_(request.rows_limit),
-        reversed_(request.reversed) {
-    for (size_t i = 0; i < table_->tablets.size(); ++i) {
-      const catalog::TabletRef& t = table_->tablets[i];
-      if (!Clip(ranges_, t.start_row, t.end_row).empty()) order_.push_back(i);
-    }
-    if (reversed_) std::reverse(order_.begin(), order_.end());
+        reversed_(request.reversed) {}
+
+  bool SetWaker(std::function<void()> wake) override {
+    wake_ = std::move(wake);
+    return true;
   }
 
   StatusOr<ReadStep> Step(model::Row* row) override {
     if (done_) return ReadStep::kEnd;
+    if (table_ == nullptr) {
+      std::optional<StatusOr<TableSnapshot>> routed =
+          Ask<StatusOr<TableSnapshot>>(&routed_, [this](auto callback) {
+            coordinator_->locator()->Locate(*unrouted_, options_.timeout_us,
+                                            std::move(callback));
+          });
+      if (!routed.has_value()) return ReadStep::kWait;
+      if (!routed->ok()) return routed->status();
+      table_ = **std::move(routed);
+      for (size_t i = 0; i < table_->tablets.size(); ++i) {
+        const catalog::TabletRef& t = table_->tablets[i];
+        if (!Clip(ranges_, t.start_row, t.end_row).empty()) order_.push_back(i);
+      }
+      if (reversed_) std::reverse(order_.begin(), order_.end());
+    }
     if (!buffer_.empty()) {
       *row = std::move(buffer_.front());
       buffer_.pop_front();
@@ -113,23 +128,25 @@ class ClusterRowStream final : public RowStream {
       }
       page_options.timeout_us = remaining;
     }
-    Waiter<StatusOr<ReadPage>> waiter;
-    coordinator_->Read(table_, order_[next_], std::move(ranges), filter_, left, reversed_,
-                       page_options, waiter.Callback());
-    StatusOr<ReadPage> page = waiter.Wait();
-    if (!page.ok()) return page.status();
-    progress_.rows_seen += page->rows_seen;
-    progress_.cells_seen += page->cells_seen;
-    if (!page->last_scanned_key.empty()) progress_.last_scanned_key = page->last_scanned_key;
-    if (page->done) {
+    std::optional<StatusOr<ReadPage>> page =
+        Ask<StatusOr<ReadPage>>(&page_, [&](auto callback) {
+          coordinator_->Read(table_, order_[next_], std::move(ranges), filter_, left, reversed_,
+                             page_options, std::move(callback));
+        });
+    if (!page.has_value()) return ReadStep::kWait;
+    if (!page->ok()) return page->status();
+    progress_.rows_seen += (*page)->rows_seen;
+    progress_.cells_seen += (*page)->cells_seen;
+    if (!(*page)->last_scanned_key.empty()) progress_.last_scanned_key = (*page)->last_scanned_key;
+    if ((*page)->done) {
       ++next_;
       resume_.clear();
-    } else if (!page->last_scanned_key.empty()) {
-      resume_ = page->last_scanned_key;
-    } else if (!page->rows.empty()) {
-      resume_ = page->rows.back().key;
+    } else if (!(*page)->last_scanned_key.empty()) {
+      resume_ = (*page)->last_scanned_key;
+    } else if (!(*page)->rows.empty()) {
+      resume_ = (*page)->rows.back().key;
     }
-    for (model::Row& r : page->rows) buffer_.push_back(std::move(r));
+    for (model::Row& r : (*page)->rows) buffer_.push_back(std::move(r));
     return ReadStep::kNoRow;
   }
 
@@ -137,20 +154,72 @@ class ClusterRowStream final : public RowStream {
   const ReadProgress& progress() const override { return progress_; }
 
  private:
+  // Where the answer of the call Step started stands.
+  enum class AskState { kIdle, kAsking, kParked, kAnswered };
+
+  // One asynchronous call's answer for Step: the one a wake announced (in `*slot`), else
+  // start(callback)'s — waited for without a waker; with one, taken if it came before start
+  // returned, else nullopt (Step returns kWait; the callback keeps it in `*slot` and wakes).
+  template <typename T>
+  std::optional<T> Ask(std::optional<T>* slot,
+                       const std::function<void(std::function<void(T)>)>& start) {
+    {
+      absl::MutexLock l(&mu_);
+      if (state_ == AskState::kAnswered) return Take(slot);
+    }
+    if (wake_ == nullptr) {
+      Waiter<T> waiter;
+      start(waiter.Callback());
+      return waiter.Wait();
+    }
+    {
+      absl::MutexLock l(&mu_);
+      state_ = AskState::kAsking;
+    }
+    start([this, slot](T value) {
+      std::function<void()> wake;
+      {
+        absl::MutexLock l(&mu_);
+        slot->emplace(std::move(value));
+        if (state_ == AskState::kParked) wake = wake_;  // a copy: the call may end the stream
+        state_ = AskState::kAnswered;
+      }
+      if (wake) wake();
+    });
+    absl::MutexLock l(&mu_);
+    if (state_ == AskState::kAnswered) return Take(slot);
+    state_ = AskState::kParked;
+    return std::nullopt;
+  }
+  template <typename T>
+  std::optional<T> Take(std::optional<T>* slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    state_ = AskState::kIdle;
+    std::optional<T> value = std::move(*slot);
+    slot->reset();
+    return value;
+  }
+
   Coordinator* const coordinator_;
   const AccessOptions options_;
   const int64_t deadline_us_;  // 0: none
-  const TableSnapshot table_;
+  const TableSnapshot unrouted_;
+  TableSnapshot table_;  // routed: null until the first Step has it
   const std::shared_ptr<model::RowFilter> filter_;
   const std::vector<model::RowRange> ranges_;
   const int64_t limit_;
   const bool reversed_;
+  std::function<void()> wake_;  // set before the first Step, then never changed
   std::vector<size_t> order_;  // tablet indexes to visit
   size_t next_ = 0;
   std::string resume_;
   std::deque<model::Row> buffer_;
   ReadProgress progress_;
   bool done_ = false;
+
+  absl::Mutex mu_;
+  AskState state_ ABSL_GUARDED_BY(mu_) = AskState::kIdle;
+  std::optional<StatusOr<TableSnapshot>> routed_ ABSL_GUARDED_BY(mu_);
+  std::optional<StatusOr<ReadPage>> page_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace
@@ -173,6 +242,20 @@ Status ClusterTableAccess::Mutate(const catalog::TableInfo& table,
   Waiter<Status> waiter;
   c->Mutate(std::move(routed), mutation, options, waiter.Callback());
   return waiter.Wait();
+}
+
+void ClusterTableAccess::MutateAsync(TableSnapshot table, model::RowMutation mutation,
+                                     const AccessOptions& options, Executor* blocking,
+                                     std::function<void(Status)> done) {
+  StatusOr<Coordinator*> c = Get();
+  if (!c.ok()) return done(c.status());
+  auto m = std::make_shared<model::RowMutation>(std::move(mutation));
+  (*c)->locator()->Locate(
+      *table, options.timeout_us,
+      [c = *c, m, options, blocking, done = std::move(done)](StatusOr<TableSnapshot> routed) {
+        if (!routed.ok()) return done(routed.status());
+        c->Mutate(*std::move(routed), std::move(*m), options, done, blocking);
+      });
 }
 
 std::vector<Status> ClusterTableAccess::MutateRows(const catalog::TableInfo& table,
@@ -243,9 +326,8 @@ StatusOr<std::unique_ptr<RowStream>> ClusterTableAccess::Read(TableSnapshot tabl
                                                               ReadRequest request,
                                                               const AccessOptions& options) {
   ASSIGN_OR_RETURN(Coordinator * c, Get());
-  ASSIGN_OR_RETURN(TableSnapshot routed, Route(c, *table, options));
   return std::unique_ptr<RowStream>(
-      std::make_unique<ClusterRowStream>(c, std::move(routed), std::move(request), options));
+      std::make_unique<ClusterRowStream>(c, std::move(table), std::move(request), options));
 }
 
 StatusOr<std::vector<RowKeySample>> ClusterTableAccess::SampleRowKeys(

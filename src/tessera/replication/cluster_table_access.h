@@ -1,7 +1,9 @@
 // ClusterTableAccess: TableAccess (table_access.h) over the node's Coordinator, for the gRPC
-// services (docs/replication.md). Each call runs the coordinator's asynchronous operation and
-// waits for its answer, so it must be called from a thread that may block (a request thread),
-// never from a task of the executor the coordinator's callbacks run on.
+// services (docs/replication.md). Each synchronous call runs the coordinator's asynchronous
+// operation and waits for its answer, so it must be called from a thread that may block (a
+// request thread), never from a task of the executor the coordinator's callbacks run on.
+// MutateAsync, and the read streams given a waker (RowStream::SetWaker), wait on no thread:
+// they go on from the thread the answer arrives on, so gRPC's callback threads may call them.
 //
 // Reads: the stream visits the tablets the row set touches in row order (reverse order for a
 // reversed read), one page at a time from each tablet's primary (or a replica at ONE), asking
@@ -36,6 +38,11 @@ class ClusterTableAccess final : public TableAccess {
 
   Status Mutate(const catalog::TableInfo& table, const model::RowMutation& mutation,
                 const AccessOptions& options) override;
+  // Waits for no answer on the calling thread: forwarded, it is answered on the channel's
+  // thread; at this node, the write runs on `blocking`.
+  void MutateAsync(TableSnapshot table, model::RowMutation mutation,
+                   const AccessOptions& options, Executor* blocking,
+                   std::function<void(Status)> done) override;
   std::vector<Status> MutateRows(const catalog::TableInfo& table,
                                  std::span<const model::RowMutation> mutations,
                                  const AccessOptions& options) override;

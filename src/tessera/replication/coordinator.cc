@@ -81,6 +81,8 @@ struct Coordinator::Op : std::enable_shared_from_this<Coordinator::Op> {
   int64_t delay_us = 0;
   // A read at ONE: the replicas that failed a try of it (passed over by the next).
   std::set<std::string> avoid;
+  // Runs a write's run_local when it runs here (null: inline; Coordinator::Mutate).
+  Executor* blocking = nullptr;
 };
 
 Coordinator::Coordinator(ReplicaNode* replicas, LocalTableAccess* access, RpcChannel* channel,
@@ -154,8 +156,10 @@ void Coordinator::RunOnce(std::shared_ptr<Op> op) {
   };
   if (!catalog::IsClusterTabletId(op->tablet_id)) {
     // This node's own tablet (a table it had before it joined the cluster): served here.
-    Status s = op->run_local();
-    Finish(op, std::move(s), false);
+    RunOn(op->is_read ? nullptr : op->blocking, [this, op] {
+      Status s = op->run_local();
+      Finish(op, std::move(s), false);
+    });
     return;
   }
   std::optional<catalog::TabletConfig> config = replicas_->GetConfig(op->tablet_id);
@@ -184,7 +188,8 @@ void Coordinator::RunOnce(std::shared_ptr<Op> op) {
     };
   }
   if (target == channel_->self()) {
-    RunHere(op, std::move(done));
+    RunOn(op->is_read ? nullptr : op->blocking,
+          [this, op, done = std::move(done)]() mutable { RunHere(op, std::move(done)); });
     return;
   }
   v1::ForwardTarget t;
@@ -208,6 +213,14 @@ void Coordinator::RunOnce(std::shared_ptr<Op> op) {
                    Status s = op->decode(*response, &maybe_applied);
                    done(std::move(s), maybe_applied);
                  });
+}
+
+void Coordinator::RunOn(Executor* executor, std::function<void()> task) {
+  if (executor == nullptr) {
+    task();
+  } else {
+    executor->Schedule(std::move(task));
+  }
 }
 
 void Coordinator::Finish(std::shared_ptr<Op> op, Status status, bool maybe_applied) {
@@ -256,10 +269,12 @@ void Coordinator::RunHere(std::shared_ptr<Op> op,
 // builds the same Op and runs it here.
 
 void Coordinator::Mutate(TableSnapshot table, model::RowMutation mutation,
-                         const AccessOptions& options, std::function<void(Status)> done) {
+                         const AccessOptions& options, std::function<void(Status)> done,
+                         Executor* blocking) {
   const uint64_t tablet_id = table->TabletFor(mutation.row()).id;
   std::shared_ptr<Op> op =
       NewOp(std::move(table), tablet_id, options, kForwardMutateMethod, /*is_read=*/false);
+  op->blocking = blocking;
   auto m = std::make_shared<model::RowMutation>(std::move(mutation));
   op->run_local = [this, op = op.get(), m] { return access_->Mutate(*op->table, *m, AccessOptions()); };
   op->encode = [m](const v1::ForwardTarget& target) {

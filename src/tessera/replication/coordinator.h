@@ -109,8 +109,11 @@ class Coordinator {
               Executor* executor, Clock* clock, TableLookup lookup, FilterCompiler compile,
               CoordinatorOptions options = {});
 
+  // `blocking` (may be null: inline): runs the operation when this node is the tablet's primary,
+  // so that a caller on a thread that must not wait for the commit log does not (the wait for
+  // the replicas holds no thread either way).
   void Mutate(TableSnapshot table, model::RowMutation mutation, const AccessOptions& options,
-              std::function<void(Status)> done);
+              std::function<void(Status)> done, Executor* blocking = nullptr);
   // Applies `mutations`, all of rows of tablet `tablet_index` of `table`, at the tablet's
   // primary as one batch (LocalTableAccess::MutateRows there: one engine write, one wait for
   // the level; one Forward.Mutate from here). `done` gets one status per mutation, as
@@ -167,6 +170,8 @@ class Coordinator {
   // Runs `op` at its target, retrying as the top of this file says.
   void Run(std::shared_ptr<Op> op);
   void RunOnce(std::shared_ptr<Op> op);
+  // Runs `task` on `executor`, or inline when it is null.
+  static void RunOn(Executor* executor, std::function<void()> task);
   void Finish(std::shared_ptr<Op> op, Status status, bool maybe_applied);
   // Runs `op` here, as the tablet's primary or replica.
   void RunHere(std::shared_ptr<Op> op,

@@ -30,6 +30,7 @@
 #include "tessera/model/row_filter.h"
 #include "tessera/model/row_mutation.h"
 #include "tessera/replication/consistency.h"
+#include "tessera/util/executor.h"
 #include "tessera/util/status.h"
 
 namespace tessera::replication {
@@ -73,6 +74,8 @@ enum class ReadStep {
   kRow,    // the step produced a row
   kNoRow,  // the step did some work (opened a scan, read a row the filter emptied) but no row
   kEnd,    // the read is complete: the row set is exhausted or rows_limit rows were returned
+  kWait,   // only with a waker (RowStream::SetWaker): the step waits for another node; the
+           // stream calls the waker when the next Step can go on
 };
 
 // The rows of one Read, in scan order, produced in bounded steps: each step reads at most one
@@ -87,6 +90,14 @@ class RowStream {
   // row that reached rows_limit.
   virtual bool done() const = 0;
   virtual const ReadProgress& progress() const = 0;
+  // Makes Step wait for no other node on the calling thread: with a waker set, a step that
+  // needs another node's answer asks for it and returns kWait (unless the answer came before
+  // Step returned: then it goes on), and the stream calls `wake` once, from the thread the
+  // answer arrives on, after which the next Step uses it. Step must not be called between a
+  // kWait and its wake. `wake` may go on to destroy the stream: the stream touches nothing
+  // after calling it. Returns false for a stream that never waits on another node (it ignores
+  // the waker). Call before the first Step.
+  virtual bool SetWaker(std::function<void()> /*wake*/) { return false; }
 };
 
 // One rule of a read-modify-write, validated by the caller.
@@ -123,6 +134,22 @@ class TableAccess {
   // Applies one row's mutations atomically.
   virtual Status Mutate(const catalog::TableInfo& table, const model::RowMutation& mutation,
                         const AccessOptions& options) = 0;
+
+  // Mutate for a caller whose thread must not wait (one of gRPC's callback threads): `done`
+  // gets Mutate's outcome, inline or later from another thread. Work that waits on this
+  // node's storage (the commit log's fdatasync) runs as a task of `blocking` (null: inline);
+  // waits for other nodes hold no thread. The default runs Mutate on `blocking`.
+  virtual void MutateAsync(TableSnapshot table, model::RowMutation mutation,
+                           const AccessOptions& options, Executor* blocking,
+                           std::function<void(Status)> done) {
+    auto run = [this, table = std::move(table), mutation = std::move(mutation), options,
+                done = std::move(done)] { done(Mutate(*table, mutation, options)); };
+    if (blocking == nullptr) {
+      run();
+    } else {
+      blocking->Schedule(std::move(run));
+    }
+  }
 
   // Applies each of `mutations` as Mutate would: each row's mutations atomically, the entries
   // independently of each other (the batch as a whole is not atomic; a reader may see some

@@ -195,15 +195,20 @@ class DataService::Impl {
     return options;
   }
 
-  Status MutateRow(const grpc::CallbackServerContext* ctx, const v2::MutateRowRequest& req) {
-    ASSIGN_OR_RETURN(TablePtr table,
-                     ResolveWritableTable(req.table_name(), req.authorized_view_name()));
-    ASSIGN_OR_RETURN(replication::AccessOptions options,
-                     OptionsFor(ctx, *table, req.app_profile_id()));
-    MutationBuilder builder(table->schema);
-    ASSIGN_OR_RETURN(model::RowMutation m,
-                     builder.Build(req.row_key(), req.mutations(), clock_->NowMicros()));
-    return access_->Mutate(*table, m, options);
+  // Checks and builds on the calling thread, then applies it (TableAccess::MutateAsync: on the
+  // executor unless inline_writes) and gives `done` the outcome.
+  void MutateRow(const grpc::CallbackServerContext* ctx, const v2::MutateRowRequest& req,
+                 std::function<void(Status)> done) {
+    StatusOr<TablePtr> table = ResolveWritableTable(req.table_name(), req.authorized_view_name());
+    if (!table.ok()) return done(table.status());
+    StatusOr<replication::AccessOptions> options = OptionsFor(ctx, **table, req.app_profile_id());
+    if (!options.ok()) return done(options.status());
+    MutationBuilder builder((*table)->schema);
+    StatusOr<model::RowMutation> m =
+        builder.Build(req.row_key(), req.mutations(), clock_->NowMicros());
+    if (!m.ok()) return done(m.status());
+    access_->MutateAsync(*std::move(table), *std::move(m), *options,
+                         options_.inline_writes ? nullptr : executor_, std::move(done));
   }
 
   // One MutateRows entry's mutation, built and checked against the table's schema.
@@ -585,6 +590,8 @@ class ReadRowsReactor final : public grpc::ServerWriteReactor<v2::ReadRowsRespon
     ASSIGN_OR_RETURN(replication::AccessOptions options,
                      impl_->OptionsFor(ctx_, *table_, req_->app_profile_id()));
     ASSIGN_OR_RETURN(stream_, impl_->access()->Read(table_, std::move(read), options));
+    // A step that waits for another node returns kWait; the answer's thread goes on.
+    stream_->SetWaker([this] { Schedule(); });
     return Status();
   }
 
@@ -609,6 +616,8 @@ class ReadRowsReactor final : public grpc::ServerWriteReactor<v2::ReadRowsRespon
       ++work;
       StatusOr<replication::ReadStep> step = stream_->Step(&row_);
       if (!step.ok()) return Fail(step.status());
+      // Touch nothing more: the waker may already be running the next step.
+      if (*step == replication::ReadStep::kWait) return StepResult::kWaiting;
       if (*step == replication::ReadStep::kRow) chunker_.AddRow(std::move(row_));
       done_ = stream_->done();
     }
@@ -710,14 +719,8 @@ grpc::ServerUnaryReactor* DataService::MutateRow(grpc::CallbackServerContext* co
                                                  const v2::MutateRowRequest* request,
                                                  v2::MutateRowResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  Impl* impl = impl_.get();
-  if (impl->options().inline_writes) {
-    reactor->Finish(ToGrpcStatus(impl->MutateRow(context, *request)));
-  } else {
-    impl->Run([impl, context, request, reactor] {
-      reactor->Finish(ToGrpcStatus(impl->MutateRow(context, *request)));
-    });
-  }
+  impl_->MutateRow(context, *request,
+                   [reactor](const Status& s) { reactor->Finish(ToGrpcStatus(s)); });
   return reactor;
 }
 

@@ -76,10 +76,12 @@ struct DataServiceOptions {
   // --- performance ---
   // ReadRows steps run on gRPC's callback thread instead of the executor. Saves two thread
   // hand-offs per read (most reads are served from the block cache); a read that must go to
-  // disk then holds a gRPC thread for that long.
+  // disk then holds a gRPC thread for that long. A step that waits for another node
+  // (RowStream::SetWaker) holds none: it goes on from the thread the answer arrives on.
   bool inline_reads = false;
-  // MutateRow runs on gRPC's callback thread instead of the executor: no hand-off, but the
-  // thread waits for the commit log's group commit (fdatasync in batch mode).
+  // MutateRow applies its write on gRPC's callback thread instead of the executor: no
+  // hand-off, but the thread waits for the commit log's group commit (fdatasync in batch
+  // mode). Either way a wait for other nodes holds no thread (TableAccess::MutateAsync).
   bool inline_writes = false;
   // A ReadRowsResponse is sent at the first row boundary once it holds about this many bytes
   // of chunks (responses hold whole rows, as cbt requires: read_rows_chunker.h)...

@@ -1166,5 +1166,163 @@ TEST_P(DataServiceTest, PingAndWarm) {
   EXPECT_EQ(ping("projects/p").error_code(), grpc::StatusCode::INVALID_ARGUMENT);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Waiting for other nodes holds no thread (a cluster's ReadRows and MutateRow)
+
+// Another node, as the service sees it: answers none of the calls waiting on it until `n`
+// wait at once, then all of them, from a thread of its own. A service that held a thread for
+// each waiting call would never get there with fewer than `n` threads (the pool has 4).
+class Rendezvous {
+ public:
+  explicit Rendezvous(int n) : n_(n) {}
+  ~Rendezvous() {
+    for (std::thread& t : threads_) t.join();
+  }
+  void Wait(std::function<void()> answer) {
+    absl::MutexLock l(&mu_);
+    waiting_.push_back(std::move(answer));
+    if (static_cast<int>(waiting_.size()) < n_) return;
+    threads_.emplace_back([all = std::move(waiting_)] {
+      for (const auto& a : all) a();
+    });
+    waiting_.clear();
+  }
+
+ private:
+  const int n_;
+  absl::Mutex mu_;
+  std::vector<std::function<void()>> waiting_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);
+};
+
+// A stream whose first step waits for the rendezvous (as a cluster's waits for a tablet's
+// primary), then reads through `inner`.
+class WaitingStream final : public replication::RowStream {
+ public:
+  WaitingStream(std::unique_ptr<replication::RowStream> inner, Rendezvous* other_node)
+      : inner_(std::move(inner)), other_node_(other_node) {}
+  bool SetWaker(std::function<void()> wake) override {
+    wake_ = std::move(wake);
+    return true;
+  }
+  StatusOr<replication::ReadStep> Step(model::Row* row) override {
+    EXPECT_TRUE(wake_ != nullptr) << "the service reads without a waker";
+    if (!asked_) {
+      asked_ = true;
+      other_node_->Wait([this] {
+        std::function<void()> wake = wake_;  // a copy: the wake may end the stream
+        answered_.store(true);
+        wake();
+      });
+      return replication::ReadStep::kWait;
+    }
+    EXPECT_TRUE(answered_.load()) << "Step called again before the wake";
+    return inner_->Step(row);
+  }
+  bool done() const override { return inner_->done(); }
+  const replication::ReadProgress& progress() const override { return inner_->progress(); }
+
+ private:
+  std::unique_ptr<replication::RowStream> inner_;
+  Rendezvous* const other_node_;
+  std::function<void()> wake_;
+  bool asked_ = false;
+  std::atomic<bool> answered_{false};
+};
+
+class WaitingAccess final : public replication::TableAccess {
+ public:
+  WaitingAccess(replication::TableAccess* inner, Rendezvous* other_node)
+      : inner_(inner), other_node_(other_node) {}
+  using Options = replication::AccessOptions;
+
+  void MutateAsync(replication::TableSnapshot t, model::RowMutation m, const Options& o,
+                   Executor* /*blocking*/, std::function<void(Status)> done) override {
+    other_node_->Wait([this, t, m = std::move(m), o, done = std::move(done)] {
+      done(inner_->Mutate(*t, m, o));
+    });
+  }
+  Status Mutate(const catalog::TableInfo& t, const model::RowMutation& m,
+                const Options& o) override {
+    ADD_FAILURE() << "MutateRow waited on a thread";
+    return inner_->Mutate(t, m, o);
+  }
+  std::vector<Status> MutateRows(const catalog::TableInfo& t,
+                                 std::span<const model::RowMutation> m,
+                                 const Options& o) override {
+    return inner_->MutateRows(t, m, o);
+  }
+  StatusOr<bool> CheckAndMutate(const catalog::TableInfo& t, std::string_view row,
+                                model::RowFilter* p, const model::RowMutation& on_true,
+                                const model::RowMutation& on_false, const Options& o) override {
+    return inner_->CheckAndMutate(t, row, p, on_true, on_false, o);
+  }
+  StatusOr<model::Row> ReadModifyWrite(const catalog::TableInfo& t, std::string_view row,
+                                       const std::vector<replication::ReadModifyWriteRule>& r,
+                                       int64_t now, size_t max, const Options& o) override {
+    return inner_->ReadModifyWrite(t, row, r, now, max, o);
+  }
+  StatusOr<std::unique_ptr<replication::RowStream>> Read(replication::TableSnapshot t,
+                                                         replication::ReadRequest r,
+                                                         const Options& o) override {
+    ASSIGN_OR_RETURN(std::unique_ptr<replication::RowStream> inner,
+                     inner_->Read(std::move(t), std::move(r), o));
+    return std::unique_ptr<replication::RowStream>(
+        std::make_unique<WaitingStream>(std::move(inner), other_node_));
+  }
+  StatusOr<std::vector<replication::RowKeySample>> SampleRowKeys(const catalog::TableInfo& t,
+                                                                 uint64_t every) override {
+    return inner_->SampleRowKeys(t, every);
+  }
+  StatusOr<uint64_t> DropRowRange(const catalog::TableInfo& t, std::string_view prefix,
+                                  const Options& o) override {
+    return inner_->DropRowRange(t, prefix, o);
+  }
+
+ private:
+  replication::TableAccess* const inner_;
+  Rendezvous* const other_node_;
+};
+
+TEST_P(ReadRowsTest, ReadsWaitingForAnotherNodeHoldNoThread) {
+  Fill();
+  constexpr int kReads = 12;  // more than the pool's 4 threads
+  Rendezvous other_node(kReads);
+  WaitingAccess access(access_.get(), &other_node);
+  StartServer(DataServiceOptions(), &access);
+  std::vector<std::vector<std::string>> keys(kReads);
+  std::vector<std::thread> readers;
+  for (int i = 0; i < kReads; ++i) {
+    readers.emplace_back([&, i] {
+      v2::ReadRowsRequest req;
+      req.set_rows_limit(i + 1);
+      ReadResult r = Read(req);
+      EXPECT_TRUE(r.status.ok()) << r.status.error_message();
+      keys[i] = r.Keys();
+    });
+  }
+  for (std::thread& t : readers) t.join();
+  for (int i = 0; i < kReads; ++i) EXPECT_EQ(keys[i].size(), std::min<size_t>(i + 1, 10)) << i;
+  StopServer();
+}
+
+TEST_P(DataServiceTest, MutateRowsWaitingForAnotherNodeHoldNoThread) {
+  CreateTable("t");
+  constexpr int kWrites = 12;
+  Rendezvous other_node(kWrites);
+  WaitingAccess access(access_.get(), &other_node);
+  StartServer(DataServiceOptions(), &access);
+  std::vector<std::thread> writers;
+  for (int i = 0; i < kWrites; ++i) {
+    writers.emplace_back([&, i] {
+      grpc::Status s = MutateRow(StrCat("r", i), {SetCell("cf1", "q", 1000, "v")});
+      EXPECT_TRUE(s.ok()) << s.error_message();
+    });
+  }
+  for (std::thread& t : writers) t.join();
+  StartServer(DataServiceOptions());
+  EXPECT_EQ(ReadAll().Keys().size(), static_cast<size_t>(kWrites));
+}
+
 }  // namespace
 }  // namespace tessera::server

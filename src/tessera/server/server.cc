@@ -231,13 +231,13 @@ Status Server::StartServices(State* s) {
   }
   if (core->cluster_definitions() != nullptr) {
     // A replicated node's operations wait for other nodes, whose answers arrive on gRPC's
-    // callback threads: run on a callback thread, enough waiting reads or writes would hold
-    // every one of them and never be answered. They run on the workers instead. (Asked of
-    // the cluster schema, not of core->replicated(): the store begins only once the node has
-    // joined, after the services are built, so that was always null here and `tessera serve`
-    // kept its --inline-reads default; the chaos tests found reads holding every callback
-    // thread while a killed node's forwarded reads waited, and the failover's seals with them.)
-    data_options.inline_reads = false;
+    // callback threads, so no callback thread may wait for one: enough waiting calls would
+    // hold every callback thread and the answers (the failover's seals among them) would
+    // never be served, as the chaos tests once found with reads. ReadRows and MutateRow wait
+    // on no thread (a waker for the read stream, TableAccess::MutateAsync), so reads keep
+    // --inline-reads; a MutateRow this node applies as primary waits for its commit log on a
+    // worker (no --inline-writes), and the other operations run on the workers and wait
+    // there.
     data_options.inline_writes = false;
   }
   s->profile_levels = std::make_unique<AppProfileLevels>(
