@@ -26,6 +26,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "tessera/util/status.h"
 
@@ -50,6 +51,14 @@ class RpcChannel {
   // REQUIRES: timeout_us > 0.
   virtual void Call(const std::string& to, std::string_view method, std::string request,
                     int64_t timeout_us, Done done) = 0;
+  // Call, except that `done` may run on the transport's own thread as the answer arrives (one
+  // thread hand-off less per call), so it must be quick: it may call Call, take locks held
+  // only briefly and read this node's storage, but must not wait for another node's answer or
+  // for the commit log. Still never inside the call itself. The default is Call.
+  virtual void CallInline(const std::string& to, std::string_view method, std::string request,
+                          int64_t timeout_us, Done done) {
+    Call(to, method, std::move(request), timeout_us, std::move(done));
+  }
 
   // Installs the handler of incoming calls (nullptr: refuse them with Unavailable).
   virtual void SetHandler(Handler handler) = 0;

@@ -68,6 +68,7 @@ bool FromHandler(const grpc::ClientContext& context) {
 struct GrpcRpcChannel::PendingCall {
   std::string to;
   int64_t timeout_us = 0;
+  bool inline_done = false;  // CallInline: `done` runs on the completing gRPC thread
   Done done;
   grpc::ClientContext context;
   ::tessera::v1::ReplicaCall request;
@@ -100,6 +101,16 @@ GrpcRpcChannel::Peer& GrpcRpcChannel::PeerLocked(const std::string& to) {
 
 void GrpcRpcChannel::Call(const std::string& to, std::string_view method, std::string request,
                           int64_t timeout_us, Done done) {
+  Start(to, method, std::move(request), timeout_us, std::move(done), /*inline_done=*/false);
+}
+
+void GrpcRpcChannel::CallInline(const std::string& to, std::string_view method,
+                                std::string request, int64_t timeout_us, Done done) {
+  Start(to, method, std::move(request), timeout_us, std::move(done), /*inline_done=*/true);
+}
+
+void GrpcRpcChannel::Start(const std::string& to, std::string_view method, std::string request,
+                           int64_t timeout_us, Done done, bool inline_done) {
   PendingCall* call = nullptr;
   ::tessera::v1::Replica::Stub* stub = nullptr;
   {
@@ -120,6 +131,7 @@ void GrpcRpcChannel::Call(const std::string& to, std::string_view method, std::s
     call = owned.get();
     call->to = to;
     call->timeout_us = timeout_us;
+    call->inline_done = inline_done;
     call->done = std::move(done);
     call->request.set_cluster_name(options_.cluster_name);
     call->request.set_from(options_.self);
@@ -160,13 +172,26 @@ void GrpcRpcChannel::Finish(PendingCall* call, const grpc::Status& status) {
             StrCat("call to ", call->to, " failed: ", status.error_message()));
     }
   }
+  Done done;
+  {
+    absl::MutexLock lock(&mu_);
+    auto peer = peers_.find(call->to);
+    if (peer != peers_.end()) peer->second.in_flight--;
+    if (call->inline_done) {
+      done = std::move(call->done);
+      ++completing_;  // Shutdown waits for it as for a scheduled one
+    } else {
+      CompleteLater(std::move(call->done), std::move(result));
+    }
+    // The ClientContext goes under the lock, before Shutdown can see the channel idle (see
+    // GrpcTransport::Finish: a context outliving gRPC aborts the process).
+    calls_.erase(call);
+  }
+  if (done == nullptr) return;
+  done(std::move(result));
+  done = nullptr;
   absl::MutexLock lock(&mu_);
-  auto peer = peers_.find(call->to);
-  if (peer != peers_.end()) peer->second.in_flight--;
-  CompleteLater(std::move(call->done), std::move(result));
-  // The ClientContext goes under the lock, before Shutdown can see the channel idle (see
-  // GrpcTransport::Finish: a context outliving gRPC aborts the process).
-  calls_.erase(call);
+  --completing_;
 }
 
 void GrpcRpcChannel::CompleteLater(Done done, StatusOr<std::string> result) {

@@ -19,8 +19,10 @@
 // (`tessera-handler-status`), so that a handler's own DeadlineExceeded or Unavailable is told
 // apart from gRPC's and reaches the caller unchanged.
 //
-// Callbacks: every `done` runs as a task on the Executor given at construction — never on a
-// gRPC thread, never inside Call() — so a callback may call Call() and take the caller's locks.
+// Callbacks: every `done` of Call runs as a task on the Executor given at construction — never
+// on a gRPC thread, never inside Call() — so a callback may call Call() and take the caller's
+// locks. CallInline's runs on the gRPC thread that completed the call (rpc_channel.h says
+// what such a callback may do).
 // Handlers run on gRPC's server threads (a handler that blocks holds one; the replication
 // code hands slow work to its own executor) and may answer later, from any thread. A call
 // whose caller gave up (deadline, cancellation) is finished CANCELLED at once, so the server
@@ -72,6 +74,10 @@ class GrpcRpcChannel final : public replication::RpcChannel {
   const std::string& self() const override { return options_.self; }
   void Call(const std::string& to, std::string_view method, std::string request, int64_t timeout_us,
             Done done) override;
+  // `done` runs on gRPC's callback thread that completes the call (a call refused at once still
+  // completes on the executor, never inside CallInline).
+  void CallInline(const std::string& to, std::string_view method, std::string request,
+                  int64_t timeout_us, Done done) override;
   void SetHandler(Handler handler) override;
 
   // Cancels pending calls and waits for their callbacks and for running handlers; later calls
@@ -97,6 +103,8 @@ class GrpcRpcChannel final : public replication::RpcChannel {
   struct PendingCall;
 
   Peer& PeerLocked(const std::string& to) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Start(const std::string& to, std::string_view method, std::string request,
+             int64_t timeout_us, Done done, bool inline_done);
   void Finish(PendingCall* call, const grpc::Status& status);
   // Runs done(result) as an executor task, counted until it has run.
   void CompleteLater(Done done, StatusOr<std::string> result) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
