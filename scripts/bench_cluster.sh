@@ -44,10 +44,8 @@
 #   BENCH_EXTRA_ARGS []          more `tessera bench` flags
 #   BENCH_RUN_TIMEOUT_S [900]    a `tessera bench` run still going after this is killed (a failure)
 #   BENCH_SERVE_ARGS []          more `tessera serve` flags, every node of every setup
-#   BENCH_CLUSTER_SERVE_ARGS [--no-inline-reads]  more `tessera serve` flags, every setup:
-#                                with reads inline on gRPC's callback threads, a node whose
-#                                callback threads all wait for forwarded reads deadlocks
-#                                (docs/bench.md, "scripts/bench_cluster.sh")
+#   BENCH_CLUSTER_SERVE_ARGS []  more `tessera serve` flags, every node of every setup (both
+#                                sides of a ratio run the same server)
 #   BENCH_CLUSTER_OUT [$BUILD_DIR/cluster_bench.jsonl]
 #   BENCH_KEEP [0]               1: keep the temporary directory (logs, data)
 set -euo pipefail
@@ -62,7 +60,7 @@ ETCD="${ETCD:-$(command -v etcd || true)}"
 SETUPS="${BENCH_CLUSTER_SETUPS:-1node,3node-spread,3node-one}"
 WORKLOADS="${BENCH_CLUSTER_WORKLOADS:-A,C}"
 TABLETS="${BENCH_CLUSTER_TABLETS:-3}"
-read -r -a SERVE_ARGS <<<"${BENCH_SERVE_ARGS:-} ${BENCH_CLUSTER_SERVE_ARGS---no-inline-reads}"
+read -r -a SERVE_ARGS <<<"${BENCH_SERVE_ARGS:-} ${BENCH_CLUSTER_SERVE_ARGS:-}"
 OUT="${BENCH_CLUSTER_OUT:-$BUILD_DIR/cluster_bench.jsonl}"
 PROJECT=tessera-bench
 INSTANCE=bench
