@@ -30,13 +30,27 @@ class Waiter {
   std::optional<T> value_;
 };
 
+// `options` with what is left of the client's time (timeout_us; 0, the node's default per
+// operation, stays) once a lookup that began at `start_us` is over: the lookup and the
+// operation share the client's deadline.
+AccessOptions LeftAfter(Coordinator* c, AccessOptions options, int64_t start_us) {
+  if (options.timeout_us > 0) {
+    options.timeout_us = std::max<int64_t>(
+        1, options.timeout_us - (c->clock()->MonotonicMicros() - start_us));
+  }
+  return options;
+}
+
 // `table` with its tablets as METADATA names them (tablet_locator.h): the snapshot the
-// coordinator's asynchronous operations take.
+// coordinator's asynchronous operations take. Leaves in `*options` the time left.
 StatusOr<TableSnapshot> Route(Coordinator* c, const catalog::TableInfo& table,
-                              const AccessOptions& options) {
+                              AccessOptions* options) {
+  const int64_t start_us = c->clock()->MonotonicMicros();
   Waiter<StatusOr<TableSnapshot>> waiter;
-  c->locator()->Locate(table, options.timeout_us, waiter.Callback());
-  return waiter.Wait();
+  c->locator()->Locate(table, options->timeout_us, waiter.Callback());
+  StatusOr<TableSnapshot> routed = waiter.Wait();
+  *options = LeftAfter(c, *options, start_us);
+  return routed;
 }
 
 // The caller's filter, shared for the length of a call it outlives.
@@ -82,8 +96,11 @@ class ClusterRowStream final : public RowStream {
     if (table_ == nullptr) {
       std::optional<StatusOr<TableSnapshot>> routed =
           Ask<StatusOr<TableSnapshot>>(&routed_, [this](auto callback) {
-            coordinator_->locator()->Locate(*unrouted_, options_.timeout_us,
-                                            std::move(callback));
+            const int64_t left =
+                deadline_us_ > 0
+                    ? std::max<int64_t>(1, deadline_us_ - coordinator_->clock()->MonotonicMicros())
+                    : 0;
+            coordinator_->locator()->Locate(*unrouted_, left, std::move(callback));
           });
       if (!routed.has_value()) return ReadStep::kWait;
       if (!routed->ok()) return routed->status();
@@ -237,10 +254,10 @@ StatusOr<Coordinator*> ClusterTableAccess::Get() const {
 Status ClusterTableAccess::Mutate(const catalog::TableInfo& table,
                                   const model::RowMutation& mutation,
                                   const AccessOptions& options) {
-  ASSIGN_OR_RETURN(Coordinator * c, Get());
-  ASSIGN_OR_RETURN(TableSnapshot routed, Route(c, table, options));
+  // `table` outlives the wait, and the locator copies what it keeps.
   Waiter<Status> waiter;
-  c->Mutate(std::move(routed), mutation, options, waiter.Callback());
+  MutateAsync(TableSnapshot(&table, [](const catalog::TableInfo*) {}), mutation, options,
+              /*blocking=*/nullptr, waiter.Callback());
   return waiter.Wait();
 }
 
@@ -250,12 +267,14 @@ void ClusterTableAccess::MutateAsync(TableSnapshot table, model::RowMutation mut
   StatusOr<Coordinator*> c = Get();
   if (!c.ok()) return done(c.status());
   auto m = std::make_shared<model::RowMutation>(std::move(mutation));
-  (*c)->locator()->Locate(
-      *table, options.timeout_us,
-      [c = *c, m, options, blocking, done = std::move(done)](StatusOr<TableSnapshot> routed) {
-        if (!routed.ok()) return done(routed.status());
-        c->Mutate(*std::move(routed), std::move(*m), options, done, blocking);
-      });
+  const int64_t start_us = (*c)->clock()->MonotonicMicros();
+  (*c)->locator()->Locate(*table, options.timeout_us,
+                          [c = *c, m, options, start_us, blocking,
+                           done = std::move(done)](StatusOr<TableSnapshot> routed) {
+                            if (!routed.ok()) return done(routed.status());
+                            c->Mutate(*std::move(routed), std::move(*m),
+                                      LeftAfter(c, options, start_us), done, blocking);
+                          });
 }
 
 std::vector<Status> ClusterTableAccess::MutateRows(const catalog::TableInfo& table,
@@ -268,7 +287,8 @@ std::vector<Status> ClusterTableAccess::MutateRows(const catalog::TableInfo& tab
     out.assign(mutations.size(), c.status());
     return out;
   }
-  StatusOr<TableSnapshot> routed = Route(*c, table, options);
+  AccessOptions left = options;
+  StatusOr<TableSnapshot> routed = Route(*c, table, &left);
   if (!routed.ok()) {
     out.assign(mutations.size(), routed.status());
     return out;
@@ -284,7 +304,7 @@ std::vector<Status> ClusterTableAccess::MutateRows(const catalog::TableInfo& tab
     // A pointer, not the binding: lambdas may not capture structured bindings before C++20's
     // P1091 (clang 16), and the thread-safety check builds with clang 14.
     const std::vector<size_t>* indexes = &entries;
-    (*c)->MutateBatch(snapshot, tablet_index, std::move(batch), options,
+    (*c)->MutateBatch(snapshot, tablet_index, std::move(batch), left,
                       [&out, &pending, indexes](std::vector<Status> statuses) {
                         for (size_t k = 0; k < indexes->size(); ++k) {
                           out[(*indexes)[k]] = std::move(statuses[k]);
@@ -303,10 +323,11 @@ StatusOr<bool> ClusterTableAccess::CheckAndMutate(const catalog::TableInfo& tabl
                                                   const model::RowMutation& on_false,
                                                   const AccessOptions& options) {
   ASSIGN_OR_RETURN(Coordinator * c, Get());
-  ASSIGN_OR_RETURN(TableSnapshot routed, Route(c, table, options));
+  AccessOptions left = options;
+  ASSIGN_OR_RETURN(TableSnapshot routed, Route(c, table, &left));
   Waiter<StatusOr<bool>> waiter;
   c->CheckAndMutate(std::move(routed), std::string(row_key), Borrow(predicate), on_true, on_false,
-                    options, waiter.Callback());
+                    left, waiter.Callback());
   return waiter.Wait();
 }
 
@@ -315,10 +336,11 @@ StatusOr<model::Row> ClusterTableAccess::ReadModifyWrite(
     const std::vector<ReadModifyWriteRule>& rules, int64_t now_micros, size_t max_value_bytes,
     const AccessOptions& options) {
   ASSIGN_OR_RETURN(Coordinator * c, Get());
-  ASSIGN_OR_RETURN(TableSnapshot routed, Route(c, table, options));
+  AccessOptions left = options;
+  ASSIGN_OR_RETURN(TableSnapshot routed, Route(c, table, &left));
   Waiter<StatusOr<model::Row>> waiter;
   c->ReadModifyWrite(std::move(routed), std::string(row_key), rules, now_micros, max_value_bytes,
-                     options, waiter.Callback());
+                     left, waiter.Callback());
   return waiter.Wait();
 }
 
@@ -333,7 +355,8 @@ StatusOr<std::unique_ptr<RowStream>> ClusterTableAccess::Read(TableSnapshot tabl
 StatusOr<std::vector<RowKeySample>> ClusterTableAccess::SampleRowKeys(
     const catalog::TableInfo& table, uint64_t every_bytes) {
   ASSIGN_OR_RETURN(Coordinator * c, Get());
-  ASSIGN_OR_RETURN(TableSnapshot routed, Route(c, table, AccessOptions()));
+  AccessOptions defaults;
+  ASSIGN_OR_RETURN(TableSnapshot routed, Route(c, table, &defaults));
   return local_->SampleRowKeys(*routed, every_bytes);
 }
 
@@ -342,12 +365,13 @@ StatusOr<uint64_t> ClusterTableAccess::DropRowRange(const catalog::TableInfo& ta
                                                     const AccessOptions& options) {
   ASSIGN_OR_RETURN(Coordinator * c, Get());
   // Each tablet's rows are deleted at its primary, row by row as replicated writes.
-  ASSIGN_OR_RETURN(TableSnapshot snapshot, Route(c, table, options));
+  AccessOptions left = options;
+  ASSIGN_OR_RETURN(TableSnapshot snapshot, Route(c, table, &left));
   const model::RowRange range = model::RowRange::WithPrefix(prefix);
   uint64_t deleted = 0;
   for (size_t i : snapshot->TabletsOverlapping(range.start, range.end)) {
     Waiter<StatusOr<uint64_t>> waiter;
-    c->DropRowRange(snapshot, i, std::string(prefix), options, waiter.Callback());
+    c->DropRowRange(snapshot, i, std::string(prefix), left, waiter.Callback());
     ASSIGN_OR_RETURN(uint64_t n, waiter.Wait());
     deleted += n;
   }
