@@ -1,10 +1,10 @@
 #include "tessera/replication/cluster_table_access.h"
 
+#include <atomic>
 #include <deque>
 #include <map>
 #include <utility>
 
-#include "absl/synchronization/blocking_counter.h"
 #include "absl/synchronization/notification.h"
 
 namespace tessera::replication {
@@ -41,16 +41,33 @@ AccessOptions LeftAfter(Coordinator* c, AccessOptions options, int64_t start_us)
   return options;
 }
 
-// `table` with its tablets as METADATA names them (tablet_locator.h): the snapshot the
-// coordinator's asynchronous operations take. Leaves in `*options` the time left.
+// Finds `table`'s tablets as METADATA names them (tablet_locator.h), the snapshot the
+// coordinator's operations take, and gives it to `then` with `options` holding the time left.
+void Located(Coordinator* c, const catalog::TableInfo& table, const AccessOptions& options,
+             std::function<void(StatusOr<TableSnapshot> routed, const AccessOptions& left)> then) {
+  const int64_t start_us = c->clock()->MonotonicMicros();
+  c->locator()->Locate(table, options.timeout_us,
+                       [c, options, start_us, then = std::move(then)](StatusOr<TableSnapshot> r) {
+                         then(std::move(r), LeftAfter(c, options, start_us));
+                       });
+}
+
+// A snapshot of `table` that does not own it, for a synchronous call that waits for its
+// asynchronous form (the locator copies what it keeps).
+TableSnapshot Unowned(const catalog::TableInfo& table) {
+  return TableSnapshot(&table, [](const catalog::TableInfo*) {});
+}
+
+// Located, waited for: the routed table, and in `*options` the time left.
 StatusOr<TableSnapshot> Route(Coordinator* c, const catalog::TableInfo& table,
                               AccessOptions* options) {
-  const int64_t start_us = c->clock()->MonotonicMicros();
   Waiter<StatusOr<TableSnapshot>> waiter;
-  c->locator()->Locate(table, options->timeout_us, waiter.Callback());
-  StatusOr<TableSnapshot> routed = waiter.Wait();
-  *options = LeftAfter(c, *options, start_us);
-  return routed;
+  Located(c, table, *options, [options, done = waiter.Callback()](
+                                  StatusOr<TableSnapshot> routed, const AccessOptions& left) {
+    *options = left;
+    done(std::move(routed));
+  });
+  return waiter.Wait();
 }
 
 // The caller's filter, shared for the length of a call it outlives.
@@ -254,10 +271,8 @@ StatusOr<Coordinator*> ClusterTableAccess::Get() const {
 Status ClusterTableAccess::Mutate(const catalog::TableInfo& table,
                                   const model::RowMutation& mutation,
                                   const AccessOptions& options) {
-  // `table` outlives the wait, and the locator copies what it keeps.
   Waiter<Status> waiter;
-  MutateAsync(TableSnapshot(&table, [](const catalog::TableInfo*) {}), mutation, options,
-              /*blocking=*/nullptr, waiter.Callback());
+  MutateAsync(Unowned(table), mutation, options, /*blocking=*/nullptr, waiter.Callback());
   return waiter.Wait();
 }
 
@@ -267,53 +282,64 @@ void ClusterTableAccess::MutateAsync(TableSnapshot table, model::RowMutation mut
   StatusOr<Coordinator*> c = Get();
   if (!c.ok()) return done(c.status());
   auto m = std::make_shared<model::RowMutation>(std::move(mutation));
-  const int64_t start_us = (*c)->clock()->MonotonicMicros();
-  (*c)->locator()->Locate(*table, options.timeout_us,
-                          [c = *c, m, options, start_us, blocking,
-                           done = std::move(done)](StatusOr<TableSnapshot> routed) {
-                            if (!routed.ok()) return done(routed.status());
-                            c->Mutate(*std::move(routed), std::move(*m),
-                                      LeftAfter(c, options, start_us), done, blocking);
-                          });
+  Located(*c, *table, options,
+          [c = *c, m, blocking, done = std::move(done)](StatusOr<TableSnapshot> routed,
+                                                         const AccessOptions& left) {
+            if (!routed.ok()) return done(routed.status());
+            c->Mutate(*std::move(routed), std::move(*m), left, done, blocking);
+          });
 }
 
 std::vector<Status> ClusterTableAccess::MutateRows(const catalog::TableInfo& table,
                                                    std::span<const model::RowMutation> mutations,
                                                    const AccessOptions& options) {
-  std::vector<Status> out(mutations.size());
-  if (mutations.empty()) return out;
+  Waiter<std::vector<Status>> waiter;
+  MutateRowsAsync(Unowned(table), std::vector<model::RowMutation>(mutations.begin(), mutations.end()),
+                  options, /*blocking=*/nullptr, waiter.Callback());
+  return waiter.Wait();
+}
+
+void ClusterTableAccess::MutateRowsAsync(TableSnapshot table,
+                                         std::vector<model::RowMutation> mutations,
+                                         const AccessOptions& options, Executor* blocking,
+                                         std::function<void(std::vector<Status>)> done) {
+  if (mutations.empty()) return done({});
   StatusOr<Coordinator*> c = Get();
-  if (!c.ok()) {
-    out.assign(mutations.size(), c.status());
-    return out;
-  }
-  AccessOptions left = options;
-  StatusOr<TableSnapshot> routed = Route(*c, table, &left);
-  if (!routed.ok()) {
-    out.assign(mutations.size(), routed.status());
-    return out;
-  }
-  const TableSnapshot& snapshot = *routed;
-  const std::map<size_t, std::vector<size_t>> by_tablet = EntriesByTablet(*snapshot, mutations);
-  // Each tablet's answer fills its entries; slots are distinct, so no lock is needed for them.
-  absl::BlockingCounter pending(static_cast<int>(by_tablet.size()));
-  for (const auto& [tablet_index, entries] : by_tablet) {
-    std::vector<model::RowMutation> batch;
-    batch.reserve(entries.size());
-    for (size_t i : entries) batch.push_back(mutations[i]);
-    // A pointer, not the binding: lambdas may not capture structured bindings before C++20's
-    // P1091 (clang 16), and the thread-safety check builds with clang 14.
-    const std::vector<size_t>* indexes = &entries;
-    (*c)->MutateBatch(snapshot, tablet_index, std::move(batch), left,
-                      [&out, &pending, indexes](std::vector<Status> statuses) {
-                        for (size_t k = 0; k < indexes->size(); ++k) {
-                          out[(*indexes)[k]] = std::move(statuses[k]);
-                        }
-                        pending.DecrementCount();
-                      });
-  }
-  pending.Wait();
-  return out;
+  if (!c.ok()) return done(std::vector<Status>(mutations.size(), c.status()));
+  auto ms = std::make_shared<std::vector<model::RowMutation>>(std::move(mutations));
+  Located(*c, *table, options,
+          [c = *c, ms, blocking, done = std::move(done)](StatusOr<TableSnapshot> routed,
+                                                          const AccessOptions& left) {
+            if (!routed.ok()) return done(std::vector<Status>(ms->size(), routed.status()));
+            // Each tablet's answer fills its entries (distinct slots); the last one answers.
+            struct Batches {
+              std::vector<Status> out;
+              std::atomic<size_t> pending{0};
+              std::function<void(std::vector<Status>)> done;
+            };
+            auto b = std::make_shared<Batches>();
+            b->out.resize(ms->size());
+            b->done = done;
+            const std::map<size_t, std::vector<size_t>> by_tablet = EntriesByTablet(**routed, *ms);
+            b->pending.store(by_tablet.size());
+            for (const auto& [tablet_index, entries] : by_tablet) {
+              std::vector<model::RowMutation> batch;
+              batch.reserve(entries.size());
+              for (size_t i : entries) batch.push_back(std::move((*ms)[i]));
+              // Copied, not the binding: lambdas may not capture structured bindings before
+              // C++20's P1091 (clang 16), and the thread-safety check builds with clang 14.
+              c->MutateBatch(*routed, tablet_index, std::move(batch), left,
+                             [b, indexes = entries](std::vector<Status> statuses) {
+                               for (size_t k = 0; k < indexes.size(); ++k) {
+                                 b->out[indexes[k]] = std::move(statuses[k]);
+                               }
+                               if (b->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+                                 b->done(std::move(b->out));
+                               }
+                             },
+                             blocking);
+            }
+          });
 }
 
 StatusOr<bool> ClusterTableAccess::CheckAndMutate(const catalog::TableInfo& table,
@@ -322,26 +348,56 @@ StatusOr<bool> ClusterTableAccess::CheckAndMutate(const catalog::TableInfo& tabl
                                                   const model::RowMutation& on_true,
                                                   const model::RowMutation& on_false,
                                                   const AccessOptions& options) {
-  ASSIGN_OR_RETURN(Coordinator * c, Get());
-  AccessOptions left = options;
-  ASSIGN_OR_RETURN(TableSnapshot routed, Route(c, table, &left));
   Waiter<StatusOr<bool>> waiter;
-  c->CheckAndMutate(std::move(routed), std::string(row_key), Borrow(predicate), on_true, on_false,
-                    left, waiter.Callback());
+  CheckAndMutateAsync(Unowned(table), std::string(row_key), Borrow(predicate), on_true, on_false,
+                      options, /*blocking=*/nullptr, waiter.Callback());
   return waiter.Wait();
+}
+
+void ClusterTableAccess::CheckAndMutateAsync(TableSnapshot table, std::string row_key,
+                                             std::shared_ptr<model::RowFilter> predicate,
+                                             model::RowMutation on_true,
+                                             model::RowMutation on_false,
+                                             const AccessOptions& options, Executor* blocking,
+                                             std::function<void(StatusOr<bool>)> done) {
+  StatusOr<Coordinator*> c = Get();
+  if (!c.ok()) return done(c.status());
+  auto args = std::make_shared<std::pair<model::RowMutation, model::RowMutation>>(
+      std::move(on_true), std::move(on_false));
+  Located(*c, *table, options,
+          [c = *c, row_key = std::move(row_key), predicate = std::move(predicate), args, blocking,
+           done = std::move(done)](StatusOr<TableSnapshot> routed, const AccessOptions& left) {
+            if (!routed.ok()) return done(routed.status());
+            c->CheckAndMutate(*std::move(routed), row_key, predicate, std::move(args->first),
+                              std::move(args->second), left, done, blocking);
+          });
 }
 
 StatusOr<model::Row> ClusterTableAccess::ReadModifyWrite(
     const catalog::TableInfo& table, std::string_view row_key,
     const std::vector<ReadModifyWriteRule>& rules, int64_t now_micros, size_t max_value_bytes,
     const AccessOptions& options) {
-  ASSIGN_OR_RETURN(Coordinator * c, Get());
-  AccessOptions left = options;
-  ASSIGN_OR_RETURN(TableSnapshot routed, Route(c, table, &left));
   Waiter<StatusOr<model::Row>> waiter;
-  c->ReadModifyWrite(std::move(routed), std::string(row_key), rules, now_micros, max_value_bytes,
-                     left, waiter.Callback());
+  ReadModifyWriteAsync(Unowned(table), std::string(row_key), rules, now_micros, max_value_bytes,
+                       options, /*blocking=*/nullptr, waiter.Callback());
   return waiter.Wait();
+}
+
+void ClusterTableAccess::ReadModifyWriteAsync(TableSnapshot table, std::string row_key,
+                                              std::vector<ReadModifyWriteRule> rules,
+                                              int64_t now_micros, size_t max_value_bytes,
+                                              const AccessOptions& options, Executor* blocking,
+                                              std::function<void(StatusOr<model::Row>)> done) {
+  StatusOr<Coordinator*> c = Get();
+  if (!c.ok()) return done(c.status());
+  auto r = std::make_shared<std::vector<ReadModifyWriteRule>>(std::move(rules));
+  Located(*c, *table, options,
+          [c = *c, row_key = std::move(row_key), r, now_micros, max_value_bytes, blocking,
+           done = std::move(done)](StatusOr<TableSnapshot> routed, const AccessOptions& left) {
+            if (!routed.ok()) return done(routed.status());
+            c->ReadModifyWrite(*std::move(routed), row_key, std::move(*r), now_micros,
+                               max_value_bytes, left, done, blocking);
+          });
 }
 
 StatusOr<std::unique_ptr<RowStream>> ClusterTableAccess::Read(TableSnapshot table,

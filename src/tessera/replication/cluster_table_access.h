@@ -2,8 +2,10 @@
 // services (docs/replication.md). Each synchronous call runs the coordinator's asynchronous
 // operation and waits for its answer, so it must be called from a thread that may block (a
 // request thread), never from a task of the executor the coordinator's callbacks run on.
-// MutateAsync, and the read streams given a waker (RowStream::SetWaker), wait on no thread:
-// they go on from the thread the answer arrives on, so gRPC's callback threads may call them.
+// The asynchronous forms (MutateAsync, MutateRowsAsync, CheckAndMutateAsync,
+// ReadModifyWriteAsync) and the read streams given a waker (RowStream::SetWaker) wait on no
+// thread: they go on from the thread the answer arrives on, so gRPC's callback threads may
+// call them.
 //
 // Reads: the stream visits the tablets the row set touches in row order (reverse order for a
 // reversed read), one page at a time from each tablet's primary (or a replica at ONE), asking
@@ -13,7 +15,7 @@
 // scans). Filters must carry their source (model::RowFilter::source) to be sent on.
 //
 // MutateRows groups the entries by tablet and sends each tablet's as one batch to its primary
-// (Coordinator::MutateBatch), all tablets at once, and waits for every answer.
+// (Coordinator::MutateBatch), all tablets at once, and answers once every tablet has.
 //
 // Every call first finds the table's tablets through the coordinator's TabletLocator (METADATA,
 // cached; tablet_locator.h) and routes by those. SampleRowKeys answers with those tablet
@@ -38,14 +40,27 @@ class ClusterTableAccess final : public TableAccess {
 
   Status Mutate(const catalog::TableInfo& table, const model::RowMutation& mutation,
                 const AccessOptions& options) override;
-  // Waits for no answer on the calling thread: forwarded, it is answered on the channel's
-  // thread; at this node, the write runs on `blocking`.
+  // The asynchronous forms wait for no answer on the calling thread: forwarded, an operation
+  // is answered on the channel's thread; at this node, it runs on `blocking`. The synchronous
+  // forms are these, waited for.
   void MutateAsync(TableSnapshot table, model::RowMutation mutation,
                    const AccessOptions& options, Executor* blocking,
                    std::function<void(Status)> done) override;
   std::vector<Status> MutateRows(const catalog::TableInfo& table,
                                  std::span<const model::RowMutation> mutations,
                                  const AccessOptions& options) override;
+  void MutateRowsAsync(TableSnapshot table, std::vector<model::RowMutation> mutations,
+                       const AccessOptions& options, Executor* blocking,
+                       std::function<void(std::vector<Status>)> done) override;
+  void CheckAndMutateAsync(TableSnapshot table, std::string row_key,
+                           std::shared_ptr<model::RowFilter> predicate, model::RowMutation on_true,
+                           model::RowMutation on_false, const AccessOptions& options,
+                           Executor* blocking, std::function<void(StatusOr<bool>)> done) override;
+  void ReadModifyWriteAsync(TableSnapshot table, std::string row_key,
+                            std::vector<ReadModifyWriteRule> rules, int64_t now_micros,
+                            size_t max_value_bytes, const AccessOptions& options,
+                            Executor* blocking,
+                            std::function<void(StatusOr<model::Row>)> done) override;
   StatusOr<bool> CheckAndMutate(const catalog::TableInfo& table, std::string_view row_key,
                                 model::RowFilter* predicate, const model::RowMutation& on_true,
                                 const model::RowMutation& on_false,

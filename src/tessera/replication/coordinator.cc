@@ -217,14 +217,6 @@ void Coordinator::RunOnce(std::shared_ptr<Op> op) {
                  });
 }
 
-void Coordinator::RunOn(Executor* executor, std::function<void()> task) {
-  if (executor == nullptr) {
-    task();
-  } else {
-    executor->Schedule(std::move(task));
-  }
-}
-
 void Coordinator::Finish(std::shared_ptr<Op> op, Status status, bool maybe_applied) {
   if (!status.ok() && maybe_applied && !op->is_read &&
       (absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status)) &&
@@ -321,10 +313,12 @@ bool EntryMaybeApplied(const Status& s) {
 void Coordinator::MutateBatch(TableSnapshot table, size_t tablet_index,
                               std::vector<model::RowMutation> mutations,
                               const AccessOptions& options,
-                              std::function<void(std::vector<Status>)> done) {
+                              std::function<void(std::vector<Status>)> done,
+                              Executor* blocking) {
   const uint64_t tablet_id = table->tablets[tablet_index].id;
   std::shared_ptr<Op> op =
       NewOp(std::move(table), tablet_id, options, kForwardMutateMethod, /*is_read=*/false);
+  op->blocking = blocking;
   auto st = std::make_shared<BatchState>();
   st->mutations = std::move(mutations);
   op->run_local = [this, op = op.get(), st] {
@@ -368,10 +362,11 @@ void Coordinator::CheckAndMutate(TableSnapshot table, std::string row_key,
                                  std::shared_ptr<model::RowFilter> predicate,
                                  model::RowMutation on_true, model::RowMutation on_false,
                                  const AccessOptions& options,
-                                 std::function<void(StatusOr<bool>)> done) {
+                                 std::function<void(StatusOr<bool>)> done, Executor* blocking) {
   const uint64_t tablet_id = table->TabletFor(row_key).id;
   std::shared_ptr<Op> op = NewOp(std::move(table), tablet_id, options,
                                  kForwardCheckAndMutateMethod, /*is_read=*/false);
+  op->blocking = blocking;
   struct State {
     std::string row;
     std::shared_ptr<model::RowFilter> predicate;
@@ -419,10 +414,12 @@ void Coordinator::CheckAndMutate(TableSnapshot table, std::string row_key,
 void Coordinator::ReadModifyWrite(TableSnapshot table, std::string row_key,
                                   std::vector<ReadModifyWriteRule> rules, int64_t now_micros,
                                   size_t max_value_bytes, const AccessOptions& options,
-                                  std::function<void(StatusOr<model::Row>)> done) {
+                                  std::function<void(StatusOr<model::Row>)> done,
+                                  Executor* blocking) {
   const uint64_t tablet_id = table->TabletFor(row_key).id;
   std::shared_ptr<Op> op = NewOp(std::move(table), tablet_id, options,
                                  kForwardReadModifyWriteMethod, /*is_read=*/false);
+  op->blocking = blocking;
   struct State {
     std::string row;
     std::vector<ReadModifyWriteRule> rules;

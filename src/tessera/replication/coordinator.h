@@ -109,9 +109,9 @@ class Coordinator {
               Executor* executor, Clock* clock, TableLookup lookup, FilterCompiler compile,
               CoordinatorOptions options = {});
 
-  // `blocking` (may be null: inline): runs the operation when this node is the tablet's primary,
-  // so that a caller on a thread that must not wait for the commit log does not (the wait for
-  // the replicas holds no thread either way).
+  // The writes take `blocking` (may be null: inline), which runs the operation when this node
+  // is the tablet's primary, so that a caller on a thread that must not wait for the commit log
+  // does not (the wait for the replicas holds no thread either way).
   void Mutate(TableSnapshot table, model::RowMutation mutation, const AccessOptions& options,
               std::function<void(Status)> done, Executor* blocking = nullptr);
   // Applies `mutations`, all of rows of tablet `tablet_index` of `table`, at the tablet's
@@ -121,17 +121,18 @@ class Coordinator {
   // REQUIRES: `mutations` non-empty.
   void MutateBatch(TableSnapshot table, size_t tablet_index,
                    std::vector<model::RowMutation> mutations, const AccessOptions& options,
-                   std::function<void(std::vector<Status>)> done);
+                   std::function<void(std::vector<Status>)> done, Executor* blocking = nullptr);
   // `predicate`: null for "any cell"; a filter that is not pass-all must carry its source
   // (model::RowFilter::source) to be forwarded.
   void CheckAndMutate(TableSnapshot table, std::string row_key,
                       std::shared_ptr<model::RowFilter> predicate, model::RowMutation on_true,
                       model::RowMutation on_false, const AccessOptions& options,
-                      std::function<void(StatusOr<bool>)> done);
+                      std::function<void(StatusOr<bool>)> done, Executor* blocking = nullptr);
   void ReadModifyWrite(TableSnapshot table, std::string row_key,
                        std::vector<ReadModifyWriteRule> rules, int64_t now_micros,
                        size_t max_value_bytes, const AccessOptions& options,
-                       std::function<void(StatusOr<model::Row>)> done);
+                       std::function<void(StatusOr<model::Row>)> done,
+                       Executor* blocking = nullptr);
   // One page of the rows of `ranges` inside tablet `tablet_index` of `table`, after `filter`
   // (null: all), at most `rows_limit` (0: no limit), reversed or not.
   void Read(TableSnapshot table, size_t tablet_index, std::vector<model::RowRange> ranges,
@@ -170,8 +171,6 @@ class Coordinator {
   // Runs `op` at its target, retrying as the top of this file says.
   void Run(std::shared_ptr<Op> op);
   void RunOnce(std::shared_ptr<Op> op);
-  // Runs `task` on `executor`, or inline when it is null.
-  static void RunOn(Executor* executor, std::function<void()> task);
   void Finish(std::shared_ptr<Op> op, Status status, bool maybe_applied);
   // Runs `op` here, as the tablet's primary or replica.
   void RunHere(std::shared_ptr<Op> op,

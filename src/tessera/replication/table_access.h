@@ -142,13 +142,38 @@ class TableAccess {
   virtual void MutateAsync(TableSnapshot table, model::RowMutation mutation,
                            const AccessOptions& options, Executor* blocking,
                            std::function<void(Status)> done) {
-    auto run = [this, table = std::move(table), mutation = std::move(mutation), options,
-                done = std::move(done)] { done(Mutate(*table, mutation, options)); };
-    if (blocking == nullptr) {
-      run();
-    } else {
-      blocking->Schedule(std::move(run));
-    }
+    RunOn(blocking, [this, table = std::move(table), mutation = std::move(mutation), options,
+                     done = std::move(done)] { done(Mutate(*table, mutation, options)); });
+  }
+  // The same for MutateRows, CheckAndMutate and ReadModifyWrite (`predicate` stays alive
+  // until `done` has run).
+  virtual void MutateRowsAsync(TableSnapshot table, std::vector<model::RowMutation> mutations,
+                               const AccessOptions& options, Executor* blocking,
+                               std::function<void(std::vector<Status>)> done) {
+    RunOn(blocking, [this, table = std::move(table), mutations = std::move(mutations), options,
+                     done = std::move(done)] { done(MutateRows(*table, mutations, options)); });
+  }
+  virtual void CheckAndMutateAsync(TableSnapshot table, std::string row_key,
+                                   std::shared_ptr<model::RowFilter> predicate,
+                                   model::RowMutation on_true, model::RowMutation on_false,
+                                   const AccessOptions& options, Executor* blocking,
+                                   std::function<void(StatusOr<bool>)> done) {
+    RunOn(blocking, [this, table = std::move(table), row_key = std::move(row_key),
+                     predicate = std::move(predicate), on_true = std::move(on_true),
+                     on_false = std::move(on_false), options, done = std::move(done)] {
+      done(CheckAndMutate(*table, row_key, predicate.get(), on_true, on_false, options));
+    });
+  }
+  virtual void ReadModifyWriteAsync(TableSnapshot table, std::string row_key,
+                                    std::vector<ReadModifyWriteRule> rules, int64_t now_micros,
+                                    size_t max_value_bytes, const AccessOptions& options,
+                                    Executor* blocking,
+                                    std::function<void(StatusOr<model::Row>)> done) {
+    RunOn(blocking, [this, table = std::move(table), row_key = std::move(row_key),
+                     rules = std::move(rules), now_micros, max_value_bytes, options,
+                     done = std::move(done)] {
+      done(ReadModifyWrite(*table, row_key, rules, now_micros, max_value_bytes, options));
+    });
   }
 
   // Applies each of `mutations` as Mutate would: each row's mutations atomically, the entries

@@ -105,6 +105,41 @@ std::string HeaderAppProfile(const grpc::CallbackServerContext* ctx) {
   return "";
 }
 
+// The checks and the build of a CheckAndMutateRow: what TableAccess::CheckAndMutateAsync takes.
+struct CheckAndMutateArgs {
+  TablePtr table;
+  replication::AccessOptions options;
+  model::RowMutation on_true, on_false;
+  std::shared_ptr<model::RowFilter> predicate;
+};
+
+// The checks and the build of a ReadModifyWriteRow: what TableAccess::ReadModifyWriteAsync takes.
+struct ReadModifyWriteArgs {
+  TablePtr table;
+  replication::AccessOptions options;
+  std::vector<replication::ReadModifyWriteRule> rules;
+  int64_t now_micros = 0;
+};
+
+// A ReadModifyWriteRow's answer: one cell per column, columns in returned order (a family
+// starts where the name changes).
+void ToResponseRow(model::Row row, v2::ReadModifyWriteRowResponse* resp) {
+  v2::Row* out = resp->mutable_row();
+  out->set_key(std::move(row.key));
+  v2::Family* family = nullptr;
+  for (model::Cell& c : row.cells) {
+    if (family == nullptr || family->name() != c.family) {
+      family = out->add_families();
+      family->set_name(c.family);
+    }
+    v2::Column* column = family->add_columns();
+    column->set_qualifier(std::move(c.qualifier));
+    v2::Cell* cell = column->add_cells();
+    cell->set_timestamp_micros(c.timestamp_micros);
+    cell->set_value(std::move(c.value));
+  }
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -123,13 +158,7 @@ class DataService::Impl {
   bool has_executor() const { return executor_ != nullptr; }
 
   // Runs `fn` on the executor, or right here without one.
-  void Run(std::function<void()> fn) {
-    if (executor_ != nullptr) {
-      executor_->Schedule(std::move(fn));
-    } else {
-      fn();
-    }
-  }
+  void Run(std::function<void()> fn) { RunOn(executor_, std::move(fn)); }
 
   // A fresh seed for a request's row_sample_filter.
   uint64_t NextSeed() {
@@ -219,11 +248,24 @@ class DataService::Impl {
     return builder.Build(entry.row_key(), entry.mutations(), now_micros);
   }
 
-  StatusOr<bool> CheckAndMutateRow(const grpc::CallbackServerContext* ctx,
-                                   const v2::CheckAndMutateRowRequest& req);
-  Status ReadModifyWriteRow(const grpc::CallbackServerContext* ctx,
-                            const v2::ReadModifyWriteRowRequest& req,
-                            v2::ReadModifyWriteRowResponse* resp);
+  // As MutateRow: checked and built on the calling thread, then applied
+  // (TableAccess::CheckAndMutateAsync, ReadModifyWriteAsync) on the executor.
+  void CheckAndMutateRow(const grpc::CallbackServerContext* ctx,
+                         const v2::CheckAndMutateRowRequest& req,
+                         std::function<void(StatusOr<bool>)> done);
+  // `done` runs once `resp` holds the row (or with the error).
+  void ReadModifyWriteRow(const grpc::CallbackServerContext* ctx,
+                          const v2::ReadModifyWriteRowRequest& req,
+                          v2::ReadModifyWriteRowResponse* resp, std::function<void(Status)> done);
+  Executor* executor() const { return executor_; }
+
+ private:
+  StatusOr<CheckAndMutateArgs> BuildCheckAndMutate(const grpc::CallbackServerContext* ctx,
+                                                   const v2::CheckAndMutateRowRequest& req);
+  StatusOr<ReadModifyWriteArgs> BuildReadModifyWrite(const grpc::CallbackServerContext* ctx,
+                                                     const v2::ReadModifyWriteRowRequest& req);
+
+ public:
   Status SampleRowKeys(const v2::SampleRowKeysRequest& req,
                        std::vector<v2::SampleRowKeysResponse>* out);
 
@@ -236,8 +278,19 @@ class DataService::Impl {
   std::atomic<uint64_t> seed_counter_{0};
 };
 
-StatusOr<bool> DataService::Impl::CheckAndMutateRow(const grpc::CallbackServerContext* ctx,
-                                                    const v2::CheckAndMutateRowRequest& req) {
+void DataService::Impl::CheckAndMutateRow(const grpc::CallbackServerContext* ctx,
+                                          const v2::CheckAndMutateRowRequest& req,
+                                          std::function<void(StatusOr<bool>)> done) {
+  StatusOr<CheckAndMutateArgs> args = BuildCheckAndMutate(ctx, req);
+  if (!args.ok()) return done(args.status());
+  access_->CheckAndMutateAsync(std::move(args->table), req.row_key(), std::move(args->predicate),
+                               std::move(args->on_true), std::move(args->on_false),
+                               args->options, options_.inline_writes ? nullptr : executor_,
+                               std::move(done));
+}
+
+StatusOr<CheckAndMutateArgs> DataService::Impl::BuildCheckAndMutate(
+    const grpc::CallbackServerContext* ctx, const v2::CheckAndMutateRowRequest& req) {
   ASSIGN_OR_RETURN(TablePtr table, ResolveWritableTable(req.table_name(), req.authorized_view_name()));
   ASSIGN_OR_RETURN(replication::AccessOptions options,
                    OptionsFor(ctx, *table, req.app_profile_id()));
@@ -253,26 +306,42 @@ StatusOr<bool> DataService::Impl::CheckAndMutateRow(const grpc::CallbackServerCo
   }
   const int64_t now = clock_->NowMicros();
   MutationBuilder builder(table->schema);
-  model::RowMutation on_true(req.row_key()), on_false(req.row_key());
-  RETURN_IF_ERROR_CTX(builder.AppendTo(req.true_mutations(), now, &on_true),
+  CheckAndMutateArgs args{.table = table,
+                          .options = options,
+                          .on_true = model::RowMutation(req.row_key()),
+                          .on_false = model::RowMutation(req.row_key()),
+                          .predicate = nullptr};
+  RETURN_IF_ERROR_CTX(builder.AppendTo(req.true_mutations(), now, &args.on_true),
                       "Error in field 'true_mutations'");
-  RETURN_IF_ERROR_CTX(builder.AppendTo(req.false_mutations(), now, &on_false),
+  RETURN_IF_ERROR_CTX(builder.AppendTo(req.false_mutations(), now, &args.on_false),
                       "Error in field 'false_mutations'");
-  std::optional<model::RowFilter> predicate;
   if (req.has_predicate_filter()) {
     ASSIGN_OR_RETURN(
         model::RowFilter f,
         CompileRowFilter(req.predicate_filter(), FilterOptionsFor(table->schema, NextSeed())));
-    predicate.emplace(std::move(f));
+    args.predicate = std::make_shared<model::RowFilter>(std::move(f));
   }
-  return access_->CheckAndMutate(*table, req.row_key(),
-                                 predicate.has_value() ? &*predicate : nullptr, on_true, on_false,
-                                 options);
+  return args;
 }
 
-Status DataService::Impl::ReadModifyWriteRow(const grpc::CallbackServerContext* ctx,
-                                             const v2::ReadModifyWriteRowRequest& req,
-                                             v2::ReadModifyWriteRowResponse* resp) {
+void DataService::Impl::ReadModifyWriteRow(const grpc::CallbackServerContext* ctx,
+                                           const v2::ReadModifyWriteRowRequest& req,
+                                           v2::ReadModifyWriteRowResponse* resp,
+                                           std::function<void(Status)> done) {
+  StatusOr<ReadModifyWriteArgs> args = BuildReadModifyWrite(ctx, req);
+  if (!args.ok()) return done(args.status());
+  access_->ReadModifyWriteAsync(
+      std::move(args->table), req.row_key(), std::move(args->rules), args->now_micros,
+      kMaxValueBytes, args->options, options_.inline_writes ? nullptr : executor_,
+      [resp, done = std::move(done)](StatusOr<model::Row> row) {
+        if (!row.ok()) return done(row.status());
+        ToResponseRow(*std::move(row), resp);
+        done(Status());
+      });
+}
+
+StatusOr<ReadModifyWriteArgs> DataService::Impl::BuildReadModifyWrite(
+    const grpc::CallbackServerContext* ctx, const v2::ReadModifyWriteRowRequest& req) {
   ASSIGN_OR_RETURN(TablePtr table, ResolveWritableTable(req.table_name(), req.authorized_view_name()));
   ASSIGN_OR_RETURN(replication::AccessOptions options,
                    OptionsFor(ctx, *table, req.app_profile_id()));
@@ -311,25 +380,10 @@ Status DataService::Impl::ReadModifyWriteRow(const grpc::CallbackServerContext* 
     }
   }
   const int64_t now = ServerTimestamp(table->schema, clock_->NowMicros());
-  ASSIGN_OR_RETURN(model::Row row,
-                   access_->ReadModifyWrite(*table, req.row_key(), rules, now, kMaxValueBytes,
-                                            options));
-  // One cell per column, columns in returned order: a family starts where the name changes.
-  v2::Row* out = resp->mutable_row();
-  out->set_key(std::move(row.key));
-  v2::Family* family = nullptr;
-  for (model::Cell& c : row.cells) {
-    if (family == nullptr || family->name() != c.family) {
-      family = out->add_families();
-      family->set_name(c.family);
-    }
-    v2::Column* column = family->add_columns();
-    column->set_qualifier(std::move(c.qualifier));
-    v2::Cell* cell = column->add_cells();
-    cell->set_timestamp_micros(c.timestamp_micros);
-    cell->set_value(std::move(c.value));
-  }
-  return Status();
+  return ReadModifyWriteArgs{.table = table,
+                             .options = options,
+                             .rules = std::move(rules),
+                             .now_micros = now};
 }
 
 Status DataService::Impl::SampleRowKeys(const v2::SampleRowKeysRequest& req,
@@ -479,15 +533,24 @@ class MutateRowsReactor final : public grpc::ServerWriteReactor<v2::MutateRowsRe
     ApplySlice(0);
   }
 
+  // Applies slice k on this thread, a task of the executor (or the only thread without one):
+  // waits for this node's commit log here, for other nodes on no thread
+  // (TableAccess::MutateRowsAsync). The last slice answered responds.
   void ApplySlice(int k) {
     Slice& slice = slices_[k];
-    if (!slice.mutations.empty()) {
-      std::vector<Status> statuses =
-          impl_->access()->MutateRows(*table_, slice.mutations, options_);
-      for (size_t j = 0; j < slice.indexes.size(); ++j) {
-        statuses_[slice.indexes[j]] = std::move(statuses[j]);
-      }
-    }
+    if (slice.mutations.empty()) return SliceDone();
+    impl_->access()->MutateRowsAsync(table_, std::move(slice.mutations), options_,
+                                     /*blocking=*/nullptr,
+                                     [this, k](std::vector<Status> statuses) {
+                                       const Slice& done = slices_[k];
+                                       for (size_t j = 0; j < done.indexes.size(); ++j) {
+                                         statuses_[done.indexes[j]] = std::move(statuses[j]);
+                                       }
+                                       SliceDone();
+                                     });
+  }
+
+  void SliceDone() {
     if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) Respond();
   }
 
@@ -733,9 +796,7 @@ grpc::ServerUnaryReactor* DataService::CheckAndMutateRow(
     grpc::CallbackServerContext* context, const v2::CheckAndMutateRowRequest* request,
     v2::CheckAndMutateRowResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  Impl* impl = impl_.get();
-  impl->Run([impl, context, request, response, reactor] {
-    StatusOr<bool> matched = impl->CheckAndMutateRow(context, *request);
+  impl_->CheckAndMutateRow(context, *request, [response, reactor](StatusOr<bool> matched) {
     if (matched.ok()) response->set_predicate_matched(*matched);
     reactor->Finish(ToGrpcStatus(matched.status()));
   });
@@ -759,10 +820,8 @@ grpc::ServerUnaryReactor* DataService::ReadModifyWriteRow(
     grpc::CallbackServerContext* context, const v2::ReadModifyWriteRowRequest* request,
     v2::ReadModifyWriteRowResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  Impl* impl = impl_.get();
-  impl->Run([impl, context, request, response, reactor] {
-    reactor->Finish(ToGrpcStatus(impl->ReadModifyWriteRow(context, *request, response)));
-  });
+  impl_->ReadModifyWriteRow(context, *request, response,
+                            [reactor](const Status& s) { reactor->Finish(ToGrpcStatus(s)); });
   return reactor;
 }
 

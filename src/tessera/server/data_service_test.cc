@@ -1242,6 +1242,33 @@ class WaitingAccess final : public replication::TableAccess {
       done(inner_->Mutate(*t, m, o));
     });
   }
+  void MutateRowsAsync(replication::TableSnapshot t, std::vector<model::RowMutation> m,
+                       const Options& o, Executor* /*blocking*/,
+                       std::function<void(std::vector<Status>)> done) override {
+    other_node_->Wait([this, t, m = std::move(m), o, done = std::move(done)] {
+      done(inner_->MutateRows(*t, m, o));
+    });
+  }
+  void CheckAndMutateAsync(replication::TableSnapshot t, std::string row,
+                           std::shared_ptr<model::RowFilter> p, model::RowMutation on_true,
+                           model::RowMutation on_false, const Options& o, Executor* /*blocking*/,
+                           std::function<void(StatusOr<bool>)> done) override {
+    other_node_->Wait([this, t, row = std::move(row), p = std::move(p),
+                       on_true = std::move(on_true), on_false = std::move(on_false), o,
+                       done = std::move(done)] {
+      done(inner_->CheckAndMutate(*t, row, p.get(), on_true, on_false, o));
+    });
+  }
+  void ReadModifyWriteAsync(replication::TableSnapshot t, std::string row,
+                            std::vector<replication::ReadModifyWriteRule> r, int64_t now,
+                            size_t max, const Options& o, Executor* /*blocking*/,
+                            std::function<void(StatusOr<model::Row>)> done) override {
+    other_node_->Wait([this, t, row = std::move(row), r = std::move(r), now, max, o,
+                       done = std::move(done)] {
+      done(inner_->ReadModifyWrite(*t, row, r, now, max, o));
+    });
+  }
+  // The service must call none of the waiting forms.
   Status Mutate(const catalog::TableInfo& t, const model::RowMutation& m,
                 const Options& o) override {
     ADD_FAILURE() << "MutateRow waited on a thread";
@@ -1250,16 +1277,19 @@ class WaitingAccess final : public replication::TableAccess {
   std::vector<Status> MutateRows(const catalog::TableInfo& t,
                                  std::span<const model::RowMutation> m,
                                  const Options& o) override {
+    ADD_FAILURE() << "MutateRows waited on a thread";
     return inner_->MutateRows(t, m, o);
   }
   StatusOr<bool> CheckAndMutate(const catalog::TableInfo& t, std::string_view row,
                                 model::RowFilter* p, const model::RowMutation& on_true,
                                 const model::RowMutation& on_false, const Options& o) override {
+    ADD_FAILURE() << "CheckAndMutateRow waited on a thread";
     return inner_->CheckAndMutate(t, row, p, on_true, on_false, o);
   }
   StatusOr<model::Row> ReadModifyWrite(const catalog::TableInfo& t, std::string_view row,
                                        const std::vector<replication::ReadModifyWriteRule>& r,
                                        int64_t now, size_t max, const Options& o) override {
+    ADD_FAILURE() << "ReadModifyWriteRow waited on a thread";
     return inner_->ReadModifyWrite(t, row, r, now, max, o);
   }
   StatusOr<std::unique_ptr<replication::RowStream>> Read(replication::TableSnapshot t,
@@ -1306,22 +1336,63 @@ TEST_P(ReadRowsTest, ReadsWaitingForAnotherNodeHoldNoThread) {
   StopServer();
 }
 
-TEST_P(DataServiceTest, MutateRowsWaitingForAnotherNodeHoldNoThread) {
-  CreateTable("t");
-  constexpr int kWrites = 12;
+TEST_P(DataServiceTest, WritesWaitingForAnotherNodeHoldNoThread) {
+  CreateTable("t", {"m"});
+  constexpr int kWrites = 12;  // three of each kind
   Rendezvous other_node(kWrites);
   WaitingAccess access(access_.get(), &other_node);
   StartServer(DataServiceOptions(), &access);
   std::vector<std::thread> writers;
   for (int i = 0; i < kWrites; ++i) {
     writers.emplace_back([&, i] {
-      grpc::Status s = MutateRow(StrCat("r", i), {SetCell("cf1", "q", 1000, "v")});
-      EXPECT_TRUE(s.ok()) << s.error_message();
+      const std::string row = StrCat(i % 2 == 0 ? "a" : "z", i);
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+      grpc::Status s;
+      if (i % 4 == 0) {
+        s = MutateRow(row, {SetCell("cf1", "q", 1000, "v")});
+      } else if (i % 4 == 1) {
+        v2::MutateRowsRequest req;
+        req.set_table_name(kTable);
+        // All in one tablet, so one call waits (the rendezvous counts calls).
+        for (const std::string& key : {row, StrCat(row, "x"), StrCat(row, "y")}) {
+          auto* e = req.add_entries();
+          e->set_row_key(key);
+          *e->add_mutations() = SetCell("cf1", "q", 1000, "v");
+        }
+        auto reader = stub_->MutateRows(&ctx, req);
+        v2::MutateRowsResponse resp;
+        while (reader->Read(&resp)) {
+          for (const auto& e : resp.entries()) EXPECT_EQ(e.status().code(), 0) << e.status().message();
+        }
+        s = reader->Finish();
+      } else if (i % 4 == 2) {
+        v2::CheckAndMutateRowRequest req;
+        req.set_table_name(kTable);
+        req.set_row_key(row);
+        *req.add_false_mutations() = SetCell("cf1", "q", 1000, "v");
+        v2::CheckAndMutateRowResponse resp;
+        s = stub_->CheckAndMutateRow(&ctx, req, &resp);
+        EXPECT_FALSE(resp.predicate_matched());
+      } else {
+        v2::ReadModifyWriteRowRequest req;
+        req.set_table_name(kTable);
+        req.set_row_key(row);
+        auto* rule = req.add_rules();
+        rule->set_family_name("cf1");
+        rule->set_column_qualifier("q");
+        rule->set_append_value("v");
+        v2::ReadModifyWriteRowResponse resp;
+        s = stub_->ReadModifyWriteRow(&ctx, req, &resp);
+        EXPECT_EQ(resp.row().key(), row);
+      }
+      EXPECT_TRUE(s.ok()) << i << ": " << s.error_message();
     });
   }
   for (std::thread& t : writers) t.join();
   StartServer(DataServiceOptions());
-  EXPECT_EQ(ReadAll().Keys().size(), static_cast<size_t>(kWrites));
+  // 9 single rows and 3 MutateRows of 3.
+  EXPECT_EQ(ReadAll().Keys().size(), static_cast<size_t>(9 + 3 * 3));
 }
 
 }  // namespace

@@ -233,11 +233,10 @@ Status Server::StartServices(State* s) {
     // A replicated node's operations wait for other nodes, whose answers arrive on gRPC's
     // callback threads, so no callback thread may wait for one: enough waiting calls would
     // hold every callback thread and the answers (the failover's seals among them) would
-    // never be served, as the chaos tests once found with reads. ReadRows and MutateRow wait
-    // on no thread (a waker for the read stream, TableAccess::MutateAsync), so reads keep
-    // --inline-reads; a MutateRow this node applies as primary waits for its commit log on a
-    // worker (no --inline-writes), and the other operations run on the workers and wait
-    // there.
+    // never be served, as the chaos tests once found with reads. No operation waits on a
+    // thread for another node (a waker for the read stream, TableAccess's asynchronous
+    // writes), so reads keep --inline-reads; a write this node applies as primary waits for
+    // its commit log on a worker (no --inline-writes).
     data_options.inline_writes = false;
   }
   s->profile_levels = std::make_unique<AppProfileLevels>(

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <utility>
 
 namespace tessera {
 
@@ -34,6 +35,15 @@ class Executor {
   virtual TimerId ScheduleAfter(int64_t delay_micros, std::function<void()> task) = 0;
   virtual bool Cancel(TimerId id) = 0;
 };
+
+// Runs `task` as a task of `executor`, or right here when it is null.
+inline void RunOn(Executor* executor, std::function<void()> task) {
+  if (executor == nullptr) {
+    task();
+  } else {
+    executor->Schedule(std::move(task));
+  }
+}
 
 // A fixed pool of `threads` worker threads (>= 1) whose timers follow `clock`'s monotonic time
 // (the real clock when null). Waits for a due time with the real clock's condition-variable
