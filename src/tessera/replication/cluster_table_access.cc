@@ -284,9 +284,9 @@ void ClusterTableAccess::MutateAsync(TableSnapshot table, model::RowMutation mut
   auto m = std::make_shared<model::RowMutation>(std::move(mutation));
   Located(*c, *table, options,
           [c = *c, m, blocking, done = std::move(done)](StatusOr<TableSnapshot> routed,
-                                                         const AccessOptions& left) {
+                                                         const AccessOptions& left) mutable {
             if (!routed.ok()) return done(routed.status());
-            c->Mutate(*std::move(routed), std::move(*m), left, done, blocking);
+            c->Mutate(*std::move(routed), std::move(*m), left, std::move(done), blocking);
           });
 }
 
@@ -309,7 +309,7 @@ void ClusterTableAccess::MutateRowsAsync(TableSnapshot table,
   auto ms = std::make_shared<std::vector<model::RowMutation>>(std::move(mutations));
   Located(*c, *table, options,
           [c = *c, ms, blocking, done = std::move(done)](StatusOr<TableSnapshot> routed,
-                                                          const AccessOptions& left) {
+                                                          const AccessOptions& left) mutable {
             if (!routed.ok()) return done(std::vector<Status>(ms->size(), routed.status()));
             // Each tablet's answer fills its entries (distinct slots); the last one answers.
             struct Batches {
@@ -319,7 +319,7 @@ void ClusterTableAccess::MutateRowsAsync(TableSnapshot table,
             };
             auto b = std::make_shared<Batches>();
             b->out.resize(ms->size());
-            b->done = done;
+            b->done = std::move(done);
             const std::map<size_t, std::vector<size_t>> by_tablet = EntriesByTablet(**routed, *ms);
             b->pending.store(by_tablet.size());
             for (const auto& [tablet_index, entries] : by_tablet) {
@@ -366,10 +366,11 @@ void ClusterTableAccess::CheckAndMutateAsync(TableSnapshot table, std::string ro
       std::move(on_true), std::move(on_false));
   Located(*c, *table, options,
           [c = *c, row_key = std::move(row_key), predicate = std::move(predicate), args, blocking,
-           done = std::move(done)](StatusOr<TableSnapshot> routed, const AccessOptions& left) {
+           done = std::move(done)](StatusOr<TableSnapshot> routed,
+                                   const AccessOptions& left) mutable {
             if (!routed.ok()) return done(routed.status());
             c->CheckAndMutate(*std::move(routed), row_key, predicate, std::move(args->first),
-                              std::move(args->second), left, done, blocking);
+                              std::move(args->second), left, std::move(done), blocking);
           });
 }
 
@@ -393,10 +394,11 @@ void ClusterTableAccess::ReadModifyWriteAsync(TableSnapshot table, std::string r
   auto r = std::make_shared<std::vector<ReadModifyWriteRule>>(std::move(rules));
   Located(*c, *table, options,
           [c = *c, row_key = std::move(row_key), r, now_micros, max_value_bytes, blocking,
-           done = std::move(done)](StatusOr<TableSnapshot> routed, const AccessOptions& left) {
+           done = std::move(done)](StatusOr<TableSnapshot> routed,
+                                   const AccessOptions& left) mutable {
             if (!routed.ok()) return done(routed.status());
             c->ReadModifyWrite(*std::move(routed), row_key, std::move(*r), now_micros,
-                               max_value_bytes, left, done, blocking);
+                               max_value_bytes, left, std::move(done), blocking);
           });
 }
 

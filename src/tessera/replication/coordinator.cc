@@ -81,7 +81,7 @@ struct Coordinator::Op : std::enable_shared_from_this<Coordinator::Op> {
   int64_t delay_us = 0;
   // A read at ONE: the replicas that failed a try of it (passed over by the next).
   std::set<std::string> avoid;
-  // Runs a write's run_local when it runs here (null: inline; Coordinator::Mutate).
+  // Runs a write's run_local when it runs here (null: inline; reads never set it).
   Executor* blocking = nullptr;
 };
 
@@ -156,7 +156,7 @@ void Coordinator::RunOnce(std::shared_ptr<Op> op) {
   };
   if (!catalog::IsClusterTabletId(op->tablet_id)) {
     // This node's own tablet (a table it had before it joined the cluster): served here.
-    RunOn(op->is_read ? nullptr : op->blocking, [this, op] {
+    RunOn(op->blocking, [this, op] {
       Status s = op->run_local();
       Finish(op, std::move(s), false);
     });
@@ -188,7 +188,7 @@ void Coordinator::RunOnce(std::shared_ptr<Op> op) {
     };
   }
   if (target == channel_->self()) {
-    RunOn(op->is_read ? nullptr : op->blocking,
+    RunOn(op->blocking,
           [this, op, done = std::move(done)]() mutable { RunHere(op, std::move(done)); });
     return;
   }

@@ -237,7 +237,7 @@ class DataService::Impl {
         builder.Build(req.row_key(), req.mutations(), clock_->NowMicros());
     if (!m.ok()) return done(m.status());
     access_->MutateAsync(*std::move(table), *std::move(m), *options,
-                         options_.inline_writes ? nullptr : executor_, std::move(done));
+                         write_executor(), std::move(done));
   }
 
   // One MutateRows entry's mutation, built and checked against the table's schema.
@@ -257,19 +257,18 @@ class DataService::Impl {
   void ReadModifyWriteRow(const grpc::CallbackServerContext* ctx,
                           const v2::ReadModifyWriteRowRequest& req,
                           v2::ReadModifyWriteRowResponse* resp, std::function<void(Status)> done);
-  Executor* executor() const { return executor_; }
+  Status SampleRowKeys(const v2::SampleRowKeysRequest& req,
+                       std::vector<v2::SampleRowKeysResponse>* out);
 
  private:
   StatusOr<CheckAndMutateArgs> BuildCheckAndMutate(const grpc::CallbackServerContext* ctx,
                                                    const v2::CheckAndMutateRowRequest& req);
   StatusOr<ReadModifyWriteArgs> BuildReadModifyWrite(const grpc::CallbackServerContext* ctx,
                                                      const v2::ReadModifyWriteRowRequest& req);
+  // Where a single-row write waits for this node's commit log: the executor, or the calling
+  // gRPC thread with inline_writes (TableAccess's asynchronous forms, `blocking`).
+  Executor* write_executor() const { return options_.inline_writes ? nullptr : executor_; }
 
- public:
-  Status SampleRowKeys(const v2::SampleRowKeysRequest& req,
-                       std::vector<v2::SampleRowKeysResponse>* out);
-
- private:
   catalog::TableCatalog* const catalog_;
   replication::TableAccess* const access_;
   Clock* const clock_;
@@ -285,7 +284,7 @@ void DataService::Impl::CheckAndMutateRow(const grpc::CallbackServerContext* ctx
   if (!args.ok()) return done(args.status());
   access_->CheckAndMutateAsync(std::move(args->table), req.row_key(), std::move(args->predicate),
                                std::move(args->on_true), std::move(args->on_false),
-                               args->options, options_.inline_writes ? nullptr : executor_,
+                               args->options, write_executor(),
                                std::move(done));
 }
 
@@ -332,7 +331,7 @@ void DataService::Impl::ReadModifyWriteRow(const grpc::CallbackServerContext* ct
   if (!args.ok()) return done(args.status());
   access_->ReadModifyWriteAsync(
       std::move(args->table), req.row_key(), std::move(args->rules), args->now_micros,
-      kMaxValueBytes, args->options, options_.inline_writes ? nullptr : executor_,
+      kMaxValueBytes, args->options, write_executor(),
       [resp, done = std::move(done)](StatusOr<model::Row> row) {
         if (!row.ok()) return done(row.status());
         ToResponseRow(*std::move(row), resp);
