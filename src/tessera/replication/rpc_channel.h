@@ -3,7 +3,7 @@
 // peer's endpoint, a method and the request's bytes (an encoded tessera.v1 replica message), and
 // its callback gets the response's bytes or the failure. Two implementations:
 //   * GrpcRpcChannel (server/grpc_rpc_channel.h): the `tessera.v1.Replica` service on the
-//     node's one gRPC port, a unary call per request;
+//     node's one gRPC port, the calls to each peer multiplexed on one stream;
 //   * MessageRpcChannel (message_rpc_channel.h): over a best-effort cluster::Transport, so that
 //     the protocol runs on a SimNetwork on simulated time (docs/simulation.md).
 //

@@ -1,82 +1,117 @@
+// The calling end of GrpcRpcChannel: a stream per peer (grpc_replica_service.cc is the serving
+// end).
 #include "tessera/server/grpc_rpc_channel.h"
 
-#include <chrono>
+#include <algorithm>
 #include <utility>
 
-#include "tessera/server/grpc_status.h"
 #include "tessera/util/status.h"
 
 namespace tessera::server {
-namespace {
 
-// Trailing metadata of a call whose status is the handler's own, not gRPC's.
-constexpr char kHandlerStatusKey[] = "tessera-handler-status";
+namespace v1 = ::tessera::v1;
 
-// One served call. Finished exactly once: by the Responder, by a refusal, or by OnCancel when
-// the caller gave up; gRPC deletes it (OnDone) only after that, so whoever claims the finish
-// may still use it until it calls Finish.
-class ServeReactor final : public grpc::ServerUnaryReactor {
- public:
-  ServeReactor(grpc::CallbackServerContext* context, ::tessera::v1::ReplicaReply* reply)
-      : context_(context), reply_(reply), claim_(std::make_shared<Claim>()) {}
+// Bytes of frames one message carries at most (below max_message_bytes when that is lower);
+// more queued frames wait for the next message.
+constexpr size_t kMessageBudgetBytes = 4 << 20;
 
-  replication::RpcChannel::Responder Responder() {
-    return [this, claim = claim_](StatusOr<std::string> result) {
-      if (!claim->Take()) return;  // cancelled (and perhaps deleted) already
-      if (result.ok()) {
-        reply_->set_payload(*std::move(result));
-      } else {
-        context_->AddTrailingMetadata(kHandlerStatusKey, "1");
-      }
-      Finish(ToGrpcStatus(result.status()));
-    };
-  }
-
-  void Refuse(const grpc::Status& status) {
-    if (claim_->Take()) Finish(status);
-  }
-
-  void OnCancel() override {
-    if (claim_->Take()) Finish(grpc::Status::CANCELLED);
-  }
-  void OnDone() override { delete this; }
-
- private:
-  // Shared with the Responder, which may outlive the reactor.
-  struct Claim {
-    absl::Mutex mu;
-    bool taken ABSL_GUARDED_BY(mu) = false;
-    bool Take() {
-      absl::MutexLock lock(&mu);
-      if (taken) return false;
-      taken = true;
-      return true;
-    }
-  };
-
-  grpc::CallbackServerContext* const context_;
-  ::tessera::v1::ReplicaReply* const reply_;
-  const std::shared_ptr<Claim> claim_;
-};
-
-bool FromHandler(const grpc::ClientContext& context) {
-  return context.GetServerTrailingMetadata().count(kHandlerStatusKey) != 0;
+size_t FrameBytes(const v1::ReplicaFrame& frame) {
+  return frame.payload().size() + frame.method().size() + frame.message().size() +
+         kFrameOverheadBytes;
 }
 
-}  // namespace
+void PackReplicaFrames(std::vector<v1::ReplicaFrame>* queue, v1::ReplicaFrames* message,
+                       int max_message_bytes) {
+  message->Clear();
+  const size_t budget = std::min(kMessageBudgetBytes, static_cast<size_t>(max_message_bytes));
+  size_t bytes = 0;
+  size_t taken = 0;
+  for (v1::ReplicaFrame& frame : *queue) {
+    const size_t size = FrameBytes(frame);
+    if (taken > 0 && bytes + size > budget) break;
+    bytes += size;
+    *message->add_frames() = std::move(frame);
+    ++taken;
+  }
+  queue->erase(queue->begin(), queue->begin() + static_cast<std::ptrdiff_t>(taken));
+}
 
-struct GrpcRpcChannel::PendingCall {
-  std::string to;
-  int64_t timeout_us = 0;
-  bool inline_done = false;  // CallInline: `done` runs on the completing gRPC thread
-  Done done;
+// One stream to one peer. Its state is guarded by the channel's mutex; gRPC's Start* calls are
+// made without it. One write is outstanding at a time (`writing`: packed into `out` by whoever
+// set it, then written), and one read always, until the stream ends (`ended`: a read failed).
+// A hold keeps gRPC from finishing the stream while a thread may still be about to write; it
+// is released once the stream has ended and no write is wanted. OnDone then hands the stream
+// back to the channel, which deletes it.
+class GrpcRpcChannel::PeerStream final
+    : public grpc::ClientBidiReactor<v1::ReplicaFrames, v1::ReplicaFrames> {
+ public:
+  PeerStream(GrpcRpcChannel* owner, std::string to)
+      : to(std::move(to)), max_message_bytes(owner->options_.max_message_bytes), owner_(owner) {}
+
+  // Starts the call with the first message (`out`; `writing` is set).
+  void Begin(v1::Replica::Stub* stub) {
+    stub->async()->Stream(&context, this);
+    AddHold();
+    StartRead(&in_);
+    StartWrite(&out);
+    StartCall();
+  }
+  void WriteOut() { StartWrite(&out); }
+
+  void OnWriteDone(bool ok) override {
+    bool more = false;
+    bool release = false;
+    {
+      absl::MutexLock lock(&owner_->mu_);
+      if (ok && !ended && !queued.empty()) {
+        PackReplicaFrames(&queued, &out, max_message_bytes);
+        more = true;
+      } else {
+        writing = false;  // after a failed write the read fails too
+        release = ended;
+      }
+    }
+    if (more) WriteOut();
+    if (release) RemoveHold();
+  }
+  void OnReadDone(bool ok) override {
+    if (ok) {
+      GrpcRpcChannel* owner = owner_;  // the stream may be gone once the next read is started
+      InlineDones dones = owner->Answered(this, &in_);
+      StartRead(&in_);
+      owner->RunInline(std::move(dones));
+      return;
+    }
+    bool release = false;
+    {
+      absl::MutexLock lock(&owner_->mu_);
+      ended = true;
+      release = !writing;
+    }
+    if (release) RemoveHold();
+  }
+  void OnDone(const grpc::Status& status) override { owner_->StreamDone(this, status); }
+
+  // Guarded by the channel's mutex (`context` is gRPC's).
+  const std::string to;
+  const int max_message_bytes;
   grpc::ClientContext context;
-  ::tessera::v1::ReplicaCall request;
-  ::tessera::v1::ReplicaReply reply;
+  std::vector<v1::ReplicaFrame> queued;
+  v1::ReplicaFrames out;
+  bool writing = false;
+  bool ended = false;
+  uint64_t reads = 0;       // messages read so far
+  uint64_t sent_reads = 0;  // `reads` when the latest call was queued
+
+ private:
+  GrpcRpcChannel* const owner_;
+  v1::ReplicaFrames in_;  // touched only by the reading side (one read at a time)
 };
 
 GrpcRpcChannel::GrpcRpcChannel(GrpcRpcChannelOptions options, Executor* executor)
-    : options_(std::move(options)), executor_(executor), handlers_(options_.self) {}
+    : options_(std::move(options)), executor_(executor), handlers_(options_.self) {
+  timer_ = std::thread([this] { ExpireCalls(); });
+}
 
 GrpcRpcChannel::~GrpcRpcChannel() { Shutdown(); }
 
@@ -95,7 +130,7 @@ GrpcRpcChannel::Peer& GrpcRpcChannel::PeerLocked(const std::string& to) {
   args.SetMaxReceiveMessageSize(options_.max_message_bytes);
   Peer peer;
   peer.channel = grpc::CreateCustomChannel(to, grpc::InsecureChannelCredentials(), args);
-  peer.stub = ::tessera::v1::Replica::NewStub(peer.channel);
+  peer.stub = v1::Replica::NewStub(peer.channel);
   return peers_.emplace(to, std::move(peer)).first->second;
 }
 
@@ -111,13 +146,22 @@ void GrpcRpcChannel::CallInline(const std::string& to, std::string_view method,
 
 void GrpcRpcChannel::Start(const std::string& to, std::string_view method, std::string request,
                            int64_t timeout_us, Done done, bool inline_done) {
-  PendingCall* call = nullptr;
-  ::tessera::v1::Replica::Stub* stub = nullptr;
+  PeerStream* begin = nullptr;  // a new stream, to start
+  PeerStream* write = nullptr;  // an idle stream, to write on
+  v1::Replica::Stub* stub = nullptr;
   {
     absl::MutexLock lock(&mu_);
     if (shut_down_) {
       CompleteLater(std::move(done),
                     absl::UnavailableError(StrCat("call to ", to, " failed: channel closed")));
+      return;
+    }
+    if (request.size() + method.size() + kFrameOverheadBytes >
+        static_cast<size_t>(options_.max_message_bytes)) {
+      CompleteLater(std::move(done),
+                    absl::ResourceExhaustedError(StrCat(
+                        "call to ", to, ": a request of ", request.size(),
+                        " bytes is above the limit of ", options_.max_message_bytes)));
       return;
     }
     Peer& peer = PeerLocked(to);
@@ -127,71 +171,150 @@ void GrpcRpcChannel::Start(const std::string& to, std::string_view method, std::
       return;
     }
     peer.in_flight++;
-    auto owned = std::make_unique<PendingCall>();
-    call = owned.get();
-    call->to = to;
-    call->timeout_us = timeout_us;
-    call->inline_done = inline_done;
-    call->done = std::move(done);
-    call->request.set_cluster_name(options_.cluster_name);
-    call->request.set_from(options_.self);
-    call->request.set_method(std::string(method));
-    call->request.set_payload(std::move(request));
-    call->context.set_deadline(std::chrono::system_clock::now() +
-                               std::chrono::microseconds(timeout_us));
-    calls_.emplace(call, std::move(owned));
-    stub = peer.stub.get();
+    PeerStream* stream = peer.stream;
+    if (stream != nullptr && stream->ended) stream = peer.stream = nullptr;
+    if (stream == nullptr) {
+      stream = new PeerStream(this, to);
+      stream->context.AddMetadata(kStreamClusterKey, options_.cluster_name);
+      stream->context.AddMetadata(kStreamFromKey, options_.self);
+      peer.stream = stream;
+      streams_.insert(stream);
+      begin = stream;
+      stub = peer.stub.get();
+    }
+    const uint64_t id = ++next_id_;
+    v1::ReplicaFrame& frame = stream->queued.emplace_back();
+    frame.set_id(id);
+    frame.set_method(std::string(method));
+    frame.set_payload(std::move(request));
+    stream->sent_reads = stream->reads;
+    const absl::Time deadline = absl::Now() + absl::Microseconds(timeout_us);
+    const bool earliest = deadlines_.empty() || deadline < deadlines_.begin()->first;
+    deadlines_.emplace(deadline, id);
+    calls_.emplace(id, PendingCall{.to = to,
+                                   .stream = stream,
+                                   .deadline = deadline,
+                                   .timeout_us = timeout_us,
+                                   .inline_done = inline_done,
+                                   .done = std::move(done)});
+    if (earliest) timer_cv_.Signal();
+    if (!stream->writing) {
+      stream->writing = true;
+      PackReplicaFrames(&stream->queued, &stream->out, options_.max_message_bytes);
+      if (begin == nullptr) write = stream;
+    }
   }
-  // A Shutdown() between here and the start cancels the context first, which gRPC honours.
-  stub->async()->Call(&call->context, &call->request, &call->reply,
-                      [this, call](grpc::Status status) { Finish(call, status); });
+  // A Shutdown() before the start cancels the context first, which gRPC honours.
+  if (begin != nullptr) begin->Begin(stub);
+  if (write != nullptr) write->WriteOut();
 }
 
-void GrpcRpcChannel::Finish(PendingCall* call, const grpc::Status& status) {
-  StatusOr<std::string> result;
-  if (status.ok()) {
-    result = std::move(*call->reply.mutable_payload());
-  } else if (FromHandler(call->context)) {
-    result = FromGrpcStatus(status);
+bool GrpcRpcChannel::CompleteLocked(
+    uint64_t id, StatusOr<std::string> result,
+    InlineDones* inline_dones) {
+  auto it = calls_.find(id);
+  if (it == calls_.end()) return false;
+  PendingCall& call = it->second;
+  auto peer = peers_.find(call.to);
+  if (peer != peers_.end()) peer->second.in_flight--;
+  deadlines_.erase({call.deadline, id});
+  if (call.inline_done && inline_dones != nullptr) {
+    ++completing_;  // Shutdown waits for it as for a scheduled one
+    inline_dones->emplace_back(std::move(call.done), std::move(result));
   } else {
-    switch (status.error_code()) {
-      case grpc::StatusCode::DEADLINE_EXCEEDED:
-        result = absl::DeadlineExceededError(
-            StrCat("no answer from ", call->to, " within ", call->timeout_us, " us"));
-        break;
-      case grpc::StatusCode::FAILED_PRECONDITION:
-        result = absl::FailedPreconditionError(
-            StrCat(call->to, " refused the call: ", status.error_message()));
-        break;
-      case grpc::StatusCode::RESOURCE_EXHAUSTED:
-        result = absl::ResourceExhaustedError(
-            StrCat("call to ", call->to, ": ", status.error_message()));
-        break;
-      default:
-        result = absl::UnavailableError(
-            StrCat("call to ", call->to, " failed: ", status.error_message()));
-    }
+    CompleteLater(std::move(call.done), std::move(result));
   }
-  Done done;
+  calls_.erase(it);
+  return true;
+}
+
+void GrpcRpcChannel::RunInline(InlineDones dones) {
+  for (auto& [done, result] : dones) {
+    done(std::move(result));
+    done = nullptr;
+  }
+  if (dones.empty()) return;
+  absl::MutexLock lock(&mu_);
+  completing_ -= static_cast<int>(dones.size());
+}
+
+GrpcRpcChannel::InlineDones GrpcRpcChannel::Answered(PeerStream* stream,
+                                                     v1::ReplicaFrames* frames) {
+  InlineDones inline_dones;
   {
     absl::MutexLock lock(&mu_);
-    auto peer = peers_.find(call->to);
-    if (peer != peers_.end()) peer->second.in_flight--;
-    if (call->inline_done) {
-      done = std::move(call->done);
-      ++completing_;  // Shutdown waits for it as for a scheduled one
-    } else {
-      CompleteLater(std::move(call->done), std::move(result));
+    stream->reads++;
+    for (v1::ReplicaFrame& frame : *frames->mutable_frames()) {
+      StatusOr<std::string> result =
+          frame.code() == 0
+              ? StatusOr<std::string>(std::move(*frame.mutable_payload()))
+              : StatusOr<std::string>(Status(static_cast<absl::StatusCode>(frame.code()),
+                                             frame.message()));
+      CompleteLocked(frame.id(), std::move(result), &inline_dones);  // gone: it timed out
     }
-    // The ClientContext goes under the lock, before Shutdown can see the channel idle (see
-    // GrpcTransport::Finish: a context outliving gRPC aborts the process).
-    calls_.erase(call);
   }
-  if (done == nullptr) return;
-  done(std::move(result));
-  done = nullptr;
+  frames->Clear();
+  return inline_dones;
+}
+
+void GrpcRpcChannel::StreamDone(PeerStream* stream, const grpc::Status& status) {
   absl::MutexLock lock(&mu_);
-  --completing_;
+  Status failure;
+  switch (status.error_code()) {
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      failure = absl::FailedPreconditionError(
+          StrCat(stream->to, " refused the call: ", status.error_message()));
+      break;
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      failure = absl::ResourceExhaustedError(
+          StrCat("call to ", stream->to, ": ", status.error_message()));
+      break;
+    default:
+      failure = absl::UnavailableError(
+          StrCat("call to ", stream->to, " failed: ",
+                 status.ok() ? "the peer ended the stream" : status.error_message()));
+  }
+  std::vector<uint64_t> failed;
+  for (const auto& [id, call] : calls_) {
+    if (call.stream == stream) failed.push_back(id);
+  }
+  for (uint64_t id : failed) CompleteLocked(id, failure, nullptr);
+  auto peer = peers_.find(stream->to);
+  if (peer != peers_.end() && peer->second.stream == stream) peer->second.stream = nullptr;
+  streams_.erase(stream);
+  // The ClientContext goes under the lock, before Shutdown can see the channel idle (see
+  // GrpcTransport::Finish: a context outliving gRPC aborts the process).
+  delete stream;
+}
+
+void GrpcRpcChannel::ExpireCalls() {
+  absl::MutexLock lock(&mu_);
+  while (!shut_down_) {
+    if (deadlines_.empty()) {
+      timer_cv_.Wait(&mu_);
+      continue;
+    }
+    const absl::Time next = deadlines_.begin()->first;
+    if (absl::Now() < next) {
+      timer_cv_.WaitWithDeadline(&mu_, next);
+      continue;
+    }
+    const uint64_t id = deadlines_.begin()->second;
+    PendingCall& call = calls_.at(id);
+    PeerStream* stream = call.stream;
+    Status expired = absl::DeadlineExceededError(
+        StrCat("no answer from ", call.to, " within ", call.timeout_us, " us"));
+    CompleteLocked(id, std::move(expired), nullptr);
+    // Nothing came back since the latest call went out: the stream may hang (a peer paused, a
+    // connection dropped without a reset). Calls from now on take a new one.
+    if (stream->reads == stream->sent_reads) {
+      auto peer = peers_.find(stream->to);
+      if (peer != peers_.end() && peer->second.stream == stream) {
+        peer->second.stream = nullptr;
+        stream->context.TryCancel();  // gRPC runs no reaction inside it
+      }
+    }
+  }
 }
 
 void GrpcRpcChannel::CompleteLater(Done done, StatusOr<std::string> result) {
@@ -204,31 +327,37 @@ void GrpcRpcChannel::CompleteLater(Done done, StatusOr<std::string> result) {
   });
 }
 
+void GrpcRpcChannel::ServeLater(std::string from, std::string method, std::string request,
+                                Responder respond) {
+  {
+    absl::MutexLock lock(&mu_);
+    ++serving_;
+  }
+  executor_->Schedule([this, from = std::move(from), method = std::move(method),
+                       request = std::move(request), respond = std::move(respond)]() mutable {
+    Serve(from, method, std::move(request), std::move(respond));
+    respond = nullptr;
+    absl::MutexLock lock(&mu_);
+    --serving_;
+  });
+}
+
 void GrpcRpcChannel::Shutdown() {
   {
     absl::MutexLock lock(&mu_);
-    shut_down_ = true;
-    for (auto& [call, owned] : calls_) call->context.TryCancel();
+    if (!shut_down_) {
+      shut_down_ = true;
+      timer_cv_.Signal();
+    }
+    for (auto& [to, peer] : peers_) peer.stream = nullptr;
+    for (PeerStream* stream : streams_) stream->context.TryCancel();
   }
+  if (timer_.joinable()) timer_.join();
   // Running handlers may still call out (failing at once, counted in completing_), so they end
   // before the wait for the callbacks.
   handlers_.Close();
   absl::MutexLock lock(&mu_);
   mu_.Await(absl::Condition(this, &GrpcRpcChannel::Idle));
-}
-
-grpc::ServerUnaryReactor* ReplicaService::Call(grpc::CallbackServerContext* context,
-                                               const ::tessera::v1::ReplicaCall* request,
-                                               ::tessera::v1::ReplicaReply* reply) {
-  auto* reactor = new ServeReactor(context, reply);
-  if (request->cluster_name() != channel_->cluster_name()) {
-    reactor->Refuse(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                                 StrCat("this node belongs to cluster '", channel_->cluster_name(),
-                                        "', not '", request->cluster_name(), "'")));
-    return reactor;
-  }
-  channel_->Serve(request->from(), request->method(), request->payload(), reactor->Responder());
-  return reactor;
 }
 
 }  // namespace tessera::server

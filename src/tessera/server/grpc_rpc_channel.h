@@ -1,35 +1,41 @@
 // GrpcRpcChannel: the replication protocol's RpcChannel (replication/rpc_channel.h) between
-// processes, as `tessera.v1.Replica/Call` on each node's one gRPC port, and ReplicaService, the
+// processes, as `tessera.v1.Replica/Stream` on each node's one gRPC port, and ReplicaService, the
 // serving end registered on that port. MessageRpcChannel (replication/message_rpc_channel.h)
 // is the same contract on a simulated network.
 //
 // Client side: one gRPC channel per peer, kept for the channel's life, reconnecting with a
-// short backoff (as GrpcTransport does), and one unary call per Call() with a deadline of
-// timeout_us. A peer that does not answer holds at most `max_in_flight_per_peer` calls; beyond
-// that Call() fails at once with Unavailable ("too many calls in flight to <peer>").
+// short backoff (as GrpcTransport does), and on it one bidirectional stream that carries every
+// call to that peer and its answers (docs/replication.md, "Messages between nodes"). A call is a
+// frame; frames queued while a message is being written go out together in the next message, so
+// under load many calls share one HTTP/2 message, one write and one wake-up at each end. A
+// stream that fails is replaced by a new one at the next call; a stream on which a call timed
+// out with nothing received since it was sent is given up (cancelled) the same way, so a peer
+// that hangs or vanishes without closing its connection is reached again once it answers. A
+// peer that does not answer holds at most `max_in_flight_per_peer` calls; beyond that Call()
+// fails at once with Unavailable ("too many calls in flight to <peer>").
 //
 // Outcomes: the handler's response, or its failure with code and message unchanged, or
 //   DeadlineExceeded     no answer within timeout_us (the handler may have run);
 //   FailedPrecondition   the peer belongs to another cluster (the message names both);
-//   ResourceExhausted    a message above max_message_bytes;
+//   ResourceExhausted    a request or response above max_message_bytes;
 //   Unavailable          anything else that kept the call from the handler or its answer
-//                        from us: connection refused, unknown host, the peer shutting down or
-//                        not serving the protocol, this channel shut down.
-// The serving end marks a status that is the handler's with trailing metadata
-// (`tessera-handler-status`), so that a handler's own DeadlineExceeded or Unavailable is told
-// apart from gRPC's and reaches the caller unchanged.
+//                        from us: connection refused, unknown host, the stream failing, the
+//                        peer shutting down or not serving the protocol, this channel shut
+//                        down.
+// A reply frame's status is always the handler's own, so a handler's DeadlineExceeded or
+// Unavailable reaches the caller unchanged.
 //
 // Callbacks: every `done` of Call runs as a task on the Executor given at construction — never
 // on a gRPC thread, never inside Call() — so a callback may call Call() and take the caller's
-// locks. CallInline's runs on the gRPC thread that completed the call (rpc_channel.h says
-// what such a callback may do).
-// Handlers run on gRPC's server threads (a handler that blocks holds one; the replication
-// code hands slow work to its own executor) and may answer later, from any thread. A call
-// whose caller gave up (deadline, cancellation) is finished CANCELLED at once, so the server
-// can shut down; its Responder then does nothing.
+// locks. CallInline's runs on the gRPC thread that read the answer (rpc_channel.h says what
+// such a callback may do).
+// Handlers run on gRPC's server threads: the last call of each message read runs on the thread
+// that read it, the others of the same message as tasks of the executor, so that a handler
+// that blocks (on its commit log, say) holds up no other call of the stream. A handler may
+// answer later, from any thread; answers to a stream that has ended are dropped.
 //
 // Thread-safety: all methods are thread-safe.
-// Lifetime: Shutdown() (or the destructor) cancels pending calls and waits until every `done`
+// Lifetime: Shutdown() (or the destructor) cancels the streams and waits until every `done`
 // has run and no handler is running; it must not be called from a handler, a callback or a
 // task of the executor. The ReplicaService must be unregistered (its server shut down) before
 // the channel is destroyed.
@@ -38,12 +44,17 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "tessera/replication/handler_slot.h"
 #include "tessera/replication/rpc_channel.h"
@@ -92,25 +103,53 @@ class GrpcRpcChannel final : public replication::RpcChannel {
     handlers_.Serve(from, method, std::move(request), std::move(respond));
   }
 
+  // Serve, as a task of the executor (counted: Shutdown waits for it).
+  void ServeLater(std::string from, std::string method, std::string request, Responder respond);
+
   const std::string& cluster_name() const { return options_.cluster_name; }
+  int max_message_bytes() const { return options_.max_message_bytes; }
 
  private:
+  class PeerStream;
   struct Peer {
     std::shared_ptr<grpc::Channel> channel;
     std::unique_ptr<::tessera::v1::Replica::Stub> stub;
+    PeerStream* stream = nullptr;  // the stream new calls go on (null: none yet, or it failed)
     int in_flight = 0;
   };
-  struct PendingCall;
+  struct PendingCall {
+    std::string to;
+    PeerStream* stream = nullptr;
+    absl::Time deadline;
+    int64_t timeout_us = 0;
+    bool inline_done = false;  // CallInline: `done` runs on the gRPC thread that read the answer
+    Done done;
+  };
 
   Peer& PeerLocked(const std::string& to) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Start(const std::string& to, std::string_view method, std::string request,
              int64_t timeout_us, Done done, bool inline_done);
-  void Finish(PendingCall* call, const grpc::Status& status);
+  using InlineDones = std::vector<std::pair<Done, StatusOr<std::string>>>;
+  // Takes call `id` out of the pending ones (false when it is not there any more) and hands its
+  // result on: to `*inline_dones` when it is an inline one (and that is not null), else as an
+  // executor task.
+  bool CompleteLocked(uint64_t id, StatusOr<std::string> result, InlineDones* inline_dones)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Runs the inline callbacks CompleteLocked collected (without the lock).
+  void RunInline(InlineDones dones) ABSL_LOCKS_EXCLUDED(mu_);
+  // Stream callbacks (PeerStream): the answers of one message read (returning the inline
+  // callbacks to run once the next read is started), and the stream's end.
+  InlineDones Answered(PeerStream* stream, ::tessera::v1::ReplicaFrames* frames)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  void StreamDone(PeerStream* stream, const grpc::Status& status) ABSL_LOCKS_EXCLUDED(mu_);
+  // Fails the calls whose deadline has passed, until Shutdown (the timer thread).
+  void ExpireCalls();
   // Runs done(result) as an executor task, counted until it has run.
   void CompleteLater(Done done, StatusOr<std::string> result) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // No call pending and no callback waiting to run (what Shutdown waits for).
+  // No call pending, no callback waiting to run, no stream open and no call being served
+  // (what Shutdown waits for).
   bool Idle() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return calls_.empty() && completing_ == 0;
+    return calls_.empty() && completing_ == 0 && streams_.empty() && serving_ == 0;
   }
 
   const GrpcRpcChannelOptions options_;
@@ -120,12 +159,21 @@ class GrpcRpcChannel final : public replication::RpcChannel {
   mutable absl::Mutex mu_;
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
   int completing_ ABSL_GUARDED_BY(mu_) = 0;  // callbacks scheduled, not yet run
+  std::set<PeerStream*> streams_ ABSL_GUARDED_BY(mu_);  // not yet done
+  int serving_ ABSL_GUARDED_BY(mu_) = 0;  // incoming calls handed to the executor, not run
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, Peer, std::less<>> peers_ ABSL_GUARDED_BY(mu_);
-  std::map<PendingCall*, std::unique_ptr<PendingCall>> calls_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint64_t, PendingCall> calls_ ABSL_GUARDED_BY(mu_);
+  std::set<std::pair<absl::Time, uint64_t>> deadlines_ ABSL_GUARDED_BY(mu_);  // of calls_
+  absl::CondVar timer_cv_;  // an earlier deadline, or Shutdown
+  std::thread timer_;
+
+  friend class ReplicaService;
 };
 
-// The serving end: refuses another cluster's calls with FAILED_PRECONDITION and hands the rest
-// to the channel's handler, finishing the call when its Responder is called.
+// The serving end of both methods: refuses another cluster's calls or streams with
+// FAILED_PRECONDITION and hands the calls to the channel's handler, answering each when its
+// Responder is called.
 class ReplicaService final : public ::tessera::v1::Replica::CallbackService {
  public:
   // `channel` must outlive the service's server.
@@ -134,9 +182,23 @@ class ReplicaService final : public ::tessera::v1::Replica::CallbackService {
   grpc::ServerUnaryReactor* Call(grpc::CallbackServerContext* context,
                                  const ::tessera::v1::ReplicaCall* request,
                                  ::tessera::v1::ReplicaReply* reply) override;
+  grpc::ServerBidiReactor<::tessera::v1::ReplicaFrames, ::tessera::v1::ReplicaFrames>* Stream(
+      grpc::CallbackServerContext* context) override;
 
  private:
   GrpcRpcChannel* const channel_;
 };
+
+// Moves frames from the front of `queue` into `message` (cleared first): as many as fit in a
+// few MiB and in max_message_bytes, and at least one. Both ends batch their frames with it.
+void PackReplicaFrames(std::vector<::tessera::v1::ReplicaFrame>* queue,
+                       ::tessera::v1::ReplicaFrames* message, int max_message_bytes);
+// What a frame adds to its payload, method and message at most (id, tags, lengths): a frame
+// whose parts and this exceed max_message_bytes is refused with ResourceExhausted.
+inline constexpr size_t kFrameOverheadBytes = 64;
+
+// The metadata keys a stream's caller names itself with.
+inline constexpr char kStreamClusterKey[] = "tessera-cluster";
+inline constexpr char kStreamFromKey[] = "tessera-from";
 
 }  // namespace tessera::server

@@ -23,15 +23,21 @@ constexpr int64_t kTimeout = 5000 * kMs;
 
 // A channel with its serving end on a free 127.0.0.1 port.
 struct Node {
-  explicit Node(const std::string& cluster, int max_in_flight_per_peer = 1024) {
-    auto port = ::tessera::testing::PickFreePort();
-    EXPECT_TRUE(port.ok()) << port.status();
-    address = "127.0.0.1:" + std::to_string(*port);
+  explicit Node(const std::string& cluster, int max_in_flight_per_peer = 1024,
+                std::string at = "", int max_message_bytes = 64 << 20) {
+    if (at.empty()) {
+      auto port = ::tessera::testing::PickFreePort();
+      EXPECT_TRUE(port.ok()) << port.status();
+      at = "127.0.0.1:" + std::to_string(*port);
+    }
+    address = at;
+    const int port = std::stoi(address.substr(address.rfind(':') + 1));
     executor = NewThreadPoolExecutor(2);
     channel = std::make_unique<GrpcRpcChannel>(
         GrpcRpcChannelOptions{.self = address,
                               .cluster_name = cluster,
-                              .max_in_flight_per_peer = max_in_flight_per_peer},
+                              .max_in_flight_per_peer = max_in_flight_per_peer,
+                              .max_message_bytes = max_message_bytes},
         executor.get());
     service = std::make_unique<ReplicaService>(channel.get());
     grpc::ServerBuilder builder;
@@ -39,7 +45,7 @@ struct Node {
     builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &bound);
     builder.RegisterService(service.get());
     server = builder.BuildAndStart();
-    EXPECT_EQ(bound, *port);
+    EXPECT_EQ(bound, port);
   }
   ~Node() {
     // Calls still held by a handler are cancelled (their reactors finish CANCELLED).
@@ -232,6 +238,119 @@ TEST(GrpcRpcChannelTest, ShutdownCompletesAPendingCallAndRefusesLaterOnes) {
   Result refused;
   b.channel->Call(a.address, "Echo", "z", kTimeout, refused.Done());
   EXPECT_TRUE(absl::IsUnavailable(refused.Wait().status())) << refused.Wait().status();
+}
+
+TEST(GrpcRpcChannelTest, ManyCallsAtOnceEachGetTheirOwnAnswer) {
+  // Calls share one stream per peer, several to a message: each answer must find its call,
+  // whether the handler answers at once or later from another thread, in any order.
+  Node a("c1"), b("c1");
+  std::vector<std::thread> later;
+  absl::Mutex mu;
+  b.channel->SetHandler([&](const std::string&, const std::string& method, std::string request,
+                            RpcChannel::Responder respond) {
+    if (method == "Now") {
+      respond("now " + request);
+      return;
+    }
+    absl::MutexLock lock(&mu);
+    later.emplace_back([respond = std::move(respond), request] { respond("later " + request); });
+  });
+  constexpr int kThreads = 4;
+  constexpr int kCalls = 200;  // 800 in all: under the 1024 a peer may hold
+  std::vector<std::unique_ptr<Result>> results(kThreads * kCalls);
+  for (auto& r : results) r = std::make_unique<Result>();
+  std::vector<std::thread> callers;
+  for (int t = 0; t < kThreads; ++t) {
+    callers.emplace_back([&, t] {
+      for (int i = 0; i < kCalls; ++i) {
+        const int n = t * kCalls + i;
+        if (n % 2 == 0) {
+          a.channel->Call(b.address, n % 4 == 0 ? "Now" : "Later", std::to_string(n), kTimeout,
+                          results[n]->Done());
+        } else {
+          a.channel->CallInline(b.address, n % 3 == 0 ? "Now" : "Later", std::to_string(n),
+                                kTimeout, results[n]->Done());
+        }
+      }
+    });
+  }
+  for (auto& c : callers) c.join();
+  for (int n = 0; n < kThreads * kCalls; ++n) {
+    const std::string want = ((n % 2 == 0) ? n % 4 == 0 : n % 3 == 0) ? "now " : "later ";
+    EXPECT_EQ(results[n]->Wait().value_or("failed"), want + std::to_string(n))
+        << n << " " << results[n]->Wait().status();
+  }
+  absl::MutexLock lock(&mu);
+  for (auto& t : later) t.join();
+}
+
+TEST(GrpcRpcChannelTest, AHandlerThatBlocksHoldsUpNoOtherCall) {
+  // A replica's handler may wait for its commit log; the calls behind it on the same stream,
+  // in the same message or a later one, must not wait with it.
+  Node a("c1"), b("c1");
+  absl::Notification release;
+  b.channel->SetHandler([&](const std::string&, const std::string& method, std::string request,
+                            RpcChannel::Responder respond) {
+    if (method == "Block") release.WaitForNotification();
+    respond(method + " " + request);
+  });
+  Result blocked;
+  a.channel->Call(b.address, "Block", "0", kTimeout, blocked.Done());
+  std::vector<std::unique_ptr<Result>> others;
+  for (int i = 0; i < 20; ++i) {
+    others.push_back(std::make_unique<Result>());
+    a.channel->Call(b.address, "Echo", std::to_string(i), kTimeout, others.back()->Done());
+  }
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_EQ(others[i]->Wait().value_or("failed"), "Echo " + std::to_string(i));
+  }
+  EXPECT_FALSE(blocked.has_run());
+  release.Notify();
+  EXPECT_EQ(blocked.Wait().value_or("failed"), "Block 0");
+}
+
+TEST(GrpcRpcChannelTest, APeerThatRestartsIsReachedAgain) {
+  // The stream to a peer that went away has failed; the next calls take a new one.
+  Node a("c1");
+  auto b = std::make_unique<Node>("c1");
+  const std::string address = b->address;
+  Echo(b.get());
+  Result before;
+  a.channel->Call(address, "Echo", "1", kTimeout, before.Done());
+  ASSERT_TRUE(before.Wait().ok()) << before.Wait().status();
+  b.reset();
+  Result away;
+  a.channel->Call(address, "Echo", "2", kTimeout, away.Done());
+  EXPECT_TRUE(absl::IsUnavailable(away.Wait().status())) << away.Wait().status();
+  b = std::make_unique<Node>("c1", 1024, address);
+  Echo(b.get());
+  bool reached = false;
+  for (int attempt = 0; attempt < 100 && !reached; ++attempt) {
+    Result again;
+    a.channel->Call(address, "Echo", "3", 1000 * kMs, again.Done());
+    reached = again.Wait().ok();
+    if (!reached) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(reached);
+}
+
+TEST(GrpcRpcChannelTest, AMessageAboveTheLimitIsResourceExhausted) {
+  Node a("c1", 1024, "", /*max_message_bytes=*/1 << 20), b("c1", 1024, "", 1 << 20);
+  b.channel->SetHandler([](const std::string&, const std::string& method, std::string request,
+                           RpcChannel::Responder respond) {
+    respond(method == "Grow" ? std::string(2 << 20, 'x') : request);
+  });
+  Result big_request;
+  a.channel->Call(b.address, "Echo", std::string(2 << 20, 'x'), kTimeout, big_request.Done());
+  EXPECT_TRUE(absl::IsResourceExhausted(big_request.Wait().status()))
+      << big_request.Wait().status();
+  Result big_answer;
+  a.channel->Call(b.address, "Grow", "x", kTimeout, big_answer.Done());
+  EXPECT_TRUE(absl::IsResourceExhausted(big_answer.Wait().status())) << big_answer.Wait().status();
+  // Neither broke the stream.
+  Result small;
+  a.channel->Call(b.address, "Echo", "y", kTimeout, small.Done());
+  EXPECT_EQ(small.Wait().value_or("failed"), "y");
 }
 
 }  // namespace

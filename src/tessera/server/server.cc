@@ -81,12 +81,33 @@ class LateReplicaService final : public ::tessera::v1::Replica::CallbackService 
     }
     if (service != nullptr) return service->Call(context, request, reply);
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                                 "this node does not replicate yet"));
+    reactor->Finish(NotYet());
     return reactor;
+  }
+  grpc::ServerBidiReactor<::tessera::v1::ReplicaFrames, ::tessera::v1::ReplicaFrames>* Stream(
+      grpc::CallbackServerContext* context) override {
+    ReplicaService* service = nullptr;
+    {
+      absl::MutexLock l(&mu_);
+      service = service_.get();
+    }
+    if (service != nullptr) return service->Stream(context);
+    // A reactor that only refuses: finished at once, deleted when gRPC is done with it.
+    class Refusal final
+        : public grpc::ServerBidiReactor<::tessera::v1::ReplicaFrames,
+                                         ::tessera::v1::ReplicaFrames> {
+     public:
+      Refusal() { Finish(NotYet()); }
+      void OnDone() override { delete this; }
+    };
+    return new Refusal();
   }
 
  private:
+  static grpc::Status NotYet() {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "this node does not replicate yet");
+  }
+
   absl::Mutex mu_;
   std::unique_ptr<ReplicaService> service_ ABSL_GUARDED_BY(mu_);  // set once, kept to the end
 };
