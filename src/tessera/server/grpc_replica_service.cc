@@ -64,9 +64,9 @@ class ServeReactor final : public grpc::ServerUnaryReactor {
 };
 
 grpc::Status OtherCluster(const GrpcRpcChannel& channel, std::string_view theirs) {
-  return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                      StrCat("this node belongs to cluster '", channel.cluster_name(), "', not '",
-                             theirs, "'"));
+  return grpc::Status(
+      grpc::StatusCode::FAILED_PRECONDITION,
+      StrCat("this node belongs to cluster '", channel.cluster_name(), "', not '", theirs, "'"));
 }
 
 std::string MetadataValue(const grpc::CallbackServerContext& context, std::string_view key) {
@@ -171,13 +171,13 @@ class StreamReactor final : public grpc::ServerBidiReactor<v1::ReplicaFrames, v1
   }
 
   replication::RpcChannel::Responder Responder(uint64_t id) {
-    return [shared = shared_, id, limit = channel_->max_message_bytes()](
-               StatusOr<std::string> result) {
+    return [shared = shared_, id,
+            limit = channel_->max_message_bytes()](StatusOr<std::string> result) {
       v1::ReplicaFrame frame;
       frame.set_id(id);
       if (result.ok() && result->size() + kFrameOverheadBytes > static_cast<size_t>(limit)) {
-        result = absl::ResourceExhaustedError(StrCat("a response of ", result->size(),
-                                                     " bytes is above the limit of ", limit));
+        result = absl::ResourceExhaustedError(
+            StrCat("a response of ", result->size(), " bytes is above the limit of ", limit));
       }
       if (result.ok()) {
         frame.set_payload(*std::move(result));
@@ -203,8 +203,8 @@ class StreamReactor final : public grpc::ServerBidiReactor<v1::ReplicaFrames, v1
   GrpcRpcChannel* const channel_;
   const std::string from_;
   const std::shared_ptr<Shared> shared_;
-  v1::ReplicaFrames in_;   // the reading side's (one read at a time)
-  v1::ReplicaFrames out_;  // the message being written (while Shared::writing)
+  v1::ReplicaFrames in_;     // the reading side's (one read at a time)
+  v1::ReplicaFrames out_;    // the message being written (while Shared::writing)
   grpc::Status end_status_;  // set once, under Shared::mu, before `ending`
 };
 

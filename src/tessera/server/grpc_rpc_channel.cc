@@ -139,8 +139,8 @@ void GrpcRpcChannel::Call(const std::string& to, std::string_view method, std::s
   Start(to, method, std::move(request), timeout_us, std::move(done), /*inline_done=*/false);
 }
 
-void GrpcRpcChannel::CallInline(const std::string& to, std::string_view method,
-                                std::string request, int64_t timeout_us, Done done) {
+void GrpcRpcChannel::CallInline(const std::string& to, std::string_view method, std::string request,
+                                int64_t timeout_us, Done done) {
   Start(to, method, std::move(request), timeout_us, std::move(done), /*inline_done=*/true);
 }
 
@@ -159,9 +159,9 @@ void GrpcRpcChannel::Start(const std::string& to, std::string_view method, std::
     if (request.size() + method.size() + kFrameOverheadBytes >
         static_cast<size_t>(options_.max_message_bytes)) {
       CompleteLater(std::move(done),
-                    absl::ResourceExhaustedError(StrCat(
-                        "call to ", to, ": a request of ", request.size(),
-                        " bytes is above the limit of ", options_.max_message_bytes)));
+                    absl::ResourceExhaustedError(
+                        StrCat("call to ", to, ": a request of ", request.size(),
+                               " bytes is above the limit of ", options_.max_message_bytes)));
       return;
     }
     Peer& peer = PeerLocked(to);
@@ -209,9 +209,8 @@ void GrpcRpcChannel::Start(const std::string& to, std::string_view method, std::
   if (write != nullptr) write->WriteOut();
 }
 
-bool GrpcRpcChannel::CompleteLocked(
-    uint64_t id, StatusOr<std::string> result,
-    InlineDones* inline_dones) {
+bool GrpcRpcChannel::CompleteLocked(uint64_t id, StatusOr<std::string> result,
+                                    InlineDones* inline_dones) {
   auto it = calls_.find(id);
   if (it == calls_.end()) return false;
   PendingCall& call = it->second;
@@ -246,10 +245,9 @@ GrpcRpcChannel::InlineDones GrpcRpcChannel::Answered(PeerStream* stream,
     stream->reads++;
     for (v1::ReplicaFrame& frame : *frames->mutable_frames()) {
       StatusOr<std::string> result =
-          frame.code() == 0
-              ? StatusOr<std::string>(std::move(*frame.mutable_payload()))
-              : StatusOr<std::string>(Status(static_cast<absl::StatusCode>(frame.code()),
-                                             frame.message()));
+          frame.code() == 0 ? StatusOr<std::string>(std::move(*frame.mutable_payload()))
+                            : StatusOr<std::string>(Status(
+                                  static_cast<absl::StatusCode>(frame.code()), frame.message()));
       CompleteLocked(frame.id(), std::move(result), &inline_dones);  // gone: it timed out
     }
   }
@@ -271,8 +269,8 @@ void GrpcRpcChannel::StreamDone(PeerStream* stream, const grpc::Status& status) 
       break;
     default:
       failure = absl::UnavailableError(
-          StrCat("call to ", stream->to, " failed: ",
-                 status.ok() ? "the peer ended the stream" : status.error_message()));
+          StrCat("call to ", stream->to,
+                 " failed: ", status.ok() ? "the peer ended the stream" : status.error_message()));
   }
   std::vector<uint64_t> failed;
   for (const auto& [id, call] : calls_) {

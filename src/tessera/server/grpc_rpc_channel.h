@@ -158,7 +158,7 @@ class GrpcRpcChannel final : public replication::RpcChannel {
 
   mutable absl::Mutex mu_;
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
-  int completing_ ABSL_GUARDED_BY(mu_) = 0;  // callbacks scheduled, not yet run
+  int completing_ ABSL_GUARDED_BY(mu_) = 0;             // callbacks scheduled, not yet run
   std::set<PeerStream*> streams_ ABSL_GUARDED_BY(mu_);  // not yet done
   int serving_ ABSL_GUARDED_BY(mu_) = 0;  // incoming calls handed to the executor, not run
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;

@@ -23,8 +23,8 @@ constexpr int64_t kTimeout = 5000 * kMs;
 
 // A channel with its serving end on a free 127.0.0.1 port.
 struct Node {
-  explicit Node(const std::string& cluster, int max_in_flight_per_peer = 1024,
-                std::string at = "", int max_message_bytes = 64 << 20) {
+  explicit Node(const std::string& cluster, int max_in_flight_per_peer = 1024, std::string at = "",
+                int max_message_bytes = 64 << 20) {
     if (at.empty()) {
       auto port = ::tessera::testing::PickFreePort();
       EXPECT_TRUE(port.ok()) << port.status();

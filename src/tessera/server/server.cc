@@ -93,9 +93,8 @@ class LateReplicaService final : public ::tessera::v1::Replica::CallbackService 
     }
     if (service != nullptr) return service->Stream(context);
     // A reactor that only refuses: finished at once, deleted when gRPC is done with it.
-    class Refusal final
-        : public grpc::ServerBidiReactor<::tessera::v1::ReplicaFrames,
-                                         ::tessera::v1::ReplicaFrames> {
+    class Refusal final : public grpc::ServerBidiReactor<::tessera::v1::ReplicaFrames,
+                                                         ::tessera::v1::ReplicaFrames> {
      public:
       Refusal() { Finish(NotYet()); }
       void OnDone() override { delete this; }
@@ -192,9 +191,9 @@ StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   s->replica_executor = NewThreadPoolExecutor(4);
   env.replica_executor = s->replica_executor.get();
   s->replica_service = std::make_unique<LateReplicaService>();
-  env.replica_channel = [s, cluster_name = options.cluster.node.cluster_name,
-                         max_bytes = options.max_message_bytes](const std::string& self)
-      -> StatusOr<std::unique_ptr<replication::RpcChannel>> {
+  env.replica_channel =
+      [s, cluster_name = options.cluster.node.cluster_name, max_bytes = options.max_message_bytes](
+          const std::string& self) -> StatusOr<std::unique_ptr<replication::RpcChannel>> {
     GrpcRpcChannelOptions o;
     o.self = self;
     o.cluster_name = cluster_name;

@@ -1,6 +1,7 @@
 #include "tessera/storage/commit_log.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "fmt/format.h"
 #include "tessera/storage/log_reader.h"
@@ -79,12 +80,19 @@ Status CommitLog::Replay(
     }
     if (!reader.TornTail()) continue;
     if (i + 1 < segments.size()) {
+      // Rolling trims a segment's reserved space durably before the next one exists.
       return CorruptionError(path, reader.EndOfValidData(),
                              StrCat("torn tail of ", reader.TornBytes(),
                                     " bytes in a commit log segment that is not the last"));
     }
-    TLOG_WARN("commit log {}: cutting a torn tail of {} bytes at offset {}", path,
-              reader.TornBytes(), reader.EndOfValidData());
+    if (reader.ZeroTail()) {
+      // Space reserved ahead of the appends (Reserve) that a crash kept from being trimmed.
+      TLOG_INFO("commit log {}: trimming {} reserved bytes at offset {}", path, reader.TornBytes(),
+                reader.EndOfValidData());
+    } else {
+      TLOG_WARN("commit log {}: cutting a torn tail of {} bytes at offset {}", path,
+                reader.TornBytes(), reader.EndOfValidData());
+    }
     RETURN_IF_ERROR_CTX(CutFile(fs_, path, reader.EndOfValidData()),
                         StrCat("commit log: cutting the torn tail of ", path));
   }
@@ -143,7 +151,14 @@ Status CommitLog::Roll() {
         return Annotate(s, StrCat("commit log: syncing ", SegmentPath(file_number_)));
       }
     }
+    const uint64_t size = writer_->good_size();
+    const bool reserved = reserved_ > size;
     CloseCurrentFile();
+    if (reserved) {
+      // Closing trimmed the reserved space; only the last segment may keep some after a crash.
+      RETURN_IF_ERROR_CTX(CutFile(fs_, SegmentPath(file_number_), size),
+                          StrCat("commit log: trimming ", SegmentPath(file_number_)));
+    }
   }
   uint64_t number;
   {
@@ -166,8 +181,22 @@ Status CommitLog::Roll() {
   writer_ = std::make_unique<log::LogWriter>(file_.get());
   file_number_ = number;
   synced_size_ = 0;
+  reserved_ = 0;
   TLOG_INFO("commit log: writing segment {}", path);
   return Status();
+}
+
+void CommitLog::Reserve(size_t bytes) {
+  const uint64_t end = file_->Size() + bytes;
+  if (end <= reserved_) return;
+  const uint64_t want = end + kReserveBytes;
+  if (Status s = file_->Preallocate(want); !s.ok()) {
+    // Only slower: appends grow the file as without the reservation.
+    TLOG_DEBUG("commit log {}: reserving space: {}", SegmentPath(file_number_), s.ToString());
+    reserved_ = std::numeric_limits<uint64_t>::max();
+    return;
+  }
+  reserved_ = want;
 }
 
 Status CommitLog::Repair() {
@@ -180,6 +209,7 @@ Status CommitLog::Repair() {
   SetSyncableFile();
   writer_ = std::make_unique<log::LogWriter>(file_.get());
   synced_size_ = repair_size_;
+  reserved_ = 0;  // an appendable file reserves nothing
   needs_repair_ = false;
   TLOG_WARN("commit log {}: repaired after a failed write; continuing at offset {}", path,
             repair_size_);
@@ -192,6 +222,9 @@ StatusOr<uint64_t> CommitLog::AddRecord(std::string_view record) {
 
 StatusOr<uint64_t> CommitLog::AddRecords(std::span<const std::string_view> records) {
   RETURN_IF_ERROR(PrepareForWrite());
+  size_t bytes = 0;
+  for (std::string_view r : records) bytes += log::kHeaderSize + r.size();
+  Reserve(bytes);
   Status s = writer_->AddRecords(records);
   if (!s.ok()) {
     if (!writer_->error().ok()) needs_repair_ = true;

@@ -11,6 +11,11 @@
 // The first write creates a new segment, numbered after every existing one: a replayed file is
 // never appended to.
 //
+// Space: the current segment's space is reserved 1 MiB ahead of its records (Reserve), so
+// that Sync() writes data only; closing a segment trims the reserve, and rolling makes the
+// trim durable before the next segment exists. A crash may leave the last segment with a
+// tail of zeros, which Replay cuts as a torn tail.
+//
 // Durability: a record is durable once Sync() returned OK after it was added. Rolling syncs the
 // previous segment and makes the new file durable (SyncDir) before writing to it, so Sync() only
 // ever has the current segment to sync, and only the last segment can have a torn tail after a
@@ -67,6 +72,9 @@ struct CommitLogOptions {
 
 class CommitLog {
  public:
+  // How far ahead of its records a segment's space is reserved.
+  static constexpr uint64_t kReserveBytes = 1u << 20;
+
   // Lists the segments in options.dir (creating the directory when missing). Writes no file.
   // `fs` must outlive the log.
   static StatusOr<std::unique_ptr<CommitLog>> Open(const CommitLogOptions& options, FileSystem* fs);
@@ -132,6 +140,10 @@ class CommitLog {
 
   // Writer-side helpers (externally serialized).
   Status PrepareForWrite();
+  // Keeps space reserved past the end of the current segment for the next `bytes` and
+  // kReserveBytes more (WritableFile::Preallocate), so that the group commit's fdatasync writes
+  // the records alone, not the file's growing size too.
+  void Reserve(size_t bytes);
   Status Roll();
   Status Repair();
   void CloseCurrentFile();
@@ -147,6 +159,7 @@ class CommitLog {
   std::unique_ptr<log::LogWriter> writer_;
   uint64_t file_number_ = 0;   // segment number of file_ (0: no file open)
   uint64_t synced_size_ = 0;   // file_ bytes known durable
+  uint64_t reserved_ = 0;      // file_ bytes reserved by Preallocate (max: the file cannot)
   bool needs_repair_ = false;  // an append or sync of file_ failed
   uint64_t repair_size_ = 0;   // whole records of the segment to repair
   bool wrote_ = false;         // a record was added (Replay is no longer allowed)

@@ -6,7 +6,12 @@
 #include <utility>
 #include <vector>
 
+#include <sys/stat.h>
+
+#include <filesystem>
+
 #include "tessera/storage/log_test_util.h"
+#include "tessera/testing/test_support.h"
 #include "tessera/util/mem_file_system.h"
 #include "tessera/util/random.h"
 
@@ -439,6 +444,85 @@ TEST(CommitLogTest, CrashAtEveryOperation) {
     for (size_t i = 0; i < r.records.size(); ++i) ASSERT_EQ(written[i], r.records[i]);
     if (!failed) break;  // the whole workload ran before the failure point
   }
+}
+
+// --- Reserved space, on the real file system (the in-memory one reserves nothing) ---
+
+uint64_t SizeOnDisk(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+}
+
+std::unique_ptr<CommitLog> OpenPosixLog(const std::string& dir, uint64_t segment_bytes) {
+  CommitLogOptions options;
+  options.dir = dir;
+  options.segment_bytes = segment_bytes;
+  StatusOr<std::unique_ptr<CommitLog>> log = CommitLog::Open(options, PosixFileSystem());
+  EXPECT_TRUE(log.ok()) << log.status();
+  return log.ok() ? std::move(*log) : nullptr;
+}
+
+TEST(CommitLogTest, ASegmentReservesSpaceAheadAndTrimsItWhenClosed) {
+  ::tessera::testing::TempDir dir;
+  auto log = OpenPosixLog(dir.path(), 128u << 20);
+  ASSERT_NE(log, nullptr);
+  ASSERT_TRUE(ReplayAll(log.get()).status.ok());
+  ASSERT_TRUE(log->AddRecord("first").ok());
+  ASSERT_TRUE(log->Sync().ok());
+  const std::string path = log->SegmentPath(log->current_segment());
+  EXPECT_GE(SizeOnDisk(path), CommitLog::kReserveBytes);  // reserved, reading as zeros
+  ASSERT_TRUE(log->Close().ok());
+  EXPECT_EQ(SizeOnDisk(path), log::kHeaderSize + 5);
+  Replayed r = ReplayAll(OpenPosixLog(dir.path(), 128u << 20).get());
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.records, std::vector<std::string>{"first"});
+}
+
+TEST(CommitLogTest, ACrashKeepsTheReservedZerosWhichReplayCuts) {
+  ::tessera::testing::TempDir dir, crashed;
+  auto log = OpenPosixLog(dir.path(), 128u << 20);
+  ASSERT_NE(log, nullptr);
+  ASSERT_TRUE(ReplayAll(log.get()).status.ok());
+  std::vector<std::string> want;
+  for (int i = 0; i < 50; ++i) {
+    want.push_back(RecordText(i));
+    ASSERT_TRUE(log->AddRecord(want.back()).ok());
+  }
+  ASSERT_TRUE(log->Sync().ok());
+  // The files as a crash now would leave them: the segment with its reserve of zeros.
+  const std::string path = log->SegmentPath(log->current_segment());
+  ASSERT_GT(SizeOnDisk(path), CommitLog::kReserveBytes);
+  std::filesystem::copy(
+      dir.path(), crashed.path(),
+      std::filesystem::copy_options::recursive | std::filesystem::copy_options::overwrite_existing);
+  auto reopened = OpenPosixLog(crashed.path(), 128u << 20);
+  ASSERT_NE(reopened, nullptr);
+  Replayed r = ReplayAll(reopened.get());
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.records, want);
+  const std::string copy =
+      crashed.path() + "/" + CommitLog::SegmentFileName(log->current_segment());
+  EXPECT_LT(SizeOnDisk(copy), CommitLog::kReserveBytes);  // the zeros were cut
+}
+
+TEST(CommitLogTest, RollingTrimsTheEarlierSegmentForGood) {
+  // Only the last segment may end in zeros: an earlier one doing so is corruption.
+  ::tessera::testing::TempDir dir, crashed;
+  auto log = OpenPosixLog(dir.path(), 128u << 20);
+  ASSERT_NE(log, nullptr);
+  ASSERT_TRUE(ReplayAll(log.get()).status.ok());
+  ASSERT_TRUE(log->AddRecord("one").ok());
+  const uint64_t first = log->current_segment();
+  ASSERT_TRUE(log->StartNewSegment().ok());
+  ASSERT_TRUE(log->AddRecord("two").ok());
+  ASSERT_TRUE(log->Sync().ok());
+  EXPECT_EQ(SizeOnDisk(log->SegmentPath(first)), log::kHeaderSize + 3);
+  std::filesystem::copy(
+      dir.path(), crashed.path(),
+      std::filesystem::copy_options::recursive | std::filesystem::copy_options::overwrite_existing);
+  Replayed r = ReplayAll(OpenPosixLog(crashed.path(), 128u << 20).get());
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.records, (std::vector<std::string>{"one", "two"}));
 }
 
 }  // namespace

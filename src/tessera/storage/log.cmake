@@ -9,4 +9,4 @@ tessera_add_library(tessera_storage_log
 
 tessera_add_test(log_test
   SOURCES log_test.cc commit_log_test.cc version_edit_test.cc manifest_test.cc
-  DEPS tessera_storage_log)
+  DEPS tessera_storage_log tessera_testing)

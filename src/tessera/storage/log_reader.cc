@@ -113,7 +113,8 @@ StatusOr<bool> LogReader::HandleBadRecord(std::string_view what) {
   StatusOr<size_t> avail = Fill(std::numeric_limits<size_t>::max());
   if (!avail.ok()) return Finish(avail.status());
   const std::string_view rest(buffer_.data() + pos_, *avail);  // up to the end of the file
-  if (rest.find_first_not_of('\0') != std::string_view::npos) {
+  zero_tail_ = rest.find_first_not_of('\0') == std::string_view::npos;
+  if (!zero_tail_) {
     for (size_t y = 1; y + kHeaderSize <= rest.size(); ++y) {
       if (StartsWithIntactFrame(rest.substr(y))) {
         return Finish(

@@ -59,6 +59,9 @@ class LogReader {
   bool TornTail() const { return torn_tail_; }
   // When TornTail(): the number of bytes after EndOfValidData() (the torn bytes).
   uint64_t TornBytes() const { return torn_bytes_; }
+  // When TornTail(): every torn byte is zero (space reserved ahead of the appends and never
+  // written, or written but not yet on disk at a crash), as opposed to a record cut short.
+  bool ZeroTail() const { return zero_tail_; }
   const std::string& file_name() const { return file_name_; }
 
  private:
@@ -84,6 +87,7 @@ class LogReader {
   uint64_t end_of_valid_data_ = 0;
   bool torn_tail_ = false;
   uint64_t torn_bytes_ = 0;
+  bool zero_tail_ = false;
   bool done_ = false;
   Status final_status_;  // what every call after the end returns
 };

@@ -39,6 +39,14 @@ class WritableFile {
   virtual Status Close() = 0;
   // Bytes appended so far, including the size the file had when opened for append.
   virtual uint64_t Size() const = 0;
+  // Reserves the file's space up to `bytes` ahead of the appends, so that a later Sync of
+  // bytes inside it writes data only (no allocation, no size change to make durable: on ext4
+  // one device write instead of two). The file's size on disk becomes at least `bytes`, the
+  // reserved part reading as zeros, until Close() trims it to Size() (not made durable: a
+  // reader must take a tail of zeros for the end). Size() does not change. Performance only:
+  // files that cannot (opened for append, or the file system refuses) do nothing, and an error
+  // means only that nothing was reserved.
+  virtual Status Preallocate(uint64_t /*bytes*/) { return Status(); }
 };
 
 class RandomAccessFile {
@@ -104,8 +112,7 @@ class FileSystem {
 FileSystem* PosixFileSystem();
 
 // Helpers over any FileSystem.
-Status WriteStringToFile(FileSystem* fs, const std::string& path, std::string_view data,
-                         bool sync);
+Status WriteStringToFile(FileSystem* fs, const std::string& path, std::string_view data, bool sync);
 StatusOr<std::string> ReadFileToString(FileSystem* fs, const std::string& path);
 std::string JoinPath(std::string_view dir, std::string_view name);
 // The number in a file name `<prefix><digits><suffix>` written with at least 6 digits

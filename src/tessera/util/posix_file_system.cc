@@ -30,8 +30,8 @@ Status PosixError(const std::string& context, int err) {
 
 class PosixWritableFile final : public WritableFile {
  public:
-  PosixWritableFile(std::string path, int fd, uint64_t size)
-      : path_(std::move(path)), fd_(fd), size_(size) {
+  PosixWritableFile(std::string path, int fd, uint64_t size, bool appending)
+      : path_(std::move(path)), fd_(fd), size_(size), appending_(appending) {
     buf_.reserve(kBufferSize);
   }
   ~PosixWritableFile() override {
@@ -68,12 +68,24 @@ class PosixWritableFile final : public WritableFile {
   Status Close() override {
     if (fd_ < 0) return Status();
     Status s = FlushBuffer();
+    if (s.ok() && allocated_ > size_ && ::ftruncate(fd_, static_cast<off_t>(size_)) != 0) {
+      s = PosixError(path_, errno);
+    }
     if (::close(fd_) != 0 && s.ok()) s = PosixError(path_, errno);
     fd_ = -1;
     return s;
   }
 
   uint64_t Size() const override { return size_; }
+
+  Status Preallocate(uint64_t bytes) override {
+    // With O_APPEND every write would go past the reserved space.
+    if (appending_ || bytes <= allocated_) return Status();
+    const int err = ::posix_fallocate(fd_, 0, static_cast<off_t>(bytes));
+    if (err != 0) return PosixError(path_, err);
+    allocated_ = bytes;
+    return Status();
+  }
 
  private:
   static constexpr size_t kBufferSize = 64 * 1024;
@@ -101,6 +113,8 @@ class PosixWritableFile final : public WritableFile {
   std::string path_;
   int fd_;
   uint64_t size_;
+  const bool appending_;    // opened with O_APPEND
+  uint64_t allocated_ = 0;  // bytes reserved by Preallocate
   std::string buf_;
 };
 
@@ -179,7 +193,7 @@ class PosixFileSystemImpl final : public FileSystem {
   StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override {
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return PosixError(path, errno);
-    return std::unique_ptr<WritableFile>(new PosixWritableFile(path, fd, 0));
+    return std::unique_ptr<WritableFile>(new PosixWritableFile(path, fd, 0, /*appending=*/false));
   }
 
   StatusOr<std::unique_ptr<WritableFile>> NewAppendableFile(const std::string& path) override {
@@ -192,7 +206,7 @@ class PosixFileSystemImpl final : public FileSystem {
       return PosixError(path, err);
     }
     return std::unique_ptr<WritableFile>(
-        new PosixWritableFile(path, fd, static_cast<uint64_t>(st.st_size)));
+        new PosixWritableFile(path, fd, static_cast<uint64_t>(st.st_size), /*appending=*/true));
   }
 
   StatusOr<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
