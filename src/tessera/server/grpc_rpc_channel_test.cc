@@ -353,5 +353,42 @@ TEST(GrpcRpcChannelTest, AMessageAboveTheLimitIsResourceExhausted) {
   EXPECT_EQ(small.Wait().value_or("failed"), "y");
 }
 
+TEST(GrpcRpcChannelTest, ATimeoutOnASilentStreamGivesTheStreamUp) {
+  // Nothing came back on the stream since the latest call went out when one timed out: the
+  // peer may hang with its connection open, so the stream is cancelled (its other calls fail
+  // at once, as after a broken connection) and the next call takes a new one.
+  Node a("c1"), b("c1");
+  b.Hold();
+  Result short_call, long_call;
+  const auto start = std::chrono::steady_clock::now();
+  a.channel->Call(b.address, "Echo", "1", 200 * kMs, short_call.Done());
+  a.channel->Call(b.address, "Echo", "2", 10'000 * kMs, long_call.Done());
+  EXPECT_TRUE(absl::IsDeadlineExceeded(short_call.Wait().status())) << short_call.Wait().status();
+  EXPECT_TRUE(absl::IsUnavailable(long_call.Wait().status())) << long_call.Wait().status();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  Echo(&b);
+  Result next;
+  a.channel->Call(b.address, "Echo", "3", kTimeout, next.Done());
+  EXPECT_EQ(next.Wait().value_or("failed"), a.address + " Echo 3");
+}
+
+TEST(GrpcRpcChannelTest, AnAnsweringStreamIsKeptWhenOneCallTimesOut) {
+  // A call the handler never answers times out alone while answers keep coming.
+  Node a("c1"), b("c1");
+  b.channel->SetHandler([](const std::string&, const std::string& method, std::string request,
+                           RpcChannel::Responder respond) {
+    if (method != "Never") respond(request);
+  });
+  Result never, later;
+  a.channel->Call(b.address, "Never", "1", 1000 * kMs, never.Done());
+  a.channel->Call(b.address, "Never", "2", 10'000 * kMs, later.Done());
+  Result echo;
+  a.channel->Call(b.address, "Echo", "3", kTimeout, echo.Done());
+  EXPECT_EQ(echo.Wait().value_or("failed"), "3");
+  EXPECT_TRUE(absl::IsDeadlineExceeded(never.Wait().status())) << never.Wait().status();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_FALSE(later.has_run());  // still waiting on the same stream
+}
+
 }  // namespace
 }  // namespace tessera::server
