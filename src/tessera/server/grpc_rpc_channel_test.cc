@@ -373,16 +373,16 @@ TEST(GrpcRpcChannelTest, ATimeoutOnASilentStreamGivesTheStreamUp) {
 }
 
 TEST(GrpcRpcChannelTest, AnAnsweringStreamIsKeptWhenOneCallTimesOut) {
-  // A call the handler never answers times out alone while answers keep coming.
+  // A call the handler never answers times out alone while answers keep coming. (The results
+  // outlive the nodes: `later` is still pending when they shut down.)
+  Result never, later, echo;
   Node a("c1"), b("c1");
   b.channel->SetHandler([](const std::string&, const std::string& method, std::string request,
                            RpcChannel::Responder respond) {
     if (method != "Never") respond(request);
   });
-  Result never, later;
   a.channel->Call(b.address, "Never", "1", 1000 * kMs, never.Done());
   a.channel->Call(b.address, "Never", "2", 10'000 * kMs, later.Done());
-  Result echo;
   a.channel->Call(b.address, "Echo", "3", kTimeout, echo.Done());
   EXPECT_EQ(echo.Wait().value_or("failed"), "3");
   EXPECT_TRUE(absl::IsDeadlineExceeded(never.Wait().status())) << never.Wait().status();
