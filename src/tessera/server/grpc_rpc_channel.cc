@@ -45,8 +45,7 @@ void PackReplicaFrames(std::vector<v1::ReplicaFrame>* queue, v1::ReplicaFrames* 
 class GrpcRpcChannel::PeerStream final
     : public grpc::ClientBidiReactor<v1::ReplicaFrames, v1::ReplicaFrames> {
  public:
-  PeerStream(GrpcRpcChannel* owner, std::string to)
-      : to(std::move(to)), max_message_bytes(owner->options_.max_message_bytes), owner_(owner) {}
+  PeerStream(GrpcRpcChannel* owner, std::string to) : to(std::move(to)), owner_(owner) {}
 
   // Starts the call with the first message (`out`; `writing` is set).
   void Begin(v1::Replica::Stub* stub) {
@@ -64,7 +63,7 @@ class GrpcRpcChannel::PeerStream final
     {
       absl::MutexLock lock(&owner_->mu_);
       if (ok && !ended && !queued.empty()) {
-        PackReplicaFrames(&queued, &out, max_message_bytes);
+        PackReplicaFrames(&queued, &out, owner_->max_message_bytes());
         more = true;
       } else {
         writing = false;  // after a failed write the read fails too
@@ -94,7 +93,6 @@ class GrpcRpcChannel::PeerStream final
 
   // Guarded by the channel's mutex (`context` is gRPC's).
   const std::string to;
-  const int max_message_bytes;
   grpc::ClientContext context;
   std::vector<v1::ReplicaFrame> queued;
   v1::ReplicaFrames out;

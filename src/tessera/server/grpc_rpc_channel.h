@@ -167,8 +167,6 @@ class GrpcRpcChannel final : public replication::RpcChannel {
   std::set<std::pair<absl::Time, uint64_t>> deadlines_ ABSL_GUARDED_BY(mu_);  // of calls_
   absl::CondVar timer_cv_;  // an earlier deadline, or Shutdown
   std::thread timer_;
-
-  friend class ReplicaService;
 };
 
 // The serving end of both methods: refuses another cluster's calls or streams with
