@@ -1,13 +1,15 @@
 #include "tessera/coord/etcd_lock_service.h"
 
 #include <arpa/inet.h>
+#include <grpcpp/grpcpp.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include <grpcpp/grpcpp.h>
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
+#include <memory>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -89,13 +91,12 @@ StatusOr<std::string> ResolveIpv4(const std::string& host) {
   addrinfo* found = nullptr;
   const int rc = getaddrinfo(host.c_str(), nullptr, &hints, &found);
   if (rc != 0 || found == nullptr) {
-    return absl::InvalidArgumentError(
-        StrCat("etcd member host '", host, "' does not resolve to an IPv4 address: ",
-               rc != 0 ? gai_strerror(rc) : "no address"));
+    return absl::InvalidArgumentError(StrCat(
+        "etcd member host '", host,
+        "' does not resolve to an IPv4 address: ", rc != 0 ? gai_strerror(rc) : "no address"));
   }
   char text[INET_ADDRSTRLEN] = {};
-  inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr, text,
-            sizeof text);
+  inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr, text, sizeof text);
   freeaddrinfo(found);
   return std::string(text);
 }
@@ -189,6 +190,89 @@ FileInfo ToFileInfo(std::string_view name, const mvccpb::KeyValue& kv) {
   return info;
 }
 
+// One etcd Watch stream on gRPC's callback API, read by a thread of ours that blocks on the
+// stream's own mutex. A thread blocked in a synchronous Read would wait inside gRPC's polling,
+// which on Linux (the epoll1 engine) is shared by every connection of the process: it is woken
+// to do the I/O of calls that are not its own and hand them over, one more thread switch per
+// message between nodes (measured: about 40 % of a loaded node's wake-ups, docs/bench.md).
+//
+// Thread-safe. The reactor deletes itself when gRPC is done with the stream; what the reader
+// needs after that lives in the shared State. The ClientContext must outlive Finish().
+class WatchStream {
+ public:
+  // Opens the stream on `ctx` and sends `first`.
+  WatchStream(pb::Watch::Stub* stub, grpc::ClientContext* ctx, pb::WatchRequest first)
+      : state_(std::make_shared<State>()) {
+    new Reactor(stub, ctx, std::move(first), state_);
+  }
+
+  // Blocks until the next response (true) or the end of the stream (false; see Finish).
+  bool Read(pb::WatchResponse* response) {
+    absl::MutexLock l(&state_->mu);
+    state_->mu.Await(absl::Condition(state_.get(), &State::Readable));
+    if (state_->responses.empty()) return false;
+    *response = std::move(state_->responses.front());
+    state_->responses.pop_front();
+    return true;
+  }
+
+  // Blocks until gRPC is done with the stream (after ctx->TryCancel() if it is to end early)
+  // and returns its status.
+  grpc::Status Finish() {
+    absl::MutexLock l(&state_->mu);
+    state_->mu.Await(absl::Condition(&state_->done));
+    return state_->status;
+  }
+
+ private:
+  struct State {
+    bool Readable() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return done || !responses.empty(); }
+
+    absl::Mutex mu;
+    std::deque<pb::WatchResponse> responses ABSL_GUARDED_BY(mu);
+    bool done ABSL_GUARDED_BY(mu) = false;
+    grpc::Status status ABSL_GUARDED_BY(mu);
+  };
+
+  class Reactor final : public grpc::ClientBidiReactor<pb::WatchRequest, pb::WatchResponse> {
+   public:
+    Reactor(pb::Watch::Stub* stub, grpc::ClientContext* ctx, pb::WatchRequest first,
+            std::shared_ptr<State> state)
+        : first_(std::move(first)), state_(std::move(state)) {
+      stub->async()->Watch(ctx, this);
+      StartWrite(&first_);
+      StartRead(&incoming_);
+      StartCall();
+    }
+
+    void OnReadDone(bool ok) override {
+      if (!ok) return;  // the stream ended: OnDone follows
+      {
+        absl::MutexLock l(&state_->mu);
+        state_->responses.push_back(std::move(incoming_));
+      }
+      incoming_.Clear();
+      StartRead(&incoming_);
+    }
+
+    void OnDone(const grpc::Status& status) override {
+      {
+        absl::MutexLock l(&state_->mu);
+        state_->status = status;
+        state_->done = true;
+      }
+      delete this;
+    }
+
+   private:
+    pb::WatchRequest first_;
+    pb::WatchResponse incoming_;  // the read in progress
+    const std::shared_ptr<State> state_;
+  };
+
+  const std::shared_ptr<State> state_;
+};
+
 // One watch: its etcd stream, the thread that reads it and runs the callback. Shared by the
 // Watch handle, the session (which tells it of expiry or close) and the thread itself. The
 // thread uses only what the core owns (its own stub on a shared channel), so a thread left to
@@ -211,14 +295,14 @@ class WatchCore {
     Status failed;
     {
       absl::MutexLock l(&mu_);
-      const absl::Time give_up =
-          absl::Now() + absl::Milliseconds(rpc_timeout_ms_);
+      const absl::Time give_up = absl::Now() + absl::Milliseconds(rpc_timeout_ms_);
       while (!start_done_ && absl::Now() < give_up) cv_.WaitWithDeadline(&mu_, give_up);
       if (start_done_ && start_status_.ok()) return absl::OkStatus();
-      failed = start_done_ ? start_status_
-                           : absl::UnavailableError(StrCat(
-                                 "etcd did not confirm the watch on '", options_.key, "' within ",
-                                 rpc_timeout_ms_, " ms"));
+      failed =
+          start_done_
+              ? start_status_
+              : absl::UnavailableError(StrCat("etcd did not confirm the watch on '", options_.key,
+                                              "' within ", rpc_timeout_ms_, " ms"));
       canceled_ = true;
       if (ctx_ != nullptr) ctx_->TryCancel();
       cv_.SignalAll();
@@ -302,24 +386,21 @@ class WatchCore {
       if (canceled_) return Next::kStop;
       ctx_ = &ctx;
     }
-    std::unique_ptr<grpc::ClientReaderWriter<pb::WatchRequest, pb::WatchResponse>> stream =
-        stub_->Watch(&ctx);
     pb::WatchRequest request;
     pb::WatchCreateRequest* create = request.mutable_create_request();
     create->set_key(key_);
     if (!range_end_.empty()) create->set_range_end(range_end_);
     create->set_start_revision(next_revision_);
+    WatchStream stream(stub_.get(), &ctx, std::move(request));
     Next next = Next::kContinue;
-    if (stream->Write(request)) {
-      pb::WatchResponse response;
-      while (next == Next::kContinue && stream->Read(&response)) next = Handle(response);
-    }
+    pb::WatchResponse response;
+    while (next == Next::kContinue && stream.Read(&response)) next = Handle(response);
     {
       absl::MutexLock l(&mu_);
       ctx_ = nullptr;
     }
     ctx.TryCancel();
-    const grpc::Status status = stream->Finish();
+    const grpc::Status status = stream.Finish();
     if (next == Next::kContinue) {
       // The stream broke under us.
       last_error_ = status.ok() ? "stream ended" : status.error_message();
@@ -409,9 +490,9 @@ class WatchCore {
   std::thread thread_;  // set by Start before anything else can see it
 
   // Used by the watch thread only (and by Start before the thread runs).
-  int64_t next_revision_;        // 0 = "now"
-  bool reset_pending_ = false;   // deliver kReset once the restarted stream is created
-  bool started_ = false;         // etcd confirmed the first stream
+  int64_t next_revision_;       // 0 = "now"
+  bool reset_pending_ = false;  // deliver kReset once the restarted stream is created
+  bool started_ = false;        // etcd confirmed the first stream
   std::string last_error_;
 
   absl::Mutex mu_;
@@ -598,8 +679,8 @@ class EtcdSession final : public Session {
       if (response.responses_size() > 0 && response.responses(0).response_range().kvs_size() > 0) {
         current = response.responses(0).response_range().kvs(0).version();
       }
-      return absl::AbortedError(StrCat("file '", name, "' is at version ", current, ", not ",
-                                       *options.expected_version));
+      return absl::AbortedError(
+          StrCat("file '", name, "' is at version ", current, ", not ", *options.expected_version));
     }
     const int64_t revision = response.header().revision();
     FileInfo info;
@@ -643,18 +724,16 @@ class EtcdSession final : public Session {
     txn.add_success()->mutable_request_delete_range()->set_key(key);
     txn.add_failure()->mutable_request_range()->set_key(key);
     ASSIGN_OR_RETURN(const pb::TxnResponse response, Txn(txn, "Txn (delete file)"));
-    const bool missing =
-        response.succeeded()
-            ? response.responses_size() == 0 ||
-                  response.responses(0).response_delete_range().deleted() == 0
-            : response.responses_size() == 0 ||
-                  response.responses(0).response_range().kvs_size() == 0;
+    const bool missing = response.succeeded()
+                             ? response.responses_size() == 0 ||
+                                   response.responses(0).response_delete_range().deleted() == 0
+                             : response.responses_size() == 0 ||
+                                   response.responses(0).response_range().kvs_size() == 0;
     if (missing) return absl::NotFoundError(StrCat("file '", name, "' does not exist"));
     if (!response.succeeded()) {
-      return absl::AbortedError(
-          StrCat("file '", name, "' is at version ",
-                 response.responses(0).response_range().kvs(0).version(), ", not ",
-                 *expected_version));
+      return absl::AbortedError(StrCat("file '", name, "' is at version ",
+                                       response.responses(0).response_range().kvs(0).version(),
+                                       ", not ", *expected_version));
     }
     return absl::OkStatus();
   }
@@ -799,20 +878,18 @@ class EtcdSession final : public Session {
       if (!alive_ || closed_) return SessionGone(id());
       waits_.push_back(&ctx);
     }
-    auto stream = client_->watch()->Watch(&ctx);
     pb::WatchRequest request;
     pb::WatchCreateRequest* create = request.mutable_create_request();
     create->set_key(key);
     create->set_start_revision(start_revision);
     create->add_filters(pb::WatchCreateRequest::NOPUT);
+    WatchStream stream(client_->watch(), &ctx, std::move(request));
     bool deleted = false;
-    if (stream->Write(request)) {
-      pb::WatchResponse response;
-      while (!deleted && stream->Read(&response)) {
-        if (response.canceled()) break;  // compacted (cannot happen this soon) or refused
-        for (const mvccpb::Event& e : response.events()) {
-          if (e.type() == mvccpb::Event::DELETE) deleted = true;
-        }
+    pb::WatchResponse response;
+    while (!deleted && stream.Read(&response)) {
+      if (response.canceled()) break;  // compacted (cannot happen this soon) or refused
+      for (const mvccpb::Event& e : response.events()) {
+        if (e.type() == mvccpb::Event::DELETE) deleted = true;
       }
     }
     {
@@ -820,7 +897,7 @@ class EtcdSession final : public Session {
       std::erase(waits_, &ctx);
     }
     ctx.TryCancel();
-    const grpc::Status s = stream->Finish();
+    const grpc::Status s = stream.Finish();
     RETURN_IF_ERROR(CheckAlive());
     if (deleted || client_->NowMicros() >= deadline_us) return absl::OkStatus();
     if (s.ok() || s.error_code() == grpc::StatusCode::CANCELLED) {
@@ -879,8 +956,8 @@ class EtcdSession final : public Session {
           alive_ = false;
           break;
         }
-        rpc_deadline = std::min(deadline_us_,
-                                client_->NowMicros() + client_->options().rpc_timeout_ms * 1000);
+        rpc_deadline =
+            std::min(deadline_us_, client_->NowMicros() + client_->options().rpc_timeout_ms * 1000);
       }
       const int64_t sent = client_->NowMicros();
       StatusOr<int64_t> ttl = KeepAliveOnce(rpc_deadline);
@@ -927,15 +1004,15 @@ class EtcdSession final : public Session {
   std::thread keeper_;
 
   mutable absl::Mutex mu_;
-  absl::CondVar cv_;  // closed_, lost_ or keepalive_stopped_ changed
-  bool alive_ ABSL_GUARDED_BY(mu_) = true;   // false once expired
+  absl::CondVar cv_;                        // closed_, lost_ or keepalive_stopped_ changed
+  bool alive_ ABSL_GUARDED_BY(mu_) = true;  // false once expired
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   bool lost_ ABSL_GUARDED_BY(mu_) = false;
   bool keepalive_stopped_ ABSL_GUARDED_BY(mu_) = false;
-  int64_t deadline_us_ ABSL_GUARDED_BY(mu_);   // local lease deadline
-  int64_t next_send_us_ ABSL_GUARDED_BY(mu_);  // next keepalive
+  int64_t deadline_us_ ABSL_GUARDED_BY(mu_);                      // local lease deadline
+  int64_t next_send_us_ ABSL_GUARDED_BY(mu_);                     // next keepalive
   grpc::ClientContext* inflight_ ABSL_GUARDED_BY(mu_) = nullptr;  // the keepalive under way
-  std::vector<grpc::ClientContext*> waits_ ABSL_GUARDED_BY(mu_);   // Acquire's lock watches
+  std::vector<grpc::ClientContext*> waits_ ABSL_GUARDED_BY(mu_);  // Acquire's lock watches
   std::vector<std::weak_ptr<WatchCore>> watches_ ABSL_GUARDED_BY(mu_);
 };
 

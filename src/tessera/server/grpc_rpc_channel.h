@@ -165,7 +165,10 @@ class GrpcRpcChannel final : public replication::RpcChannel {
   std::map<std::string, Peer, std::less<>> peers_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, PendingCall> calls_ ABSL_GUARDED_BY(mu_);
   std::set<std::pair<absl::Time, uint64_t>> deadlines_ ABSL_GUARDED_BY(mu_);  // of calls_
-  absl::CondVar timer_cv_;  // an earlier deadline, or Shutdown
+  absl::CondVar timer_cv_;  // a deadline before timer_wakes_at_, or Shutdown
+  // When the timer thread wakes next: it never sleeps longer than kTimerIdleTick, so a call
+  // whose deadline is later (nearly all) need not wake it. (absl::InfinitePast: not waiting.)
+  absl::Time timer_wakes_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   std::thread timer_;
 };
 
