@@ -31,9 +31,9 @@ void RunAll(std::vector<std::function<void()>>* fx) {
 
 struct ReplicaNode::Peer {
   std::string endpoint;
-  bool known = false;     // `acked` was heard from the peer
-  uint64_t acked = 0;     // durable on the peer
-  uint64_t sent = 0;      // sent up to (acknowledged or in flight)
+  bool known = false;  // `acked` was heard from the peer
+  uint64_t acked = 0;  // durable on the peer
+  uint64_t sent = 0;   // sent up to (acknowledged or in flight)
   bool in_flight = false;
   int64_t last_send_us = std::numeric_limits<int64_t>::min() / 2;
   int64_t lease_until_us = 0;  // on this node's clock
@@ -95,7 +95,10 @@ struct ReplicaNode::Tablet {
   std::map<uint64_t, Retained> retained;  // first sequence -> mutation
   size_t retained_bytes = 0;
   uint64_t floor = 0;  // sequences <= floor are not retained
-  uint64_t last = 0;   // the engine's last sequence, as last seen
+  // As a replica: through which sequence every member holds the tablet, as its primary last
+  // said (TabletBatch.everyone_has); unknown until one says.
+  std::optional<uint64_t> members_have;
+  uint64_t last = 0;  // the engine's last sequence, as last seen
   std::vector<Waiter> waiters;
   // Replica side of a rebuild under way: the copy being received and its id.
   std::unique_ptr<tablet::TabletCopySink> sink;
@@ -141,7 +144,8 @@ void ReplicaNode::Stop() {
     for (auto& [id, t] : tablets_) {
       for (Waiter& w : t->waiters) {
         fx.push_back([done = std::move(w.done), id = id] {
-          done(absl::UnavailableError(StrCat(TabletName(id), ": the node is stopping; the write may have been applied")));
+          done(absl::UnavailableError(
+              StrCat(TabletName(id), ": the node is stopping; the write may have been applied")));
         });
       }
       t->waiters.clear();
@@ -249,13 +253,13 @@ void ReplicaNode::UpdateConfig(const TabletConfig& config) {
 void ReplicaNode::BecomePrimary(Tablet* t, const TabletConfig& config, Effects* fx) {
   StatusOr<uint64_t> promise = LoadPromise(t);
   if (!promise.ok()) {
-    TLOG_WARN("replication: {} names this node primary but it cannot act: {}",
-             TabletName(t->id), promise.status().ToString());
+    TLOG_WARN("replication: {} names this node primary but it cannot act: {}", TabletName(t->id),
+              promise.status().ToString());
     return;
   }
   if (PromisedOf(*promise) > config.epoch) {
     TLOG_INFO("replication: {} epoch {} is stale here (promised {}); not taking it",
-             TabletName(t->id), config.epoch, PromisedOf(*promise));
+              TabletName(t->id), config.epoch, PromisedOf(*promise));
     return;
   }
   StatusOr<uint64_t> last = engine_->LastSequence(t->id);
@@ -266,14 +270,15 @@ void ReplicaNode::BecomePrimary(Tablet* t, const TabletConfig& config, Effects* 
   const bool took_it_before = JoinedOf(*promise) == config.epoch;
   if (config.epoch > 1 && (took_it_before ? *last < config.epoch_start_sequence
                                           : *last != config.epoch_start_sequence)) {
-    TLOG_ERROR("replication: {} epoch {} starts at sequence {} but this node holds {}; not "
-              "taking it",
-              TabletName(t->id), config.epoch, config.epoch_start_sequence, *last);
+    TLOG_ERROR(
+        "replication: {} epoch {} starts at sequence {} but this node holds {}; not "
+        "taking it",
+        TabletName(t->id), config.epoch, config.epoch_start_sequence, *last);
     return;
   }
   if (Status s = RaisePromise(t, MakePromise(config.epoch, config.epoch)); !s.ok()) {
     TLOG_WARN("replication: {}: cannot record epoch {}: {}", TabletName(t->id), config.epoch,
-             s.ToString());
+              s.ToString());
     return;
   }
   absl::MutexLock l(&mu_);
@@ -290,11 +295,12 @@ void ReplicaNode::BecomePrimary(Tablet* t, const TabletConfig& config, Effects* 
     t->peers.push_back(std::move(p));
   }
   TLOG_INFO("replication: {} primary at epoch {} from sequence {}, {} peers", TabletName(t->id),
-           t->epoch, t->last, t->peers.size());
+            t->epoch, t->last, t->peers.size());
   PumpLocked(t, fx);
 }
 
 void ReplicaNode::StepDownLocked(Tablet* t, std::string_view why, Effects* fx) {
+  t->members_have = std::max(t->members_have.value_or(0), EveryoneHasLocked(*t));
   t->primary = false;
   t->peers.clear();
   for (Waiter& w : t->waiters) {
@@ -331,15 +337,15 @@ std::optional<TabletConfig> ReplicaNode::GetConfig(uint64_t tablet_id) const {
 
 Status ReplicaNode::CheckPrimaryLocked(const Tablet& t, uint64_t epoch) const {
   if (!t.primary) {
-    return absl::FailedPreconditionError(
-        StrCat(TabletName(t.id), ": ", self(), " is not the primary",
-               t.config.has_value() ? StrCat(" (epoch ", t.config->epoch, " names ",
-                                             t.config->primary_endpoint(), ")")
-                                    : std::string(" (no configuration known)")));
+    return absl::FailedPreconditionError(StrCat(
+        TabletName(t.id), ": ", self(), " is not the primary",
+        t.config.has_value()
+            ? StrCat(" (epoch ", t.config->epoch, " names ", t.config->primary_endpoint(), ")")
+            : std::string(" (no configuration known)")));
   }
   if (epoch > t.epoch) {  // the sender knows a newer configuration: this node may be deposed
-    return absl::FailedPreconditionError(StrCat(TabletName(t.id), ": stale epoch ", epoch,
-                                                "; the primary is at epoch ", t.epoch));
+    return absl::FailedPreconditionError(
+        StrCat(TabletName(t.id), ": stale epoch ", epoch, "; the primary is at epoch ", t.epoch));
   }
   return Status();
 }
@@ -348,8 +354,8 @@ Status ReplicaNode::CheckPrimary(uint64_t tablet_id, uint64_t epoch) const {
   absl::MutexLock l(&mu_);
   auto it = tablets_.find(tablet_id);
   if (it == tablets_.end()) {
-    return absl::FailedPreconditionError(
-        StrCat(TabletName(tablet_id), ": ", self(), " is not the primary (no configuration known)"));
+    return absl::FailedPreconditionError(StrCat(TabletName(tablet_id), ": ", self(),
+                                                " is not the primary (no configuration known)"));
   }
   return CheckPrimaryLocked(*it->second, epoch);
 }
@@ -426,11 +432,10 @@ Status ReplicaNode::CheckWritable(uint64_t tablet_id, WriteLevel level,
     if (p.answering && !p.stale && !p.rebuild) ++answering;
   }
   if (answering < required) {
-    return absl::UnavailableError(StrCat(TabletName(tablet_id), ": ", answering, " of ",
-                                         members, " replicas",
+    return absl::UnavailableError(StrCat(TabletName(tablet_id), ": ", answering, " of ", members,
+                                         " replicas",
                                          by_dc ? StrCat(" in ", coordinator_dc) : std::string(),
-                                         " answer; ", WriteLevelName(level), " needs ",
-                                         required));
+                                         " answer; ", WriteLevelName(level), " needs ", required));
   }
   return Status();
 }
@@ -448,9 +453,9 @@ Status ReplicaNode::CheckReadLease(uint64_t tablet_id) const {
   }
   const size_t needed = Majority(t.peers.size() + 1);
   if (leased < needed) {
-    return absl::UnavailableError(StrCat(TabletName(tablet_id), ": the primary holds read leases from ",
-                                         leased, " of ", t.peers.size() + 1,
-                                         " replicas; reads need ", needed));
+    return absl::UnavailableError(StrCat(TabletName(tablet_id),
+                                         ": the primary holds read leases from ", leased, " of ",
+                                         t.peers.size() + 1, " replicas; reads need ", needed));
   }
   return Status();
 }
@@ -468,8 +473,9 @@ void ReplicaNode::AwaitCommit(uint64_t tablet_id, WriteLevel level,
     absl::MutexLock l(&mu_);
     auto it = tablets_.find(tablet_id);
     if (it == tablets_.end() || !it->second->primary) {
-      result = absl::UnavailableError(StrCat(TabletName(tablet_id), ": ", self(),
-                                             " is no longer its primary; the write may have been applied"));
+      result = absl::UnavailableError(
+          StrCat(TabletName(tablet_id), ": ", self(),
+                 " is no longer its primary; the write may have been applied"));
     } else {
       Tablet* t = it->second.get();
       t->last = std::max(t->last, *last);
@@ -488,13 +494,12 @@ void ReplicaNode::RetainLocked(Tablet* t, uint64_t first, uint64_t last, std::st
   if (last <= t->floor) return;
   t->retained_bytes += mutation.size();
   t->retained.insert_or_assign(first, Retained{last, std::move(mutation), clock_->NowMicros()});
-  const uint64_t everyone =
-      hints_ != nullptr && t->primary ? EveryoneHasLocked(*t) : std::numeric_limits<uint64_t>::max();
+  const std::optional<uint64_t> everyone = hints_ != nullptr ? MembersHaveLocked(*t) : std::nullopt;
   while (t->retained_bytes > options_.retained_bytes_per_tablet && !t->retained.empty()) {
     auto oldest = t->retained.begin();
     t->floor = std::max(t->floor, oldest->second.last);
     t->retained_bytes -= oldest->second.mutation.size();
-    if (oldest->second.last > everyone) {  // a member still needs it: to the hint log
+    if (everyone.has_value() && oldest->second.last > *everyone) {  // still needed: hint log
       hints_->Spill(t->id, oldest->first, oldest->second.last, oldest->second.written_at_us,
                     std::move(oldest->second.mutation));
     }
@@ -514,10 +519,15 @@ uint64_t ReplicaNode::EveryoneHasLocked(const Tablet& t) const {
   return everyone;
 }
 
+std::optional<uint64_t> ReplicaNode::MembersHaveLocked(const Tablet& t) const {
+  if (t.primary) return EveryoneHasLocked(t);
+  return t.members_have;
+}
+
 void ReplicaNode::TrimLocked(Tablet* t) {
-  if (!t->primary) return;
-  const uint64_t everyone = EveryoneHasLocked(*t);
-  while (!t->retained.empty() && t->retained.begin()->second.last <= everyone) {
+  const std::optional<uint64_t> everyone = MembersHaveLocked(*t);
+  if (!everyone.has_value()) return;
+  while (!t->retained.empty() && t->retained.begin()->second.last <= *everyone) {
     auto oldest = t->retained.begin();
     t->floor = std::max(t->floor, oldest->second.last);
     t->retained_bytes -= oldest->second.mutation.size();
@@ -543,17 +553,20 @@ void ReplicaNode::PumpLocked(Tablet* t, Effects* fx) {
     batch.set_tablet_id(t->id);
     batch.set_epoch(t->epoch);
     batch.set_epoch_start_sequence(t->config->epoch_start_sequence);
+    batch.set_everyone_has(EveryoneHasLocked(*t));
     uint64_t sent_to = p.sent;
     auto it = t->retained.end();
     if (p.known && p.sent < t->last) it = t->retained.find(p.sent + 1);
     if (p.known && p.sent < t->last && it == t->retained.end()) {
-      if (p.sent + 1 > t->floor) continue;  // a concurrent write is not retained yet: it pumps again
+      if (p.sent + 1 > t->floor)
+        continue;  // a concurrent write is not retained yet: it pumps again
       if (hints_ == nullptr || !hints_->Holds(t->id, p.sent + 1)) {
         p.rebuild = true;
         p.hints_from = 0;
-        TLOG_WARN("replication: {}: {} needs sequence {} which is no longer retained; it needs "
-                  "a rebuild",
-                  TabletName(t->id), p.endpoint, p.sent + 1);
+        TLOG_WARN(
+            "replication: {}: {} needs sequence {} which is no longer retained; it needs "
+            "a rebuild",
+            TabletName(t->id), p.endpoint, p.sent + 1);
         continue;
       }
       p.hints_from = p.sent + 1;  // the tick sends it from the hint log
@@ -659,12 +672,12 @@ void ReplicaNode::OnReplicateDone(uint64_t tablet_id, std::string peer_endpoint,
         p->stale = true;
         p->lease_until_us = 0;
         TLOG_INFO("replication: {}: {} has promised epoch {}, above this primary's {}",
-                 TabletName(tablet_id), peer_endpoint, ack.epoch(), epoch);
+                  TabletName(tablet_id), peer_endpoint, ack.epoch(), epoch);
         break;
       case TabletAck::DIVERGED:
         p->rebuild = true;
         TLOG_WARN("replication: {}: {} holds mutations outside the lineage: {}",
-                 TabletName(tablet_id), peer_endpoint, ack.message());
+                  TabletName(tablet_id), peer_endpoint, ack.message());
         break;
       default:  // not a replica yet, or failed: try again at the next tick
         p->answering = ack.result() != TabletAck::FAILED;
@@ -707,21 +720,17 @@ void ReplicaNode::HandleReplicate(const std::string& from, const std::string& re
     return;
   }
   v1::ReplicateResponse response;
-  for (const v1::TabletBatch& batch : parsed.tablets()) {
-    response.add_acks()->ParseFromString(ApplyFromPrimary(batch.SerializeAsString()));
-  }
+  for (const v1::TabletBatch& batch : parsed.tablets())
+    ApplyFromPrimary(batch, response.add_acks());
   respond(response.SerializeAsString());
 }
 
-std::string ReplicaNode::ApplyFromPrimary(const std::string& batch_bytes) {
-  v1::TabletBatch b;
-  b.ParseFromString(batch_bytes);
-  TabletAck ack;
+void ReplicaNode::ApplyFromPrimary(const v1::TabletBatch& b, TabletAck* out) {
+  TabletAck& ack = *out;
   ack.set_tablet_id(b.tablet_id());
   auto answer = [&](TabletAck::Result result, std::string message = "") {
     ack.set_result(result);
     ack.set_message(std::move(message));
-    return ack.SerializeAsString();
   };
   Tablet* t = FindOrAdd(b.tablet_id());
   StatusOr<uint64_t> promise = LoadPromise(t);
@@ -802,13 +811,18 @@ std::string ReplicaNode::ApplyFromPrimary(const std::string& batch_bytes) {
     return answer(TabletAck::FAILED, std::string(last.status().message()));
   }
   absl::MutexLock l(&mu_);
-  // What arrived is kept too: this node may become the primary and have to pass it on.
+  if (b.has_everyone_has()) {
+    t->members_have = std::max(t->members_have.value_or(0), b.everyone_has());
+  }
+  // What arrived is kept too: this node may become the primary and have to pass it on. What
+  // every member has is not: nobody will ask for it.
   uint64_t first = b.first_sequence();
   for (size_t i = 0; i < mutations.size(); ++i) {
     const uint64_t end = first + mutations[i].size() - 1;
     RetainLocked(t, first, end, std::string(b.mutations(static_cast<int>(i))));
     first = end + 1;
   }
+  TrimLocked(t);
   t->last = std::max(t->last, *last);
   t->granted_until_us =
       std::max(t->granted_until_us, clock_->MonotonicMicros() + options_.lease_us);
@@ -838,9 +852,9 @@ void ReplicaNode::HandleSeal(const std::string& request, RpcChannel::Responder r
       absl::MutexLock l(&mu_);
       const uint64_t promised = PromisedOf(t->promise);
       if (parsed.epoch() < promised) {
-        respond(absl::FailedPreconditionError(StrCat(TabletName(t->id), ": epoch ",
-                                                     parsed.epoch(), " is older than epoch ",
-                                                     promised, " promised here")));
+        respond(absl::FailedPreconditionError(StrCat(TabletName(t->id), ": epoch ", parsed.epoch(),
+                                                     " is older than epoch ", promised,
+                                                     " promised here")));
         return;
       }
       if (t->primary && t->epoch < parsed.epoch()) {
@@ -854,9 +868,9 @@ void ReplicaNode::HandleSeal(const std::string& request, RpcChannel::Responder r
     }
     absl::MutexLock l(&mu_);
     // Answer once every lease granted (by this incarnation, or possibly by the last) is over.
-    seals_.push_back(PendingSeal{
-        t->id, std::max(t->granted_until_us, started_at_us_ + options_.lease_us),
-        std::move(respond)});
+    seals_.push_back(PendingSeal{t->id,
+                                 std::max(t->granted_until_us, started_at_us_ + options_.lease_us),
+                                 std::move(respond)});
   }
   RunAll(&fx);
 }
@@ -871,14 +885,16 @@ void ReplicaNode::RunHints() {
     absl::MutexLock l(&mu_);
     const int64_t now = clock_->MonotonicMicros();
     for (auto& [id, t] : tablets_) {
+      if (std::optional<uint64_t> everyone = MembersHaveLocked(*t)) {
+        acknowledged.emplace_back(id, *everyone);
+      }
       if (!t->primary) continue;
-      acknowledged.emplace_back(id, EveryoneHasLocked(*t));
       for (Peer& p : t->peers) {
         if (p.hints_from == 0 || p.in_flight || p.stale || p.rebuild) continue;
         const uint64_t budget = hints_->TakeBudget(options_.max_batch_bytes);
         if (budget == 0) break;
-        deliveries.push_back(HintDelivery{id, p.endpoint, t->epoch,
-                                          t->config->epoch_start_sequence, p.hints_from, budget});
+        deliveries.push_back(HintDelivery{id, p.endpoint, t->epoch, t->config->epoch_start_sequence,
+                                          p.hints_from, budget});
         p.in_flight = true;
         p.last_send_us = now;
         p.hints_from = 0;
@@ -922,6 +938,7 @@ void ReplicaNode::DeliverHints(const HintDelivery& d) {
     batch->set_tablet_id(d.tablet_id);
     batch->set_epoch(d.epoch);
     batch->set_epoch_start_sequence(d.epoch_start_sequence);
+    batch->set_everyone_has(EveryoneHasLocked(*it->second));
     batch->set_first_sequence(records->front().first);
     for (HintRecord& r : *records) batch->add_mutations(std::move(r.mutation));
     sent_to = records->back().last;
@@ -1063,18 +1080,18 @@ void ReplicaNode::HandleRebuild(const std::string& request, RpcChannel::Responde
     {
       absl::MutexLock l(&mu_);
       if (r.epoch() < PromisedOf(t->promise) || (t->primary && t->epoch >= r.epoch())) {
-        respond(absl::FailedPreconditionError(StrCat(TabletName(t->id), ": stale epoch ",
-                                                     r.epoch(), "; promised ",
-                                                     PromisedOf(t->promise))));
+        respond(absl::FailedPreconditionError(StrCat(TabletName(t->id), ": stale epoch ", r.epoch(),
+                                                     "; promised ", PromisedOf(t->promise))));
         return;
       }
       if (!t->config.has_value() || t->config->epoch != r.epoch() ||
           t->config->IndexOf(self()) < 0) {
-        respond(absl::UnavailableError(StrCat("the configuration of epoch ", r.epoch(),
-                                              " naming ", self(), " has not reached it")));
+        respond(absl::UnavailableError(StrCat("the configuration of epoch ", r.epoch(), " naming ",
+                                              self(), " has not reached it")));
         return;
       }
-      if (t->primary) StepDownLocked(t, StrCat("a primary of epoch ", r.epoch(), " rebuilds it"), &fx);
+      if (t->primary)
+        StepDownLocked(t, StrCat("a primary of epoch ", r.epoch(), " rebuilds it"), &fx);
     }
     if (r.first()) {
       StatusOr<std::unique_ptr<tablet::TabletCopySink>> sink = engine_->BeginTabletRebuild(t->id);
@@ -1103,8 +1120,8 @@ void ReplicaNode::HandleRebuild(const std::string& request, RpcChannel::Responde
       result = sink->Finish(r.sequence(), marks);
       if (result.ok()) {
         // Its content is now the lineage of this epoch at the copy's sequence.
-        result = RaisePromise(t, MakePromise(std::max(PromisedOf(t->promise), r.epoch()),
-                                             r.epoch()));
+        result =
+            RaisePromise(t, MakePromise(std::max(PromisedOf(t->promise), r.epoch()), r.epoch()));
       }
       absl::MutexLock l(&mu_);
       t->sink.reset();

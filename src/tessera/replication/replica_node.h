@@ -10,11 +10,13 @@
 //     for the master (durably refusing the older one, then waiting out its leases).
 // The primary retains mutations in memory for peers that have not acknowledged them; what
 // leaves the memory while a member still needs it goes to the node's hint log (HintStore), and
-// a peer behind the memory is sent it from there on the tick, throttled per node.
+// a peer behind the memory is sent it from there on the tick, throttled per node. Replicas keep
+// what arrives the same way, above what every member has as the primary says in each batch,
+// so a replica that becomes the primary can still bring a member that was away up to date.
 // A replica that diverged (the lineage check below) or needs mutations the primary no longer
-// retains, in memory or in the hint log, is rebuilt: the primary copies its tablet at a sequence S (Engine::BeginTabletCopy)
-// chunk by chunk, the replica replaces its tablet's content with the copy at exactly S
-// (Engine::BeginTabletRebuild), and the stream goes on from S + 1.
+// retains, in memory or in the hint log, is rebuilt: the primary copies its tablet at a sequence S
+// (Engine::BeginTabletCopy) chunk by chunk, the replica replaces its tablet's content with the copy
+// at exactly S (Engine::BeginTabletRebuild), and the stream goes on from S + 1.
 //
 // The durable promise (per tablet, Engine::RaiseReplicaEpoch): promised << 32 | joined, see
 // the design. A replica refuses every message of an epoch below `promised`, and joins an
@@ -44,15 +46,20 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "tessera/catalog/tablet_config.h"
+#include "tessera/replication/consistency.h"
 #include "tessera/replication/hint_log.h"
 #include "tessera/replication/hint_store.h"
-#include "tessera/replication/consistency.h"
 #include "tessera/replication/rpc_channel.h"
 #include "tessera/replication/tablet_writer.h"
 #include "tessera/tablet/engine.h"
 #include "tessera/util/clock.h"
 #include "tessera/util/executor.h"
 #include "tessera/util/status.h"
+
+namespace tessera::v1 {
+class TabletAck;
+class TabletBatch;
+}  // namespace tessera::v1
 
 namespace tessera::replication {
 
@@ -113,7 +120,7 @@ struct TabletReplicaState {
   uint64_t joined_epoch = 0;
   bool primary = false;
   uint64_t last_sequence = 0;
-  std::vector<Peer> peers;  // primary only
+  std::vector<Peer> peers;    // primary only
   size_t retained_bytes = 0;  // in memory, for peers that have not acknowledged it
   // Beyond the memory: hints in the hint log (on disk, or waiting to be written).
   uint64_t hint_bytes = 0;
@@ -181,7 +188,8 @@ class ReplicaNode final : public TabletWriter {
                    int64_t timeout_us, std::function<void(Status)> done);
 
   // --- incoming calls ---
-  // Serves kReplicateMethod, kSealMethod and kRebuildMethod; false (and `respond` untouched) for any other.
+  // Serves kReplicateMethod, kSealMethod and kRebuildMethod; false (and `respond` untouched) for
+  // any other.
   bool Handle(const std::string& from, const std::string& method, std::string& request,
               RpcChannel::Responder& respond);
 
@@ -212,15 +220,21 @@ class ReplicaNode final : public TabletWriter {
 
   Status CheckPrimaryLocked(const Tablet& t, uint64_t epoch) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  size_t AcksLocked(const Tablet& t, uint64_t sequence, WriteLevel level,
-                    const std::string& dc, size_t* required) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  size_t AcksLocked(const Tablet& t, uint64_t sequence, WriteLevel level, const std::string& dc,
+                    size_t* required) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RetainLocked(Tablet* t, uint64_t first, uint64_t last, std::string mutation)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops from memory what every member has (MembersHaveLocked); nothing when that is unknown.
   void TrimLocked(Tablet* t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Every member that is not being rebuilt holds (or will hold, from its copy) the tablet's
-  // mutations through this sequence.
+  // As the primary: every member that is not being rebuilt holds (or will hold, from its copy)
+  // the tablet's mutations through this sequence.
   uint64_t EveryoneHasLocked(const Tablet& t) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The same as this node knows it: EveryoneHasLocked as the primary; as a replica what the
+  // primary last said, or nullopt before it said anything (a primary of an earlier version).
+  // What is above it and leaves the memory goes to the hint log, so that a replica that becomes
+  // the primary still has what a member that was away lacks.
+  std::optional<uint64_t> MembersHaveLocked(const Tablet& t) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The tick's hint work, without mu_: drops what every member has, writes what was spilled,
   // applies the window and the size, then sends peers what they wait for from the hint log,
   // within the delivery budget.
@@ -242,8 +256,8 @@ class ReplicaNode final : public TabletWriter {
   void SendNextChunk(uint64_t tablet_id, const std::string& peer);
   void OnRebuildDone(uint64_t tablet_id, const std::string& peer, uint64_t copy_id, bool last,
                      StatusOr<std::string> response);
-  // One tablet's share of a Replicate call.
-  std::string ApplyFromPrimary(const std::string& batch_bytes);
+  // One tablet's share of a Replicate call, answered in `ack`.
+  void ApplyFromPrimary(const v1::TabletBatch& b, v1::TabletAck* ack);
 
   void ScheduleTick() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Tick();

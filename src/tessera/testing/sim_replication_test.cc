@@ -414,6 +414,45 @@ TEST(SimReplicationTest, APrimarysHintLogIsThereAgainAfterItRestarts) {
   EXPECT_GE(p->hint_records, hinted) << DescribeReplicas(c);
 }
 
+TEST(SimReplicationTest, AReplicaAwayAcrossAFailoverCatchesUpFromTheNewPrimarysHints) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE(StrCat("replay with TESSERA_SEED=", seed));
+  SimCluster c(SmallRetention(seed));
+  constexpr int kRows = 100;  // ~ 25 KiB, six times what memory keeps
+  AwayRun run;
+  ASSERT_NO_FATAL_FAILURE(StartAndWriteWhileAway(c, kRows, &run));
+  c.RunFor(200 * kMs);  // a tick writes what was spilled
+  // The other replica kept what the away one lacks: the primary said in each batch that one
+  // member held only what it had before it went.
+  auto w = StateAt(c, run.writer, run.tablet);
+  ASSERT_TRUE(w.has_value());
+  EXPECT_FALSE(w->primary);
+  EXPECT_LE(w->retained_bytes, 4096u + 512u);
+  EXPECT_GT(w->hint_records, static_cast<uint64_t>(kRows / 2)) << DescribeReplicas(c);
+
+  // The primary dies and the away replica comes back: the master makes the writer's node the
+  // primary, which brings the returning one up to date from its own hint log.
+  ASSERT_TRUE(c.Crash(run.primary).ok());
+  ASSERT_TRUE(c.Restart(run.away).ok());
+  const std::string away = SimCluster::Endpoint(run.away);
+  bool rebuilt = false;
+  ASSERT_TRUE(c.RunUntil(
+      [&] {
+        auto p = StateAt(c, run.writer, run.tablet);
+        if (!p.has_value() || !p->primary) return false;
+        for (const auto& peer : p->peers) {
+          if (peer.endpoint == away && (peer.needs_rebuild || peer.copying)) rebuilt = true;
+        }
+        StatusOr<replication::ReplicaPosition> at =
+            c.core(run.away)->replicated()->replicas()->Position(run.tablet);
+        return at.ok() && at->last_sequence == p->last_sequence;
+      },
+      60 * kSecond))
+      << DescribeReplicas(c);
+  EXPECT_FALSE(rebuilt) << DescribeReplicas(c);
+  ASSERT_NO_FATAL_FAILURE(ExpectEveryRowOn(c, run.away, kRows));
+}
+
 TEST(SimReplicationTest, AReplicaAwayLongerThanTheHintWindowIsRebuilt) {
   const uint64_t seed = TestSeed();
   SCOPED_TRACE(StrCat("replay with TESSERA_SEED=", seed));
