@@ -494,6 +494,7 @@ void ReplicaNode::RetainLocked(Tablet* t, uint64_t first, uint64_t last, std::st
   if (last <= t->floor) return;
   t->retained_bytes += mutation.size();
   t->retained.insert_or_assign(first, Retained{last, std::move(mutation), clock_->NowMicros()});
+  if (t->retained_bytes <= options_.retained_bytes_per_tablet) return;
   const std::optional<uint64_t> everyone = hints_ != nullptr ? MembersHaveLocked(*t) : std::nullopt;
   while (t->retained_bytes > options_.retained_bytes_per_tablet && !t->retained.empty()) {
     auto oldest = t->retained.begin();
@@ -538,6 +539,7 @@ void ReplicaNode::TrimLocked(Tablet* t) {
 void ReplicaNode::PumpLocked(Tablet* t, Effects* fx) {
   if (!t->primary || !running_) return;
   const int64_t now = clock_->MonotonicMicros();
+  const uint64_t everyone = EveryoneHasLocked(*t);  // a copy started below holds t->last
   for (Peer& p : t->peers) {
     if (p.rebuild && !p.copying && !p.stale) {
       // Hold trimming at what the copy will at least hold, then take it (outside the lock).
@@ -553,7 +555,7 @@ void ReplicaNode::PumpLocked(Tablet* t, Effects* fx) {
     batch.set_tablet_id(t->id);
     batch.set_epoch(t->epoch);
     batch.set_epoch_start_sequence(t->config->epoch_start_sequence);
-    batch.set_everyone_has(EveryoneHasLocked(*t));
+    batch.set_everyone_has(everyone);
     uint64_t sent_to = p.sent;
     auto it = t->retained.end();
     if (p.known && p.sent < t->last) it = t->retained.find(p.sent + 1);
