@@ -165,6 +165,13 @@ TEST_F(DcTest, ReplicasSpanBothDcsOnDistinctRacksAndLocalQuorumNeedsOnlyTheLocal
   const nlohmann::json ring_tablets = PlacedTablets("dcr", 7, 4);
   ASSERT_FALSE(ring_tablets.is_null()) << "dcr never had 7 tablets of 4 replicas; last: " << last_output_;
   ExpectSpread(ring_tablets, 2);
+  // METADATA, which every node reads to find tablets, has a whole copy in each DC, so that
+  // either alone can still locate every tablet.
+  const nlohmann::json meta =
+      PlacedTablets("projects/__tessera/instances/__tessera/tables/METADATA", 1, 6);
+  ASSERT_FALSE(meta.is_null()) << "METADATA never had one tablet of 6 replicas; last: "
+                               << last_output_;
+  ExpectSpread(meta, 3);
   {
     const nlohmann::json ring = AdminJson("ring");
     ASSERT_FALSE(ring.is_null());

@@ -73,6 +73,23 @@ StatusOr<PlacementPolicy> StoredTablePlacement(std::string_view stored, int live
   return policy;
 }
 
+PlacementPolicy MetadataPlacement(const std::vector<PlacementNode>& live,
+                                  int max_replication_factor) {
+  std::map<std::string, int> per_dc;
+  for (const PlacementNode& node : live) ++per_dc[node.dc];
+  PlacementPolicy policy;
+  policy.strategy = PlacementPolicy::Strategy::kTablets;
+  if (per_dc.size() <= 1) {
+    policy.replication_factor =
+        std::min(max_replication_factor, DefaultReplicationFactor(static_cast<int>(live.size())));
+    return policy;
+  }
+  for (const auto& [dc, nodes] : per_dc) {
+    policy.per_dc_rf[dc] = std::min(max_replication_factor, DefaultReplicationFactor(nodes));
+  }
+  return policy;
+}
+
 std::vector<std::string> TableSplitKeys(const PlacementPolicy& policy,
                                         const std::vector<PlacementNode>& ring,
                                         std::vector<std::string> initial_splits) {

@@ -45,6 +45,15 @@ StatusOr<PlacementPolicy> ResolveTablePlacement(std::string_view option,
 StatusOr<PlacementPolicy> StoredTablePlacement(std::string_view stored, int live_nodes,
                                                int max_replication_factor);
 
+// The policy of Tessera's own METADATA table: every tablet location is read from it, so it must
+// stay readable wherever clients are. On live nodes of one datacenter, the tablets strategy
+// with DefaultReplicationFactor(live) replicas; across several, DefaultReplicationFactor of
+// each datacenter's live nodes in each ("tablets:dc1=3,dc2=3"), so that a whole datacenter
+// going away leaves the others their own copies to read at ONE. Every count is capped at
+// max_replication_factor. `live` must not be empty.
+PlacementPolicy MetadataPlacement(const std::vector<PlacementNode>& live,
+                                  int max_replication_factor);
+
 // The split keys of a new table: `initial_splits` (CreateTable's), and for a ring policy also
 // the ring's tokens (RingSplits of `ring`), so that every tablet lies between two consecutive
 // tokens and has one owner. The tokens follow the initial splits, which keep their order (so

@@ -80,6 +80,23 @@ TEST(TablePlacementTest, StoredPlacementOfOldTablesIsTodaysTablets) {
   EXPECT_EQ(StoredTablePlacement("ring", 3, 3).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(TablePlacementTest, MetadataHasItsOwnReplicasInEveryDatacenter) {
+  auto placed = [](const std::vector<std::string>& dcs, int max_rf) {
+    return FormatPlacementPolicy(MetadataPlacement(Nodes(dcs), max_rf));
+  };
+  EXPECT_EQ(placed({"dc1"}, 3), "tablets:1");
+  EXPECT_EQ(placed({"dc1", "dc1", "dc1", "dc1", "dc1"}, 3), "tablets:3");
+  EXPECT_EQ(placed({"dc1", "dc1", "dc1", "dc1"}, 1), "tablets:1");
+  // Two datacenters of three: a whole copy in each, so either alone can locate every tablet.
+  EXPECT_EQ(placed({"dc1", "dc1", "dc1", "dc2", "dc2", "dc2"}, 3), "tablets:dc1=3,dc2=3");
+  EXPECT_EQ(placed({"dc2", "dc1", "dc1", "dc1", "dc1"}, 3), "tablets:dc1=3,dc2=1");
+  EXPECT_EQ(placed({"dc1", "dc1", "dc2", "dc2"}, 1), "tablets:dc1=1,dc2=1");
+  // What it gives can be placed on the nodes it was given.
+  const std::vector<PlacementNode> live = Nodes({"a", "b", "b", "c", "c", "c", "c"});
+  EXPECT_TRUE(
+      ResolveTablePlacement(FormatPlacementPolicy(MetadataPlacement(live, 3)), "", live).ok());
+}
+
 TEST(TablePlacementTest, RingTablesAreCutAtTheTokens) {
   std::vector<PlacementNode> ring = Nodes({"dc1", "dc1", "dc1"});
   ring[0].token = "m";

@@ -6,6 +6,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
+#include "tessera/catalog/metadata_table.h"
 #include "tessera/catalog/placement.h"
 #include "tessera/catalog/ring_store.h"
 #include "tessera/catalog/table_placement.h"
@@ -190,8 +191,9 @@ std::string TabletMaster::Step() {
       size_t reachable = 0;
       for (const std::string& r : c.replicas) reachable += alive.count(r);
       if (reachable < Majority(c.replicas.size())) {
-        Append(&log, catalog::TabletName(id), ": primary ", c.primary_endpoint(), " is gone and only ",
-               reachable, " of ", c.replicas.size(), " replicas live; waiting; ");
+        Append(&log, catalog::TabletName(id), ": primary ", c.primary_endpoint(),
+               " is gone and only ", reachable, " of ", c.replicas.size(),
+               " replicas live; waiting; ");
         continue;
       }
       to_seal.push_back(id);
@@ -204,8 +206,8 @@ std::string TabletMaster::Step() {
       StatusOr<coord::FileInfo> put =
           session_->Put(StrCat(kSealingPrefix, id), StrCat(c.epoch), coord::PutOptions());
       if (!put.ok()) {
-        Append(&log, catalog::TabletName(id), ": cannot record the promotion: ", put.status().ToString(),
-               "; ");
+        Append(&log, catalog::TabletName(id),
+               ": cannot record the promotion: ", put.status().ToString(), "; ");
         continue;
       }
     }
@@ -258,9 +260,12 @@ void TabletMaster::PlaceNewTablets(
     const std::map<uint64_t, std::pair<TabletConfig, int64_t>>& known, Counts* load,
     Counts* leading, std::string* log) {
   for (const std::shared_ptr<const catalog::TableInfo>& table : tables_()) {
-    StatusOr<catalog::PlacementPolicy> policy = catalog::StoredTablePlacement(
-        table->schema.options.placement, static_cast<int>(live.size()),
-        options_.max_replication_factor);
+    StatusOr<catalog::PlacementPolicy> policy =
+        catalog::IsMetadataTable(table->full_name) && table->schema.options.placement.empty()
+            ? catalog::MetadataPlacement(live, options_.max_replication_factor)
+            : catalog::StoredTablePlacement(table->schema.options.placement,
+                                            static_cast<int>(live.size()),
+                                            options_.max_replication_factor);
     if (!policy.ok()) {
       Append(log, "table ", table->full_name, ": ", policy.status().ToString(), "; ");
       continue;
@@ -316,21 +321,21 @@ void TabletMaster::FinishPromotion(coord::Session* session, uint64_t tablet_id, 
   }
   const TabletConfig& old = p->config;
   if (p->sealed.size() < Majority(old.replicas.size())) {
-    Append(log, catalog::TabletName(tablet_id), ": only ", p->sealed.size(), " of ", old.replicas.size(),
-           " replicas sealed epoch ", old.epoch + 1, "; retrying; ");
+    Append(log, catalog::TabletName(tablet_id), ": only ", p->sealed.size(), " of ",
+           old.replicas.size(), " replicas sealed epoch ", old.epoch + 1, "; retrying; ");
     return;
   }
   std::optional<size_t> best = ChooseNewPrimary(old, p->sealed);
   if (!best.has_value()) {
-    Append(log, catalog::TabletName(tablet_id), ": no sealed replica holds the lineage of epoch ", old.epoch,
-           "; retrying; ");
+    Append(log, catalog::TabletName(tablet_id), ": no sealed replica holds the lineage of epoch ",
+           old.epoch, "; retrying; ");
     return;
   }
   const uint64_t start = p->sealed.at(*best).last_sequence;
   TabletConfig next = old.NextEpoch(*best, start);
   if (WriteConfig(session, next, p->version, log)) {
-    Append(log, catalog::TabletName(tablet_id), ": epoch ", next.epoch, " primary ", next.primary_endpoint(),
-           " from sequence ", start, "; ");
+    Append(log, catalog::TabletName(tablet_id), ": epoch ", next.epoch, " primary ",
+           next.primary_endpoint(), " from sequence ", start, "; ");
   }
 }
 
