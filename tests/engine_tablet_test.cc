@@ -261,7 +261,9 @@ TEST_F(EngineTabletTest, RawEntriesProjectToTheReferenceModel) {
   // same scope shadows an older one.)
   std::vector<std::pair<std::string, uint64_t>> tombstones;
   for (int op = 0; op < 1600; ++op) {
-    if (op == 1500 || rnd.OneIn(300)) {
+    // No random flush in the last 100 operations, which must stay in the memtable with their
+    // tombstones (one there emptied the list now and then: TESSERA_SEED=50).
+    if (op == 1500 || (op < 1500 && rnd.OneIn(300))) {
       ASSERT_TRUE(engine_->Flush(1).ok());
       tombstones.clear();
     }
