@@ -35,6 +35,11 @@ class Transport {
   // gossiper's destructor relies on it). Must not be called from within a receiver.
   virtual void SetReceiver(Receiver receiver) = 0;
 
+  // Whether a message to `to` would certainly not arrive, and so is better not sent: nothing
+  // runs there to take it, as a connection to a port nobody listens on is refused at once.
+  // False when unknown (the default: an unreachable peer shows only as silence).
+  virtual bool Refuses(const NodeId& /*to*/) const { return false; }
+
   // Peers that answered that we are not of their cluster, each with its explanation. Only a
   // transport with replies (gRPC) can know; the default knows none.
   virtual std::map<NodeId, std::string> Refusals() const { return {}; }

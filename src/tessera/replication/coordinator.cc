@@ -207,8 +207,8 @@ void Coordinator::RunOnce(std::shared_ptr<Op> op) {
   channel_->CallInline(target, op->method, op->encode(t), timeout,
                  [op, done = std::move(done)](StatusOr<std::string> response) {
                    if (!response.ok()) {
-                     // Lost on the way there or back: it may have run.
-                     done(response.status(), true);
+                     // Lost on the way there or back: it may have run, unless it never left.
+                     done(response.status(), !WasNotSent(response.status()));
                      return;
                    }
                    bool maybe_applied = true;

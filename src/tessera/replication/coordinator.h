@@ -18,7 +18,10 @@
 // before anything ran, makes the coordinator wait (retry_delay_us, doubling up to
 // max_retry_delay_us), read the configuration again and retry, at most max_attempts times
 // within the operation's timeout; each try has attempt_timeout_us.
-// A write whose answer was lost is never retried here, not even a Mutate (whose timestamps are
+// A write whose request never left (the channel marks the failure NotSent: no connection to
+// the primary could be made, as when its node died) is retried like a refusal, so the writes a
+// dead primary's coordinators hold wait for the failover instead of failing as "may have been
+// applied". A write whose answer was lost is never retried here, not even a Mutate (whose timestamps are
 // fixed, so repeating it is harmless to its own cells): applied twice around another client's
 // write of the same cell it would take effect twice, which no single order explains (the
 // simulation's history check found exactly that). It is reported as it is: Unavailable or

@@ -77,6 +77,8 @@ MessageRpcChannel::~MessageRpcChannel() {
 void MessageRpcChannel::Call(const std::string& to, std::string_view method, std::string request,
                              int64_t timeout_us, Done done) {
   uint64_t id;
+  // Refused: never sent, and failed at once (on the timer's task, never inside Call).
+  const bool refused = transport_->Refuses(to);
   {
     absl::MutexLock lock(&mu_);
     id = next_id_++;
@@ -86,11 +88,13 @@ void MessageRpcChannel::Call(const std::string& to, std::string_view method, std
       return;
     }
     Pending pending{to, std::move(done), 0};
-    pending.timer =
-        executor_->ScheduleAfter(timeout_us, [this, id, timeout_us] { Expire(id, timeout_us); });
+    pending.timer = executor_->ScheduleAfter(
+        refused ? 0 : timeout_us,
+        [this, id, timeout_us, refused] { Expire(id, refused ? 0 : timeout_us); });
     ++live_timers_;
     pending_.emplace(id, std::move(pending));
   }
+  if (refused) return;
   ::tessera::v1::ReplicaCall call;
   call.set_from(self_);
   call.set_method(std::string(method));
@@ -214,8 +218,10 @@ void MessageRpcChannel::Expire(uint64_t id, int64_t timeout_us) {
     }
   }
   if (done) {
-    done(absl::DeadlineExceededError(
-        StrCat("no answer from ", to, " within ", timeout_us, " us (call ", id, ")")));
+    done(timeout_us == 0 ? NotSent(absl::UnavailableError(StrCat(
+                               "call to ", to, " failed: connection refused (call ", id, ")")))
+                         : absl::DeadlineExceededError(StrCat("no answer from ", to, " within ",
+                                                              timeout_us, " us (call ", id, ")")));
     done = nullptr;
   }
   absl::MutexLock lock(&mu_);

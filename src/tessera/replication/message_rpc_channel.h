@@ -24,7 +24,8 @@
 //     gone). SimNetwork never duplicates, and the protocol above numbers what it sends.
 //   * Unavailable: the Transport reports nothing (a message to an unreachable peer is lost), so
 //     an unreachable peer shows as DeadlineExceeded. Unavailable comes from a peer with no
-//     handler installed, and from a channel being destroyed.
+//     handler installed, from a channel being destroyed, and, marked NotSent, from a peer the
+//     transport Refuses (nothing runs there: a crashed node), to which nothing is sent.
 //   * Handlers and callbacks run inside the transport's receiver or a timer task, never inside
 //     Call().
 //
@@ -102,6 +103,7 @@ class MessageRpcChannel final : public RpcChannel {
   void Receive(std::string_view bytes);
   void ServeRequest(uint64_t incarnation, uint64_t id, std::string_view body);
   void CompleteCall(uint64_t incarnation, uint64_t id, StatusOr<std::string> result);
+  // Completes call `id`: DeadlineExceeded after timeout_us; 0: refused (NotSent).
   void Expire(uint64_t id, int64_t timeout_us);
   void SendResponse(const std::string& to, uint64_t incarnation, uint64_t id,
                     const StatusOr<std::string>& result);

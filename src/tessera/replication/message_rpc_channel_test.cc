@@ -158,6 +158,30 @@ TEST(MessageRpcChannelTest, PartitionGivesDeadlineExceededThenHealingWorks) {
   EXPECT_EQ(Got(healed), "Echo:y");
 }
 
+TEST(MessageRpcChannelTest, ACallToACrashedNodeIsRefusedAtOnceAndMarkedNotSent) {
+  SimPair p;
+  const std::string gone = "10.0.0.9:7000";  // reachable, but nothing attached there
+  Outcome refused;
+  const int64_t start = p.clock.MonotonicMicros();
+  p.a->Call(gone, "Echo", "x", kTimeout, Record(&refused, &p.clock));
+  EXPECT_EQ(refused.calls, 0);  // never inside Call
+  p.Run();
+  ASSERT_EQ(refused.calls, 1);
+  EXPECT_TRUE(absl::IsUnavailable(refused.result->status())) << refused.result->status();
+  EXPECT_TRUE(WasNotSent(refused.result->status())) << refused.result->status();
+  EXPECT_NE(refused.result->status().message().find("connection refused"), std::string::npos);
+  EXPECT_EQ(refused.at_us, start);
+  // Silence is not a refusal: a cut-off peer may have run what reached it before.
+  p.EchoAtB();
+  p.network().SetPartition({{kA, 0}, {kB, 1}});
+  Outcome cut;
+  p.a->Call(kB, "Echo", "x", kTimeout, Record(&cut, &p.clock));
+  p.Run();
+  ASSERT_EQ(cut.calls, 1);
+  EXPECT_TRUE(absl::IsDeadlineExceeded(cut.result->status()));
+  EXPECT_FALSE(WasNotSent(cut.result->status()));
+}
+
 TEST(MessageRpcChannelTest, HandlerMayAnswerLater) {
   SimPair p;
   p.b->SetHandler([&p](const std::string&, const std::string&, std::string request,

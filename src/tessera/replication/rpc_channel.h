@@ -12,7 +12,8 @@
 //     never runs, a duplicate is not delivered twice), and `done` runs exactly once — with the
 //     handler's response, or with a failure: DeadlineExceeded when no answer arrived within
 //     timeout_us (the handler may still have run), Unavailable when the peer could not be
-//     reached. A caller therefore treats every failure as "may have been applied".
+//     reached. A caller therefore treats every failure as "may have been applied", except one
+//     marked NotSent (below): its request certainly never reached the peer.
 //   * The handler's own Status travels back unchanged (code and message) when it fails.
 //   * No ordering between calls, even to the same peer: the protocol numbers what it sends.
 //   * Callbacks and handlers run on threads (or simulation tasks) the channel owns, never inside
@@ -28,9 +29,22 @@
 #include <string_view>
 #include <utility>
 
+#include "absl/strings/cord.h"
 #include "tessera/util/status.h"
 
 namespace tessera::replication {
+
+// The mark of a failed call whose request certainly never left this node (no connection to the
+// peer could be made, the channel was closed, too many calls were in flight): the handler did
+// not run, so even a write may be tried again. The mark is a payload; code and message stay.
+inline constexpr char kNotSentPayload[] = "type.tessera.dev/rpc.NotSent";
+inline Status NotSent(Status failure) {
+  failure.SetPayload(kNotSentPayload, absl::Cord("1"));
+  return failure;
+}
+inline bool WasNotSent(const Status& status) {
+  return !status.ok() && status.GetPayload(kNotSentPayload).has_value();
+}
 
 class RpcChannel {
  public:

@@ -17,6 +17,8 @@ constexpr size_t kMessageBudgetBytes = 4 << 20;
 // The longest the timer thread sleeps; a call whose deadline comes before its next wake wakes
 // it, any other call leaves it asleep (a wake-up per call cost a thread switch, measured).
 constexpr absl::Duration kTimerIdleTick = absl::Milliseconds(100);
+// gRPC's words for a call that found no connection to the peer (its pick_first policy).
+constexpr std::string_view kNoConnection = "failed to connect to all addresses";
 
 size_t FrameBytes(const v1::ReplicaFrame& frame) {
   return frame.payload().size() + frame.method().size() + frame.message().size() +
@@ -153,8 +155,8 @@ void GrpcRpcChannel::Start(const std::string& to, std::string_view method, std::
   {
     absl::MutexLock lock(&mu_);
     if (shut_down_) {
-      CompleteLater(std::move(done),
-                    absl::UnavailableError(StrCat("call to ", to, " failed: channel closed")));
+      CompleteLater(std::move(done), replication::NotSent(absl::UnavailableError(
+                                         StrCat("call to ", to, " failed: channel closed"))));
       return;
     }
     if (request.size() + method.size() + kFrameOverheadBytes >
@@ -167,8 +169,8 @@ void GrpcRpcChannel::Start(const std::string& to, std::string_view method, std::
     }
     Peer& peer = PeerLocked(to);
     if (peer.in_flight >= options_.max_in_flight_per_peer) {
-      CompleteLater(std::move(done),
-                    absl::UnavailableError(StrCat("too many calls in flight to ", to)));
+      CompleteLater(std::move(done), replication::NotSent(absl::UnavailableError(
+                                         StrCat("too many calls in flight to ", to))));
       return;
     }
     peer.in_flight++;
@@ -272,6 +274,13 @@ void GrpcRpcChannel::StreamDone(PeerStream* stream, const grpc::Status& status) 
       failure = absl::UnavailableError(
           StrCat("call to ", stream->to,
                  " failed: ", status.ok() ? "the peer ended the stream" : status.error_message()));
+      // gRPC fails a call this way only when it could pick no connection for it, before any
+      // byte of it was written (a call on a connection that breaks fails otherwise: "Socket
+      // closed", "Connection reset by peer"), and a stream that read nothing never connected.
+      if (status.error_code() == grpc::StatusCode::UNAVAILABLE && stream->reads == 0 &&
+          status.error_message().find(kNoConnection) != std::string::npos) {
+        failure = replication::NotSent(std::move(failure));
+      }
   }
   std::vector<uint64_t> failed;
   for (const auto& [id, call] : calls_) {

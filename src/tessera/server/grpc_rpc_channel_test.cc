@@ -155,6 +155,20 @@ TEST(GrpcRpcChannelTest, AClosedPortIsUnavailable) {
   Result r;
   a.channel->Call("127.0.0.1:" + std::to_string(*port), "Echo", "x", kTimeout, r.Done());
   EXPECT_TRUE(absl::IsUnavailable(r.Wait().status())) << r.Wait().status();
+  // No connection was made, so the request cannot have run: a caller may send a write again.
+  EXPECT_TRUE(replication::WasNotSent(r.Wait().status())) << r.Wait().status();
+}
+
+TEST(GrpcRpcChannelTest, ACallThatReachedAPeerThatGoesAwayMayHaveRun) {
+  Node a("c1");
+  auto b = std::make_unique<Node>("c1");
+  b->Hold();
+  Result r;
+  a.channel->Call(b->address, "Echo", "x", kTimeout, r.Done());
+  ASSERT_TRUE(::tessera::testing::WaitFor([&] { return b->held_count() == 1; }));
+  b.reset();  // the handler had it; the peer goes without answering
+  EXPECT_FALSE(r.Wait().ok());
+  EXPECT_FALSE(replication::WasNotSent(r.Wait().status())) << r.Wait().status();
 }
 
 TEST(GrpcRpcChannelTest, NoHandlerIsUnavailable) {
@@ -213,6 +227,7 @@ TEST(GrpcRpcChannelTest, TooManyCallsInFlightFailAtOnce) {
   EXPECT_TRUE(absl::IsUnavailable(second.Wait().status())) << second.Wait().status();
   EXPECT_NE(second.Wait().status().message().find("too many calls in flight to " + b.address),
             std::string::npos);
+  EXPECT_TRUE(replication::WasNotSent(second.Wait().status()));
   ASSERT_TRUE(::tessera::testing::WaitFor([&] { return b.held_count() == 1; }));
   {
     absl::MutexLock lock(&b.mu);
@@ -230,9 +245,11 @@ TEST(GrpcRpcChannelTest, ShutdownCompletesAPendingCallAndRefusesLaterOnes) {
   a.channel->Shutdown();
   ASSERT_TRUE(pending.has_run());  // Shutdown waited for it
   EXPECT_TRUE(absl::IsUnavailable(pending.Wait().status())) << pending.Wait().status();
+  EXPECT_FALSE(replication::WasNotSent(pending.Wait().status()));  // the handler had it
   Result later;
   a.channel->Call(b.address, "Echo", "y", kTimeout, later.Done());
   EXPECT_TRUE(absl::IsUnavailable(later.Wait().status())) << later.Wait().status();
+  EXPECT_TRUE(replication::WasNotSent(later.Wait().status()));
   // And a shut-down channel serves nothing.
   Echo(&a);
   Result refused;

@@ -24,6 +24,7 @@ class ReplicaTransport final : public cluster::Transport {
   void Send(const cluster::NodeId& to, std::string bytes) override {
     inner_->Send(to + "/replica", std::move(bytes));
   }
+  bool Refuses(const cluster::NodeId& to) const override { return inner_->Refuses(to + "/replica"); }
   void SetReceiver(Receiver receiver) override { inner_->SetReceiver(std::move(receiver)); }
 
  private:

@@ -24,6 +24,7 @@ class SimNetwork::SimTransport final : public Transport {
   void Send(const NodeId& to, std::string bytes) override {
     network_->Send(endpoint_, to, std::move(bytes));
   }
+  bool Refuses(const NodeId& to) const override { return network_->Refuses(endpoint_, to); }
   void SetReceiver(Receiver receiver) override {
     absl::MutexLock l(&mu_);
     receiver_ = std::move(receiver);
@@ -137,6 +138,11 @@ void SimNetwork::Deliver(const NodeId& from, const NodeId& to, const std::string
   // A transport is destroyed only by its node's owner, never while a delivery task runs
   // (deliveries run on the executor, which the owner drives or has stopped).
   transport->Deliver(bytes);
+}
+
+bool SimNetwork::Refuses(const NodeId& from, const NodeId& to) const {
+  absl::MutexLock l(&mu_);
+  return CanTalkLocked(from, to) && !attached_.contains(to);
 }
 
 uint64_t SimNetwork::messages_sent() const {

@@ -56,6 +56,10 @@ class SimNetwork {
   // A down node neither sends nor receives (a paused or unplugged machine).
   void SetDown(const NodeId& endpoint, bool down);
 
+  // Whether `from` would find nothing at `to`: the two can talk, but no transport is attached
+  // there (a crashed node; its host answers, its port refuses).
+  bool Refuses(const NodeId& from, const NodeId& to) const;
+
   uint64_t messages_sent() const;
   uint64_t messages_lost() const;  // by `loss`, a partition or a down node
   uint64_t messages_delivered() const;
