@@ -148,6 +148,8 @@ TEST(MessageRpcChannelTest, PartitionGivesDeadlineExceededThenHealingWorks) {
   p.Run();
   ASSERT_EQ(cut.calls, 1);
   EXPECT_TRUE(absl::IsDeadlineExceeded(cut.result->status()));
+  // Silence is not a refusal: a cut-off peer may have run what reached it before.
+  EXPECT_FALSE(WasNotSent(cut.result->status()));
   EXPECT_EQ(p.handled, 0);
 
   p.network().Heal();
@@ -171,15 +173,6 @@ TEST(MessageRpcChannelTest, ACallToACrashedNodeIsRefusedAtOnceAndMarkedNotSent) 
   EXPECT_TRUE(WasNotSent(refused.result->status())) << refused.result->status();
   EXPECT_NE(refused.result->status().message().find("connection refused"), std::string::npos);
   EXPECT_EQ(refused.at_us, start);
-  // Silence is not a refusal: a cut-off peer may have run what reached it before.
-  p.EchoAtB();
-  p.network().SetPartition({{kA, 0}, {kB, 1}});
-  Outcome cut;
-  p.a->Call(kB, "Echo", "x", kTimeout, Record(&cut, &p.clock));
-  p.Run();
-  ASSERT_EQ(cut.calls, 1);
-  EXPECT_TRUE(absl::IsDeadlineExceeded(cut.result->status()));
-  EXPECT_FALSE(WasNotSent(cut.result->status()));
 }
 
 TEST(MessageRpcChannelTest, HandlerMayAnswerLater) {
