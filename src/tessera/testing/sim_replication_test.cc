@@ -837,6 +837,65 @@ TEST(SimReplicationTest, ADeletedTableLeavesMetadataAndARecreatedOneIsFoundUnder
   EXPECT_TRUE(Write(c, 2, "u", "v").ok());
 }
 
+TEST(SimReplicationTest, ALookupAndItsOperationShareTheClientsDeadline) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE(StrCat("replay with TESSERA_SEED=", seed));
+  SimClusterOptions o = Options(seed);
+  o.nodes = 4;  // METADATA has 3 replicas: one node must read it over the network
+  SimCluster c(o);
+  ASSERT_NO_FATAL_FAILURE(StartWithTable(c));
+  replication::TableSnapshot meta = TableAt(c, 0, std::string(catalog::kMetadataTable));
+  ASSERT_NE(meta, nullptr);
+  std::optional<catalog::TabletConfig> root =
+      c.core(0)->replicated()->replicas()->GetConfig(meta->tablets[0].id);
+  ASSERT_TRUE(root.has_value());
+  int far = -1;
+  for (int i = 0; i < c.size(); ++i) {
+    const std::vector<std::string>& r = root->replicas;
+    if (std::find(r.begin(), r.end(), SimCluster::Endpoint(i)) == r.end()) far = i;
+  }
+  ASSERT_GE(far, 0) << "every node holds METADATA";
+  // A row whose tablet `far` does not lead, so the write is forwarded too.
+  replication::TableSnapshot table = TableAt(c, far);
+  std::string row;
+  for (const std::string key : {"a", "z"}) {
+    auto config = c.core(far)->replicated()->replicas()->GetConfig(table->TabletFor(key).id);
+    ASSERT_TRUE(config.has_value());
+    if (config->primary_endpoint() != SimCluster::Endpoint(far)) row = key;
+  }
+  ASSERT_FALSE(row.empty());
+  // 100 ms each way, no jitter: the lookup at ONE takes 200 ms, the write forwarded to its
+  // primary and replicated from there about 400 ms.
+  c.network().SetOptions({.loss = 0, .latency_us = 100 * kMs, .jitter_us = 0});
+  auto write = [&](int64_t timeout_us, int64_t* took_us) {
+    model::RowMutation m(row);
+    m.SetCell("cf", "q", kCellTs, "v");
+    AccessOptions options;
+    options.timeout_us = timeout_us;
+    const int64_t start = c.now_us();
+    std::optional<Status> s = RunCall<Status>(c, [&](std::function<void(Status)> done) {
+      c.core(far)->access()->MutateAsync(table, m, options, nullptr, std::move(done));
+    });
+    *took_us = c.now_us() - start;
+    return s.value_or(absl::UnknownError("the simulation ran out"));
+  };
+  ASSERT_EQ(CoordinatorOf(c, far)->locator()->stats().reads, 0u);
+  // 500 ms is enough for the write alone but not for the lookup and the write: the write gets
+  // only what the lookup left (with the whole 500 ms it would be acknowledged at about 600).
+  int64_t took = 0;
+  Status first = write(500 * kMs, &took);
+  EXPECT_TRUE(absl::IsDeadlineExceeded(first)) << first;
+  EXPECT_LE(took, 510 * kMs);
+  EXPECT_EQ(CoordinatorOf(c, far)->locator()->stats().reads, 1u);
+  // Cached, the lookup is free, and the same deadline is enough (once the first write, which
+  // its primary may still be replicating, is done).
+  c.RunFor(kSecond);
+  Status second = write(500 * kMs, &took);
+  EXPECT_TRUE(second.ok()) << second;
+  EXPECT_GE(took, 300 * kMs);
+  EXPECT_LE(took, 500 * kMs);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Concurrent clients under faults, checked for linearizability.
 
