@@ -43,11 +43,14 @@
 //
 // Time and threads (docs/simulation.md): the node starts no thread and never sleeps. Its three
 // loops — the join wait, gossip rounds, and the coordinator (election steps, re-registration)
-// — are timer tasks on env.executor, each scheduling its next step when it finishes, so each
-// loop runs one step at a time. With a thread pool that is the behaviour of a node with its own
-// threads; with a SimExecutor the same code runs on simulated time. A lock-service call can
-// block for its timeout, so in production give the node an executor of at least two threads:
-// gossip rounds must not wait behind it. Randomness comes from env.NewRandom.
+// — are timer tasks on env.executor (gossip rounds: on NodeOptions::gossip_executor when set),
+// each scheduling its next step when it finishes, so each loop runs one step at a time. With a
+// thread pool that is the behaviour of a node with its own threads; with a SimExecutor the
+// same code runs on simulated time. A lock-service call can block for its timeout, so in
+// production give gossip rounds an executor of their own: they must not wait behind it (with
+// two threads shared with everything else, a node's heartbeat stayed frozen for 20 s after a
+// SIGCONT while it re-registered, and its peers kept it down). Randomness comes from
+// env.NewRandom.
 //
 // Thread-safety: every public method may be called from any thread, but not from one of the
 // node's own tasks. Hooks run on the node's coordinator steps (on_registered in the join step,
@@ -105,6 +108,11 @@ struct NodeOptions {
   // Bytes this node stores, published as its load every load_interval_ms. Optional.
   std::function<int64_t()> load;
   int64_t load_interval_ms = 5'000;
+  // Where the gossip rounds run (null: env.executor, as in a simulation). In production a
+  // thread of their own, as Cassandra's gossip tasks have: a heartbeat that waits behind
+  // lock-service calls or other work on a busy executor makes peers convict a live node.
+  // Must outlive the node.
+  Executor* gossip_executor = nullptr;
 };
 
 struct NodeHooks {
@@ -214,6 +222,8 @@ class ClusterNode {
   // Schedules `loop`'s next step after `delay_us`. REQUIRES: mu_ held.
   void ScheduleLocked(Loop loop, int64_t delay_us) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   LoopState& StateOf(Loop loop) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The executor `loop` runs on.
+  Executor* ExecutorOf(Loop loop) const;
   void RunStep(Loop loop);
   void Wake();  // the coordinator's next step now (a watch fired, the session was lost)
 

@@ -30,9 +30,10 @@ void ClusterNode::Stop() {
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
-    for (LoopState* loop : {&join_, &gossip_, &coordinator_}) {
-      if (loop->timer != 0) env_.executor->Cancel(loop->timer);
-      loop->timer = 0;
+    for (Loop loop : {Loop::kJoin, Loop::kGossip, Loop::kCoordinator}) {
+      LoopState& state = StateOf(loop);
+      if (state.timer != 0) ExecutorOf(loop)->Cancel(state.timer);
+      state.timer = 0;
     }
     // A step that is running finishes (it sees stopping_ and schedules nothing).
     mu_.Await(absl::Condition(
@@ -56,8 +57,13 @@ ClusterNode::LoopState& ClusterNode::StateOf(Loop loop) {
   return coordinator_;
 }
 
+Executor* ClusterNode::ExecutorOf(Loop loop) const {
+  return loop == Loop::kGossip && options_.gossip_executor != nullptr ? options_.gossip_executor
+                                                                       : env_.executor;
+}
+
 void ClusterNode::ScheduleLocked(Loop loop, int64_t delay_us) {
-  StateOf(loop).timer = env_.executor->ScheduleAfter(delay_us, [this, loop] { RunStep(loop); });
+  StateOf(loop).timer = ExecutorOf(loop)->ScheduleAfter(delay_us, [this, loop] { RunStep(loop); });
 }
 
 void ClusterNode::RunStep(Loop loop) {

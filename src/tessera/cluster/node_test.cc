@@ -5,10 +5,12 @@
 #include <filesystem>
 #include <thread>
 
+#include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 #include "tessera/cluster/grpc_transport.h"
 #include "tessera/coord/embedded_lock_service.h"
 #include "tessera/testing/test_support.h"
+#include "tessera/util/executor.h"
 
 namespace tessera::cluster {
 namespace {
@@ -36,6 +38,7 @@ class TestNode {
     options_.join_timeout_ms = 5000;
     options_.load = [] { return int64_t{4096}; };
     options_.load_interval_ms = 100;
+    options_.gossip_executor = gossip_executor_.get();  // as tessera serve runs them
   }
   ~TestNode() {
     node_.reset();
@@ -53,12 +56,14 @@ class TestNode {
 
   NodeOptions& options() { return options_; }
   ClusterNode* node() { return node_.get(); }
+  Executor* executor() { return env_.env().executor; }  // the node's other loops
   const std::string& endpoint() const { return options_.endpoint; }
   void StopNode() { node_.reset(); }
 
  private:
   std::string dir_;
   SystemEnv env_{2};
+  std::unique_ptr<Executor> gossip_executor_ = NewThreadPoolExecutor(1);
   GrpcTransport transport_;
   GossipService service_;
   std::unique_ptr<grpc::Server> server_;
@@ -308,6 +313,39 @@ TEST_F(ClusterNodeTest, AStoppedPeerIsMarkedDownAndARestartComesBackUp) {
   EXPECT_EQ(nodes_[0]->node()->gossiper()->stats().convictions, 0u);
   ASSERT_TRUE(nodes_[2]->Start(lock_service_.get()).ok());
   ASSERT_TRUE(WaitFor([&] { return liveness(victim) == "up"; }, 10'000));
+}
+
+TEST_F(ClusterNodeTest, HeartbeatsGoOnWhileEveryOtherThreadOfTheNodeIsBusy) {
+  StartNodes(2);
+  ASSERT_TRUE(WaitFor([&] { return CountUp(nodes_[0]->node()->GetStatus()) == 2; }, 10'000));
+  const std::string busy = nodes_[1]->endpoint();
+  auto liveness = [&] {
+    const v1::ClusterStatus status = nodes_[0]->node()->GetStatus();
+    for (const auto& n : status.nodes()) {
+      if (n.endpoint() == busy) return n.liveness();
+    }
+    return std::string("unknown");
+  };
+  // Both threads of node 1's executor block for 2 s (as lock-service calls that wait for their
+  // timeout do after a SIGCONT): its gossip rounds, on their own thread, keep it up.
+  absl::Notification release;
+  std::atomic<int> blocked{0};
+  for (int i = 0; i < 2; ++i) {
+    nodes_[1]->executor()->Schedule([&] {
+      ++blocked;
+      release.WaitForNotificationWithTimeout(absl::Seconds(2));
+      --blocked;
+    });
+  }
+  ASSERT_TRUE(WaitFor([&] { return blocked.load() == 2; }, 5'000));
+  int not_up = 0;
+  for (int i = 0; i < 30 && blocked.load() == 2; ++i) {
+    not_up += liveness() != "up";
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  release.Notify();
+  EXPECT_EQ(not_up, 0) << "node 1 was not up in node 0's view while its executor was busy";
+  ASSERT_TRUE(WaitFor([&] { return blocked.load() == 0; }, 5'000));
 }
 
 // Issue 9: a node started with --seeds but another lock service (its own embedded one) joined

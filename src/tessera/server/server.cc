@@ -113,9 +113,12 @@ class LateReplicaService final : public ::tessera::v1::Replica::CallbackService 
 
 struct Server::State {
   ServerOptions options;
-  // The node's rounds (gossip, election, re-registration) run here: two threads, so that a
-  // lock-service call that blocks never holds up a gossip round.
+  // The node's election and re-registration steps, and the tasks of the lock service's
+  // mirrors, run here.
   std::unique_ptr<SystemEnv> cluster_env;
+  // The gossip rounds, on a thread of their own, so that nothing on cluster_env (a lock-service
+  // call that blocks for its timeout) holds up a heartbeat.
+  std::unique_ptr<Executor> gossip_executor;
   // Everything but gRPC: engine, catalog, lock service, TableAccess, admin logic, the node.
   std::unique_ptr<NodeCore> core;
   std::unique_ptr<Executor> workers;
@@ -151,6 +154,7 @@ Status Server::State::Stop() {
   if (cluster_admin != nullptr) cluster_admin->SetNode(nullptr);
   if (core != nullptr) core->StopNode();
   cluster_env.reset();
+  gossip_executor.reset();
   if (transport != nullptr) transport->Shutdown();
   // Work already handed to the workers finishes before the engine closes.
   workers.reset();
@@ -185,6 +189,8 @@ StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   state->options = options;
   State* s = state.get();
   s->cluster_env = std::make_unique<SystemEnv>(/*threads=*/2);
+  s->gossip_executor = NewThreadPoolExecutor(1);
+  s->options.cluster.node.gossip_executor = s->gossip_executor.get();
   // The real machine: the engine on its own threads, the lock service the options name.
   NodeCoreEnv env{.env = s->cluster_env->env()};
   // A cluster replicates its tables over the Replica service on the node's one port.
@@ -202,7 +208,8 @@ StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
     s->replica_service->Set(std::make_unique<ReplicaService>(channel.get()));
     return std::unique_ptr<replication::RpcChannel>(std::move(channel));
   };
-  ASSIGN_OR_RETURN(s->core, NodeCore::Open(NodeCoreOptions{options.engine, options.cluster}, env));
+  ASSIGN_OR_RETURN(s->core,
+                   NodeCore::Open(NodeCoreOptions{options.engine, s->options.cluster}, env));
   Status started = StartServices(s);
   if (!started.ok()) {
     Status stopped = s->Stop();
