@@ -58,8 +58,8 @@ ClusterNode::LoopState& ClusterNode::StateOf(Loop loop) {
 }
 
 Executor* ClusterNode::ExecutorOf(Loop loop) const {
-  return loop == Loop::kGossip && options_.gossip_executor != nullptr ? options_.gossip_executor
-                                                                       : env_.executor;
+  const bool own = loop == Loop::kGossip && options_.gossip_executor != nullptr;
+  return own ? options_.gossip_executor : env_.executor;
 }
 
 void ClusterNode::ScheduleLocked(Loop loop, int64_t delay_us) {
