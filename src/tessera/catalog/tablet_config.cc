@@ -1,5 +1,7 @@
 #include "tessera/catalog/tablet_config.h"
 
+#include <algorithm>
+
 #include <set>
 
 #include "tessera/util/coding.h"
@@ -91,13 +93,19 @@ TabletConfig TabletConfig::NextEpoch(size_t new_primary, uint64_t start) const {
 
 bool TabletConfig::LineageAllows(uint64_t joined, uint64_t last) const {
   if (last == 0) return true;  // holds nothing
-  if (joined >= epoch) return joined == epoch;
+  return LineagePrefix(joined, last) == last;
+}
+
+std::optional<uint64_t> TabletConfig::LineagePrefix(uint64_t joined, uint64_t last) const {
+  if (last == 0) return 0;
+  if (joined >= epoch) return joined == epoch ? std::optional<uint64_t>(last) : std::nullopt;
   // Every epoch in (joined, epoch] must be in the history.
-  if (history.front().epoch > joined + 1) return false;
+  if (history.empty() || history.front().epoch > joined + 1) return std::nullopt;
+  uint64_t prefix = last;
   for (const EpochStart& e : history) {
-    if (e.epoch > joined && last > e.start_sequence) return false;
+    if (e.epoch > joined) prefix = std::min(prefix, e.start_sequence);
   }
-  return true;
+  return prefix;
 }
 
 std::string TabletConfig::Encode() const {

@@ -78,6 +78,11 @@ struct TabletConfig {
   // True when a replica that joined epoch `joined` and holds `last` may join this epoch
   // without a rebuild (the lineage check). False too when the history does not reach back.
   bool LineageAllows(uint64_t joined, uint64_t last) const;
+  // How much of what such a replica holds is the lineage's: its mutations up to the start of
+  // the first epoch after `joined` (all of them, `last`, when none began below it). nullopt
+  // when the history does not reach back, or `joined` is above this epoch.
+  // LineageAllows(joined, last) == (LineagePrefix(joined, last) == last).
+  std::optional<uint64_t> LineagePrefix(uint64_t joined, uint64_t last) const;
 
   // InvalidArgument naming the problem: tablet id 0, epoch 0, an unknown state, no replicas,
   // an empty or repeated endpoint, a primary index out of range, rebuild indexes out of order,

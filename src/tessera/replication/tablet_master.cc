@@ -36,10 +36,17 @@ void Append(std::string* log, const Args&... args) {
 std::optional<size_t> ChooseNewPrimary(const TabletConfig& old,
                                        const std::map<size_t, SealedReplica>& sealed) {
   std::optional<size_t> best;
+  uint64_t required = 0;  // the most of the lineage any sealed replica holds
   for (const auto& [index, replica] : sealed) {
-    if (!old.LineageAllows(replica.joined_epoch, replica.last_sequence)) continue;
+    const std::optional<uint64_t> prefix =
+        old.LineagePrefix(replica.joined_epoch, replica.last_sequence);
+    if (prefix.has_value()) required = std::max(required, *prefix);
+    if (prefix != replica.last_sequence) continue;  // diverged: never the primary
     if (!best.has_value() || replica.last_sequence > sealed.at(*best).last_sequence) best = index;
   }
+  // A diverged replica may be the only live one holding part of the lineage (acknowledged
+  // writes included) when those that stayed in it lag: none of them may lead yet.
+  if (best.has_value() && sealed.at(*best).last_sequence < required) return std::nullopt;
   return best;
 }
 
@@ -327,7 +334,8 @@ void TabletMaster::FinishPromotion(coord::Session* session, uint64_t tablet_id, 
   }
   std::optional<size_t> best = ChooseNewPrimary(old, p->sealed);
   if (!best.has_value()) {
-    Append(log, catalog::TabletName(tablet_id), ": no sealed replica holds the lineage of epoch ",
+    Append(log, catalog::TabletName(tablet_id),
+           ": no sealed replica holds all that the sealed ones hold of the lineage of epoch ",
            old.epoch, "; retrying; ");
     return;
   }

@@ -69,8 +69,12 @@ struct SealedReplica {
 // the one of the highest sequence among those whose content is in the lineage of `old`
 // (TabletConfig::LineageAllows: a replica that diverged may hold a higher sequence and still
 // lack an acknowledged write). Ties go to the lower index. nullopt when no sealed replica
-// qualifies. A write acknowledged in `old`'s epoch is on a majority that joined it, which
-// meets every sealing majority, so the one chosen holds every acknowledged write.
+// qualifies, and when a diverged one holds more of the lineage (its prefix up to the epoch
+// that left it, TabletConfig::LineagePrefix) than the best that qualifies: those mutations may
+// have been acknowledged, and a primary that lacks them would lose them, so the promotion waits
+// for another replica to seal. A write acknowledged in `old`'s epoch is on a majority that
+// joined it, which meets every sealing majority; one acknowledged earlier is in the lineage's
+// prefix, which the chosen one then holds whole: so it holds every acknowledged write.
 std::optional<size_t> ChooseNewPrimary(const catalog::TabletConfig& old,
                                        const std::map<size_t, SealedReplica>& sealed);
 

@@ -51,6 +51,28 @@ TEST(ChooseNewPrimaryTest, ADivergedReplicaIsNeverChosenThoughItHoldsMore) {
   EXPECT_FALSE(ChooseNewPrimary(EpochFive(), {{1, {100, 2}}}).has_value());
 }
 
+TEST(ChooseNewPrimaryTest, NoneLeadsWhileOnlyADivergedReplicaHoldsPartOfTheLineage) {
+  // The simulation's seed 15894610456779462128: c led epoch 4 to 215 and was paused; epoch 5
+  // began at 207 (what a majority held) on a primary that then crashed; b joined epoch 5 at
+  // 150 and was never caught up. c's 151..207 are the lineage's (and some were acknowledged
+  // in epoch 4): b must not lead, and nobody can until a replica holding 207 seals.
+  EXPECT_FALSE(ChooseNewPrimary(EpochFive(), {{1, {150, 5}}, {2, {215, 4}}}).has_value());
+  EXPECT_EQ(ChooseNewPrimary(EpochFive(), {{0, {207, 5}}, {1, {150, 5}}, {2, {215, 4}}}), 0u);
+  // A diverged replica that holds no more of the lineage than the best does not hold it up.
+  EXPECT_EQ(ChooseNewPrimary(EpochFive(), {{1, {207, 5}}, {2, {215, 4}}}), 1u);
+}
+
+TEST(ChooseNewPrimaryTest, TheLineagePrefixIsWhatAReplicaHoldsUpToTheEpochThatLeftIt) {
+  const catalog::TabletConfig c = EpochFive();  // history (4, 150), (5, 207)
+  EXPECT_EQ(c.LineagePrefix(5, 300), 300u);
+  EXPECT_EQ(c.LineagePrefix(4, 215), 207u);
+  EXPECT_EQ(c.LineagePrefix(3, 215), 150u);
+  EXPECT_EQ(c.LineagePrefix(3, 100), 100u);
+  EXPECT_EQ(c.LineagePrefix(2, 100), std::nullopt);  // the history does not reach back
+  EXPECT_EQ(c.LineagePrefix(6, 100), std::nullopt);
+  EXPECT_EQ(c.LineagePrefix(2, 0), 0u);
+}
+
 // Placement needs no calls between nodes (only promotion seals).
 class NoCalls final : public RpcChannel {
  public:

@@ -1187,8 +1187,9 @@ CheckResult RunWorkload(uint64_t seed, int64_t seconds, std::string* trace) {
 }
 
 TEST(SimReplicationTest, ConcurrentClientsUnderFaultsSeeALinearizableStoreAndLoseNothing) {
-  // Hundreds of runs: only warnings are worth reading.
-  spdlog::set_level(spdlog::level::warn);
+  // Hundreds of runs: only warnings are worth reading (TESSERA_SIM_LOG=1: everything, to
+  // replay one seed).
+  spdlog::set_level((std::getenv("TESSERA_SIM_LOG") ? spdlog::level::debug : spdlog::level::warn));
   const uint64_t first = TestSeed();
   const char* env = std::getenv("TESSERA_SIM_SEEDS");
   const int seeds = env != nullptr ? std::atoi(env) : 300;  // make soak: thousands
