@@ -92,12 +92,11 @@ TabletConfig TabletConfig::NextEpoch(size_t new_primary, uint64_t start) const {
 }
 
 bool TabletConfig::LineageAllows(uint64_t joined, uint64_t last) const {
-  if (last == 0) return true;  // holds nothing
   return LineagePrefix(joined, last) == last;
 }
 
 std::optional<uint64_t> TabletConfig::LineagePrefix(uint64_t joined, uint64_t last) const {
-  if (last == 0) return 0;
+  if (last == 0) return 0;  // holds nothing
   if (joined >= epoch) return joined == epoch ? std::optional<uint64_t>(last) : std::nullopt;
   // Every epoch in (joined, epoch] must be in the history.
   if (history.empty() || history.front().epoch > joined + 1) return std::nullopt;

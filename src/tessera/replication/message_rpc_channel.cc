@@ -90,7 +90,7 @@ void MessageRpcChannel::Call(const std::string& to, std::string_view method, std
     Pending pending{to, std::move(done), 0};
     pending.timer = executor_->ScheduleAfter(
         refused ? 0 : timeout_us,
-        [this, id, timeout_us, refused] { Expire(id, refused ? 0 : timeout_us); });
+        [this, id, timeout_us, refused] { Expire(id, timeout_us, refused); });
     ++live_timers_;
     pending_.emplace(id, std::move(pending));
   }
@@ -205,7 +205,7 @@ void MessageRpcChannel::CompleteCall(uint64_t incarnation, uint64_t id,
   done(std::move(result));
 }
 
-void MessageRpcChannel::Expire(uint64_t id, int64_t timeout_us) {
+void MessageRpcChannel::Expire(uint64_t id, int64_t timeout_us, bool refused) {
   Done done;
   std::string to;
   {
@@ -218,10 +218,10 @@ void MessageRpcChannel::Expire(uint64_t id, int64_t timeout_us) {
     }
   }
   if (done) {
-    done(timeout_us == 0 ? NotSent(absl::UnavailableError(StrCat(
-                               "call to ", to, " failed: connection refused (call ", id, ")")))
-                         : absl::DeadlineExceededError(StrCat("no answer from ", to, " within ",
-                                                              timeout_us, " us (call ", id, ")")));
+    done(refused ? NotSent(absl::UnavailableError(
+                       StrCat("call to ", to, " failed: connection refused (call ", id, ")")))
+                 : absl::DeadlineExceededError(StrCat("no answer from ", to, " within ", timeout_us,
+                                                      " us (call ", id, ")")));
     done = nullptr;
   }
   absl::MutexLock lock(&mu_);

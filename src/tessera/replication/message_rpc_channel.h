@@ -103,8 +103,9 @@ class MessageRpcChannel final : public RpcChannel {
   void Receive(std::string_view bytes);
   void ServeRequest(uint64_t incarnation, uint64_t id, std::string_view body);
   void CompleteCall(uint64_t incarnation, uint64_t id, StatusOr<std::string> result);
-  // Completes call `id`: DeadlineExceeded after timeout_us; 0: refused (NotSent).
-  void Expire(uint64_t id, int64_t timeout_us);
+  // Completes call `id`: DeadlineExceeded after timeout_us, or, `refused`, Unavailable marked
+  // NotSent.
+  void Expire(uint64_t id, int64_t timeout_us, bool refused);
   void SendResponse(const std::string& to, uint64_t incarnation, uint64_t id,
                     const StatusOr<std::string>& result);
   // True when (from, incarnation, id) is new; remembers it.
