@@ -28,6 +28,16 @@
 //   {"benchmark": "readrandom", "engine": "rocksdb", "ops_per_sec": N, "mb_per_sec": N,
 //    "micros_per_op": N}
 //   {"benchmark": "peak_memory", "engine": "rocksdb", "peak_rss_mb": N}
+//   {"benchmark": "amplification", "after": "overwrite", "engine": "rocksdb",
+//    "user_bytes_written", "live_user_bytes", "file_bytes_written", "compaction_bytes_written"
+//    (null for LevelDB, which counts flushes and compactions together), "sorted_file_bytes",
+//    "disk_bytes", "write_amplification", "compaction_write_amplification", "space_amplification"}
+//    after each write benchmark, cumulative since the database was created (untimed loads
+//    included): write amplification is what the engine wrote to sorted files (flushes and
+//    compactions; the write-ahead log not counted) over the user bytes put, space amplification
+//    the bytes allocated to the database directory's files (logs too) over the live user bytes
+//    (distinct keys written x (key + value)). Taken right after the benchmark, while
+//    compactions may still run.
 //   {"benchmark": "readrandom", "engine": "ratio", "tessera_vs_best_peer": R, "best_peer": "..."}
 // A benchmark's ratio is Tessera's ops/s over the best peer's (> 1: Tessera is faster); the
 // peak_memory ratio is Tessera's peak RSS over the smallest peer's (< 1: Tessera uses less).
@@ -126,6 +136,36 @@ struct Measurement {
   double micros_per_op = 0;
 };
 
+// Writes one line to the parent's pipe.
+void SendLine(const Output& out, int result_fd, std::string_view engine, const std::string& line) {
+  // The parent reads the pipe to the end before it waits, so this cannot block for long.
+  if (write(result_fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+    out.Info("{}: cannot report to the parent: {}", engine, line);
+  }
+}
+
+// The amplification figures after write benchmark `benchmark`, to the log and the parent as
+//   amp <benchmark> <user written> <live user> <file writes> <compaction writes or -1>
+//       <sorted file bytes> <disk bytes>
+void ReportAmplification(const Output& out, int result_fd, std::string_view engine,
+                         std::string_view benchmark, const Amplification& a) {
+  const std::optional<double> compaction = a.compaction_write_amplification();
+  out.Info(
+      "{:<12} {:<8}: write amplification {:.2f} ({}), space amplification {:.2f} ({:.1f} MB "
+      "on disk for {:.1f} MB of live keys and values)",
+      benchmark, engine, a.write_amplification(),
+      compaction.has_value() ? fmt::format("compactions {:.2f}", *compaction)
+                             : std::string("flushes and compactions"),
+      a.space_amplification(), a.disk_bytes / 1048576.0, a.live_user_bytes / 1048576.0);
+  SendLine(out, result_fd, engine,
+           fmt::format("amp {} {} {} {} {} {} {}\n", benchmark, a.user_bytes_written,
+                       a.live_user_bytes, a.file_writes.total_bytes,
+                       a.file_writes.compaction_bytes.has_value()
+                           ? static_cast<int64_t>(*a.file_writes.compaction_bytes)
+                           : int64_t{-1},
+                       a.sorted_file_bytes, a.disk_bytes));
+}
+
 void ReportResult(const Output& out, int result_fd, std::string_view engine,
                   const BenchmarkResult& r) {
   if (out.json()) {
@@ -137,12 +177,18 @@ void ReportResult(const Output& out, int result_fd, std::string_view engine,
     out.Info("{:<12} {:<8}: {:>10.3f} micros/op {:>11.0f} ops/sec {:>8.1f} MB/s  {}", r.benchmark,
              engine, r.micros_per_op(), r.ops_per_sec(), r.mb_per_sec(), r.note);
   }
-  const std::string line = fmt::format("{} {:.17g} {:.17g} {:.17g}\n", r.benchmark, r.ops_per_sec(),
-                                       r.mb_per_sec(), r.micros_per_op());
-  // The parent reads the pipe to the end before it waits, so this cannot block for long.
-  if (write(result_fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
-    out.Info("{}: cannot report {} to the parent", engine, r.benchmark);
+  SendLine(out, result_fd, engine,
+           fmt::format("{} {:.17g} {:.17g} {:.17g}\n", r.benchmark, r.ops_per_sec(), r.mb_per_sec(),
+                       r.micros_per_op()));
+}
+
+// a + b; the compaction part only when both count it.
+FileWrites Add(const FileWrites& a, const FileWrites& b) {
+  FileWrites sum{a.total_bytes + b.total_bytes, std::nullopt};
+  if (a.compaction_bytes.has_value() && b.compaction_bytes.has_value()) {
+    sum.compaction_bytes = *a.compaction_bytes + *b.compaction_bytes;
   }
+  return sum;
 }
 
 Status RunEngine(const Flags& flags, const std::string& engine, const std::string& dir,
@@ -161,19 +207,29 @@ Status RunEngine(const Flags& flags, const std::string& engine, const std::strin
   workload.value_size = flags.value_size;
   workload.threads = flags.threads;
   workload.seed = flags.seed;
+  KeySet written(flags.num);
+  workload.written = &written;
+  const uint64_t entry_bytes = kKeySize + flags.value_size;
 
   std::unique_ptr<KvAdapter> db;
   bool filled = false;
+  uint64_t user_bytes = 0;         // put since the database was created
+  FileWrites closed_writes{0, 0};  // by the databases opened before `db` (a reopen for fillsync)
   for (const std::string& name : SplitList(flags.benchmarks)) {
     const BenchmarkInfo& info = *FindBenchmark(name);  // validated by the parent
     if (db == nullptr || kv.sync != info.sync) {
-      if (db != nullptr) RETURN_IF_ERROR(db->Close());
+      if (db != nullptr) {
+        ASSIGN_OR_RETURN(FileWrites w, db->Written());
+        closed_writes = Add(closed_writes, w);
+        RETURN_IF_ERROR(db->Close());
+      }
       kv.sync = info.sync;
       ASSIGN_OR_RETURN(db, OpenEngine(engine, kv));
       out.Info("{:<12} {:<8}: opened {}: {}", "", engine, dir, db->Describe());
     }
     if (!info.writes() && !filled) {
       RETURN_IF_ERROR(LoadDatabase(db.get(), workload));
+      user_bytes += workload.num * entry_bytes;
       filled = true;
       out.Info("{:<12} {:<8}: loaded {} keys in random order (untimed)", name, engine,
                workload.num);
@@ -181,6 +237,16 @@ Status RunEngine(const Flags& flags, const std::string& engine, const std::strin
     filled |= info.writes() && !info.sync;
     ASSIGN_OR_RETURN(BenchmarkResult result, RunBenchmark(db.get(), info, workload));
     ReportResult(out, result_fd, engine, result);
+    if (info.writes()) {
+      user_bytes += result.bytes;
+      Amplification a;
+      a.user_bytes_written = user_bytes;
+      a.live_user_bytes = written.size() * entry_bytes;
+      ASSIGN_OR_RETURN(FileWrites w, db->Written());
+      a.file_writes = Add(closed_writes, w);
+      RETURN_IF_ERROR(MeasureDirectory(dir, &a.sorted_file_bytes, &a.disk_bytes));
+      ReportAmplification(out, result_fd, engine, name, a);
+    }
   }
   if (db != nullptr) RETURN_IF_ERROR(db->Close());
   return Status();
@@ -195,6 +261,7 @@ struct EngineRun {
   double peak_rss_mb = 0;
   double cpu_seconds = 0;  // user + system, all threads
   std::vector<Measurement> results;
+  std::vector<std::pair<std::string, Amplification>> amplification;  // after write benchmarks
 };
 
 std::string ReadAll(int fd) {
@@ -210,14 +277,28 @@ std::string ReadAll(int fd) {
   }
 }
 
-std::vector<Measurement> ParseMeasurements(const std::string& data) {
-  std::vector<Measurement> results;
+// The child's lines (ReportResult, ReportAmplification) into `run`.
+void ParseChildLines(const std::string& data, EngineRun* run) {
   std::istringstream in(data);
-  Measurement m;
-  while (in >> m.benchmark >> m.ops_per_sec >> m.mb_per_sec >> m.micros_per_op) {
-    results.push_back(m);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    if (line.rfind("amp ", 0) == 0) {
+      std::string tag, benchmark;
+      Amplification a;
+      int64_t compaction = -1;
+      if (fields >> tag >> benchmark >> a.user_bytes_written >> a.live_user_bytes >>
+          a.file_writes.total_bytes >> compaction >> a.sorted_file_bytes >> a.disk_bytes) {
+        if (compaction >= 0) a.file_writes.compaction_bytes = static_cast<uint64_t>(compaction);
+        run->amplification.emplace_back(benchmark, a);
+      }
+      continue;
+    }
+    Measurement m;
+    if (fields >> m.benchmark >> m.ops_per_sec >> m.mb_per_sec >> m.micros_per_op) {
+      run->results.push_back(m);
+    }
   }
-  return results;
 }
 
 // Runs `engine` in a forked child and collects what it reports.
@@ -248,7 +329,7 @@ EngineRun ForkEngine(const Flags& flags, const std::string& engine, const std::s
     _exit(s.ok() ? 0 : 1);  // skip the parent's atexit handlers and static destructors
   }
   close(fds[1]);
-  run.results = ParseMeasurements(ReadAll(fds[0]));
+  ParseChildLines(ReadAll(fds[0]), &run);
   close(fds[0]);
   int status = 0;
   rusage usage{};
@@ -317,6 +398,23 @@ std::vector<Ratio> ComputeRatios(const std::vector<EngineRun>& runs,
   return ratios;
 }
 
+std::string AmplificationJson(std::string_view engine, std::string_view after,
+                              const Amplification& a) {
+  const std::optional<double> compaction = a.compaction_write_amplification();
+  return fmt::format(
+      R"({{"benchmark": "amplification", "after": "{}", "engine": "{}", )"
+      R"("user_bytes_written": {}, "live_user_bytes": {}, "file_bytes_written": {}, )"
+      R"("compaction_bytes_written": {}, "sorted_file_bytes": {}, "disk_bytes": {}, )"
+      R"("write_amplification": {:.3f}, "compaction_write_amplification": {}, )"
+      R"("space_amplification": {:.3f}}})",
+      after, engine, a.user_bytes_written, a.live_user_bytes, a.file_writes.total_bytes,
+      a.file_writes.compaction_bytes.has_value() ? std::to_string(*a.file_writes.compaction_bytes)
+                                                 : "null",
+      a.sorted_file_bytes, a.disk_bytes, a.write_amplification(),
+      compaction.has_value() ? fmt::format("{:.3f}", *compaction) : "null",
+      a.space_amplification());
+}
+
 void PrintTables(const Output& out, const std::vector<EngineRun>& runs,
                  const std::vector<std::string>& benchmarks, const std::vector<Ratio>& ratios) {
   auto ratio_of = [&](const std::string& name) -> std::string {
@@ -340,6 +438,24 @@ void PrintTables(const Output& out, const std::vector<EngineRun>& runs,
       }
     }
   }
+  out.Info("");
+  out.Info("{:<12} {:<8} {:>9} {:>9} {:>10} {:>9} {:>10} {:>10} {:>8} {:>9}", "after", "engine",
+           "user MB", "live MB", "written MB", "write amp", "compaction", "sorted MB", "disk MB",
+           "space amp");
+  for (const EngineRun& run : runs) {
+    for (const auto& [after, a] : run.amplification) {
+      const std::optional<double> compaction = a.compaction_write_amplification();
+      out.Info(
+          "{:<12} {:<8} {:>9.1f} {:>9.1f} {:>10.1f} {:>9.2f} {:>10} {:>10.1f} {:>8.1f} {:>9.2f}",
+          after, run.engine, a.user_bytes_written / 1048576.0, a.live_user_bytes / 1048576.0,
+          a.file_writes.total_bytes / 1048576.0, a.write_amplification(),
+          compaction.has_value() ? fmt::format("{:.2f}", *compaction) : "-",
+          a.sorted_file_bytes / 1048576.0, a.disk_bytes / 1048576.0, a.space_amplification());
+    }
+  }
+  out.Info(
+      "write amp: bytes the engine wrote to sorted files (flushes and compactions; "
+      "compaction: theirs alone) / user bytes put; space amp: disk bytes / live user bytes");
   out.Info("");
   out.Info("{:<12} {:<8} {:>12} {:>9}   {}", "peak_memory", "engine", "peak RSS MB", "CPU s",
            "tessera vs smallest peer");
@@ -469,6 +585,7 @@ int Main(int argc, char** argv) {
     if (temporary_dir) std::filesystem::remove_all(dir, ignored);
     out.Json(fmt::format(R"({{"benchmark": "peak_memory", "engine": "{}", "peak_rss_mb": {:.1f}}})",
                          engine, run.peak_rss_mb));
+    for (const auto& [after, a] : run.amplification) out.Json(AmplificationJson(engine, after, a));
     if (!run.ok) {
       all_ok = false;
       out.Info("{}: FAILED (see stderr)", engine);

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,14 @@ struct ScanResult {
   uint64_t bytes = 0;  // key + value bytes of the rows
 };
 
+// What an engine has written to its sorted files (SSTables) since it was opened: the figure
+// over user bytes is its write amplification (the write-ahead log is not counted).
+struct FileWrites {
+  uint64_t total_bytes = 0;  // memtable flushes and compactions
+  // The compactions' part of total_bytes, for engines that count it apart (LevelDB does not).
+  std::optional<uint64_t> compaction_bytes;
+};
+
 class KvAdapter {
  public:
   virtual ~KvAdapter() = default;
@@ -54,10 +63,17 @@ class KvAdapter {
   // (0 = to the end). Every value is touched (its bytes counted).
   virtual StatusOr<ScanResult> Scan(std::string_view start, uint64_t limit) = 0;
 
+  // Bytes written to sorted files so far by this open database (the engine's own counters).
+  virtual StatusOr<FileWrites> Written() = 0;
+
   // Releases the database, syncing its write-ahead log first where the engine offers that.
   // Called once before destruction; the destructor only frees memory.
   virtual Status Close() = 0;
 };
+
+// The bytes a "leveldb.stats" property says the compactions of all levels wrote (its
+// Write(MB) column, in whole MiB per level); 0 when it has no level rows.
+uint64_t LevelDbStatsWrittenBytes(std::string_view stats);
 
 // Each factory opens (creating when missing) the database in options.dir.
 StatusOr<std::unique_ptr<KvAdapter>> OpenRocksDb(const KvOptions& options);

@@ -65,6 +65,16 @@ class LevelDbAdapter final : public KvAdapter {
     return result;
   }
 
+  // LevelDB counts only what each level's compactions (memtable flushes among them) wrote, in
+  // whole MiB: the "Write(MB)" column of its "leveldb.stats" property.
+  StatusOr<FileWrites> Written() override {
+    std::string stats;
+    if (!db_->GetProperty("leveldb.stats", &stats)) {
+      return absl::InternalError("leveldb: no leveldb.stats property");
+    }
+    return FileWrites{LevelDbStatsWrittenBytes(stats), std::nullopt};
+  }
+
   Status Close() override {
     // LevelDB has no Close: deleting the DB waits for its background work. Its log has no
     // user-space buffer, so every acknowledged write is already in the OS.

@@ -65,6 +65,12 @@ class TesseraAdapter final : public KvAdapter {
     return result;
   }
 
+  StatusOr<FileWrites> Written() override {
+    const tablet::EngineStats stats = engine_->GetStats();
+    return FileWrites{stats.flush_bytes_written + stats.compaction_bytes_written,
+                      stats.compaction_bytes_written};
+  }
+
   Status Close() override {
     if (engine_ == nullptr) return Status();
     Status s = engine_->Close();

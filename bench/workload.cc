@@ -1,8 +1,11 @@
 #include "workload.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <latch>
 #include <numeric>
 #include <thread>
@@ -93,6 +96,7 @@ class Worker {
   }
 
   Status Write(uint64_t k, ThreadResult* r) {
+    if (options_.written != nullptr) options_.written->Add(k);
     FormatKey(k, &key_);
     std::string_view value = values_.Next(options_.value_size);
     RETURN_IF_ERROR(db_->Put(key_, value));
@@ -253,9 +257,37 @@ Status LoadDatabase(KvAdapter* db, const WorkloadOptions& options) {
   ValueGenerator values(options.seed, options.value_size);
   std::string key;
   for (uint64_t i = 0; i < num; i++) {
-    FormatKey(static_cast<uint64_t>((static_cast<unsigned __int128>(i) * stride) % num), &key);
+    const auto k = static_cast<uint64_t>((static_cast<unsigned __int128>(i) * stride) % num);
+    if (options.written != nullptr) options.written->Add(k);
+    FormatKey(k, &key);
     RETURN_IF_ERROR(db->Put(key, values.Next(options.value_size)));
   }
+  return Status();
+}
+
+KeySet::KeySet(uint64_t num) : words_(new std::atomic<uint64_t>[(num + 63) / 64]()) {}
+
+void KeySet::Add(uint64_t k) {
+  const uint64_t bit = uint64_t{1} << (k % 64);
+  if ((words_[k / 64].fetch_or(bit, std::memory_order_relaxed) & bit) == 0) {
+    size_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+Status MeasureDirectory(const std::string& dir, uint64_t* sorted, uint64_t* disk) {
+  *sorted = 0;
+  *disk = 0;
+  std::error_code ec;
+  for (std::filesystem::recursive_directory_iterator it(dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    struct stat st;
+    // A file removed meanwhile (by a compaction) is skipped.
+    if (::lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    *disk += static_cast<uint64_t>(st.st_blocks) * 512;
+    const std::string ext = it->path().extension().string();
+    if (ext == ".sst" || ext == ".ldb") *sorted += static_cast<uint64_t>(st.st_size);
+  }
+  if (ec) return absl::UnavailableError(StrCat(dir, ": ", ec.message()));
   return Status();
 }
 

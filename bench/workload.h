@@ -20,7 +20,9 @@
 // functions may not run concurrently on the same adapter.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,12 +52,51 @@ class ValueGenerator {
   size_t pos_ = 0;
 };
 
+// The distinct keys of [0, num) written so far, one bit each: what the database should hold,
+// for its space amplification. Thread-safe.
+class KeySet {
+ public:
+  explicit KeySet(uint64_t num);
+  // REQUIRES: k < num.
+  void Add(uint64_t k);
+  uint64_t size() const { return size_.load(std::memory_order_relaxed); }
+
+ private:
+  std::unique_ptr<std::atomic<uint64_t>[]> words_;
+  std::atomic<uint64_t> size_{0};
+};
+
+// Sizes of a database's files and the amplification figures derived from them, cumulative since
+// the database was created.
+struct Amplification {
+  uint64_t user_bytes_written = 0;  // keys + values of every put (untimed loads included)
+  uint64_t live_user_bytes = 0;     // distinct keys written x (key + value size)
+  FileWrites file_writes;           // by the engine, into sorted files
+  uint64_t sorted_file_bytes = 0;   // the sorted files in the directory now (*.sst, *.ldb)
+  uint64_t disk_bytes = 0;          // everything in the directory (logs too), as allocated
+
+  double write_amplification() const { return Over(file_writes.total_bytes, user_bytes_written); }
+  std::optional<double> compaction_write_amplification() const {
+    if (!file_writes.compaction_bytes.has_value()) return std::nullopt;
+    return Over(*file_writes.compaction_bytes, user_bytes_written);
+  }
+  double space_amplification() const { return Over(disk_bytes, live_user_bytes); }
+
+ private:
+  static double Over(uint64_t a, uint64_t b) { return b > 0 ? static_cast<double>(a) / b : 0; }
+};
+
+// The sorted-file bytes (files named *.sst or *.ldb) and all bytes allocated to files under
+// `dir`, recursively, into *sorted and *disk.
+Status MeasureDirectory(const std::string& dir, uint64_t* sorted, uint64_t* disk);
+
 struct WorkloadOptions {
   uint64_t num = 1000000;     // key space and operations per benchmark
   uint64_t sync_num = 10000;  // operations of fillsync
   size_t value_size = 100;
   int threads = 1;
-  uint64_t seed = 301;  // the same seed gives every engine the same keys and values
+  uint64_t seed = 301;        // the same seed gives every engine the same keys and values
+  KeySet* written = nullptr;  // when set, write benchmarks and LoadDatabase add their keys
 };
 
 // What a benchmark's operations do.

@@ -48,6 +48,38 @@ TEST(BenchmarkTableTest, NamesAreKnown) {
   EXPECT_FALSE(FindBenchmark("readseq")->writes());
 }
 
+TEST(KeySetTest, CountsDistinctKeys) {
+  KeySet keys(130);
+  EXPECT_EQ(keys.size(), 0u);
+  for (uint64_t k : {0, 5, 63, 64, 129, 5, 64}) keys.Add(k);
+  EXPECT_EQ(keys.size(), 5u);
+}
+
+TEST(AmplificationTest, FiguresOverUserBytes) {
+  Amplification a;
+  a.user_bytes_written = 400;
+  a.live_user_bytes = 100;
+  a.file_writes = FileWrites{600, 200};
+  a.disk_bytes = 150;
+  EXPECT_DOUBLE_EQ(a.write_amplification(), 1.5);
+  EXPECT_DOUBLE_EQ(*a.compaction_write_amplification(), 0.5);
+  EXPECT_DOUBLE_EQ(a.space_amplification(), 1.5);
+  a.file_writes.compaction_bytes.reset();
+  EXPECT_FALSE(a.compaction_write_amplification().has_value());
+  EXPECT_DOUBLE_EQ(Amplification().write_amplification(), 0);  // nothing put: 0, not NaN
+}
+
+TEST(LevelDbStatsTest, SumsTheWriteColumn) {
+  const std::string stats =
+      "                               Compactions\n"
+      "Level  Files Size(MB) Time(sec) Read(MB) Write(MB)\n"
+      "--------------------------------------------------\n"
+      "  0        2        4         0        0         9\n"
+      "  1        5       10         1       12        11\n";
+  EXPECT_EQ(LevelDbStatsWrittenBytes(stats), 20u * 1048576);
+  EXPECT_EQ(LevelDbStatsWrittenBytes(""), 0u);
+}
+
 // Every benchmark on every engine compiled in, small: checks the adapters and the counts.
 class EngineWorkloadTest : public testing::TestWithParam<std::string> {
  protected:
@@ -109,6 +141,31 @@ TEST_P(EngineWorkloadTest, EveryBenchmarkCountsWhatItDid) {
     EXPECT_EQ(run(synced->get(), "readseq").ops, 2000u);  // reopened: nothing lost
     ASSERT_TRUE((*synced)->Close().ok());
   }
+}
+
+TEST_P(EngineWorkloadTest, WritesToSortedFilesAreCountedAndFound) {
+  auto db = Open(false);
+  ASSERT_TRUE(db.ok()) << db.status();
+  KeySet written(40000);
+  WorkloadOptions options;
+  // 4.6 MB, twice: many flushes of the 64 KiB memtable, and enough for LevelDB's whole MiB.
+  options.num = 40000;
+  options.written = &written;
+  ASSERT_TRUE(RunBenchmark(db->get(), *FindBenchmark("fillseq"), options).ok());
+  ASSERT_TRUE(RunBenchmark(db->get(), *FindBenchmark("overwrite"), options).ok());
+  EXPECT_EQ(written.size(), 40000u);
+  auto writes = (*db)->Written();
+  ASSERT_TRUE(writes.ok()) << writes.status();
+  EXPECT_GT(writes->total_bytes, 1u << 20);  // ~ the compressed data, mostly flushed
+  if (writes->compaction_bytes.has_value()) {
+    EXPECT_LE(*writes->compaction_bytes, writes->total_bytes);
+  }
+  uint64_t sorted = 0, disk = 0;
+  ASSERT_TRUE(MeasureDirectory(dir_.string(), &sorted, &disk).ok());
+  EXPECT_GT(sorted, 0u);
+  EXPECT_GE(disk, sorted / 2);  // allocation is in blocks; sorted counts sizes
+  ASSERT_TRUE((*db)->Close().ok());
+  EXPECT_FALSE(MeasureDirectory((dir_ / "missing").string(), &sorted, &disk).ok());
 }
 
 TEST_P(EngineWorkloadTest, LoadDatabaseWritesEveryKeyOnce) {

@@ -28,7 +28,7 @@ python3 - "$BENCH_OUT" <<'PY'
 import json
 import sys
 
-results, memory, ratios = {}, {}, {}
+results, memory, ratios, amplification = {}, {}, {}, []
 with open(sys.argv[1]) as f:
     for line in f:
         line = line.strip()
@@ -39,6 +39,8 @@ with open(sys.argv[1]) as f:
             ratios[r["benchmark"]] = r
         elif r["benchmark"] == "peak_memory":
             memory[r["engine"]] = r["peak_rss_mb"]
+        elif r["benchmark"] == "amplification":
+            amplification.append(r)
         else:
             results.setdefault(r["benchmark"], {})[r["engine"]] = r
 
@@ -59,6 +61,15 @@ if "peak_memory" in ratios:
     print(f"{'peak RSS MB':<12} {memory['tessera']:>14.1f} {r['best_peer']:>10} "
           f"{memory[r['best_peer']]:>12.1f} {r['tessera_vs_best_peer']:>6.2f}x")
 print("ratio: tessera / best peer; above 1 is faster (peak RSS: below 1 is smaller)")
+if amplification:
+    print()
+    print(f"{'after':<12} {'engine':<8} {'write amp':>9} {'compaction':>10} {'space amp':>9}")
+    for a in amplification:
+        c = a["compaction_write_amplification"]
+        print(f"{a['after']:<12} {a['engine']:<8} {a['write_amplification']:>9.2f} "
+              f"{'-' if c is None else format(c, '.2f'):>10} {a['space_amplification']:>9.2f}")
+    print("write amp: sorted-file bytes written (flushes + compactions) / user bytes; "
+          "space amp: disk bytes / live user bytes")
 PY
 
 # The server benchmark: YCSB workloads against `tessera serve` and the official emulator.

@@ -64,6 +64,7 @@ Status TabletManager::FlushOldestImmutable(Tablet* t) {
   absl::MutexLock l(&mu_);
   t->PopFlushed(in->mem.get());
   ++stats_.flushes;
+  stats_.flush_bytes_written += result.bytes_written;
   DeleteObsoleteLogSegments();
   return Status();
 }

@@ -229,6 +229,7 @@ struct EngineStats {
   uint64_t sstable_bytes = 0;
   uint64_t flushes = 0;
   uint64_t compactions = 0;
+  uint64_t flush_bytes_written = 0;  // SSTable bytes written by flushes
   uint64_t compaction_bytes_written = 0;
   uint64_t write_stalls = 0;
   uint64_t block_cache_hits = 0;
