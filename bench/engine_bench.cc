@@ -136,6 +136,15 @@ struct Measurement {
   double micros_per_op = 0;
 };
 
+// `prefix` and the compactions' share of the write amplification to `decimals` places, or
+// `none` for an engine that does not count it apart.
+std::string CompactionFigure(const Amplification& a, std::string_view none,
+                             std::string_view prefix = "", int decimals = 2) {
+  const std::optional<double> compaction = a.compaction_write_amplification();
+  return compaction.has_value() ? fmt::format("{}{:.{}f}", prefix, *compaction, decimals)
+                                : std::string(none);
+}
+
 // Writes one line to the parent's pipe.
 void SendLine(const Output& out, int result_fd, std::string_view engine, const std::string& line) {
   // The parent reads the pipe to the end before it waits, so this cannot block for long.
@@ -149,14 +158,12 @@ void SendLine(const Output& out, int result_fd, std::string_view engine, const s
 //       <sorted file bytes> <disk bytes>
 void ReportAmplification(const Output& out, int result_fd, std::string_view engine,
                          std::string_view benchmark, const Amplification& a) {
-  const std::optional<double> compaction = a.compaction_write_amplification();
   out.Info(
       "{:<12} {:<8}: write amplification {:.2f} ({}), space amplification {:.2f} ({:.1f} MB "
       "on disk for {:.1f} MB of live keys and values)",
       benchmark, engine, a.write_amplification(),
-      compaction.has_value() ? fmt::format("compactions {:.2f}", *compaction)
-                             : std::string("flushes and compactions"),
-      a.space_amplification(), a.disk_bytes / 1048576.0, a.live_user_bytes / 1048576.0);
+      CompactionFigure(a, "flushes and compactions", "compactions "), a.space_amplification(),
+      a.disk_bytes / 1048576.0, a.live_user_bytes / 1048576.0);
   SendLine(out, result_fd, engine,
            fmt::format("amp {} {} {} {} {} {} {}\n", benchmark, a.user_bytes_written,
                        a.live_user_bytes, a.file_writes.total_bytes,
@@ -400,7 +407,6 @@ std::vector<Ratio> ComputeRatios(const std::vector<EngineRun>& runs,
 
 std::string AmplificationJson(std::string_view engine, std::string_view after,
                               const Amplification& a) {
-  const std::optional<double> compaction = a.compaction_write_amplification();
   return fmt::format(
       R"({{"benchmark": "amplification", "after": "{}", "engine": "{}", )"
       R"("user_bytes_written": {}, "live_user_bytes": {}, "file_bytes_written": {}, )"
@@ -411,8 +417,7 @@ std::string AmplificationJson(std::string_view engine, std::string_view after,
       a.file_writes.compaction_bytes.has_value() ? std::to_string(*a.file_writes.compaction_bytes)
                                                  : "null",
       a.sorted_file_bytes, a.disk_bytes, a.write_amplification(),
-      compaction.has_value() ? fmt::format("{:.3f}", *compaction) : "null",
-      a.space_amplification());
+      CompactionFigure(a, "null", "", 3), a.space_amplification());
 }
 
 void PrintTables(const Output& out, const std::vector<EngineRun>& runs,
@@ -444,12 +449,10 @@ void PrintTables(const Output& out, const std::vector<EngineRun>& runs,
            "space amp");
   for (const EngineRun& run : runs) {
     for (const auto& [after, a] : run.amplification) {
-      const std::optional<double> compaction = a.compaction_write_amplification();
       out.Info(
           "{:<12} {:<8} {:>9.1f} {:>9.1f} {:>10.1f} {:>9.2f} {:>10} {:>10.1f} {:>8.1f} {:>9.2f}",
           after, run.engine, a.user_bytes_written / 1048576.0, a.live_user_bytes / 1048576.0,
-          a.file_writes.total_bytes / 1048576.0, a.write_amplification(),
-          compaction.has_value() ? fmt::format("{:.2f}", *compaction) : "-",
+          a.file_writes.total_bytes / 1048576.0, a.write_amplification(), CompactionFigure(a, "-"),
           a.sorted_file_bytes / 1048576.0, a.disk_bytes / 1048576.0, a.space_amplification());
     }
   }
