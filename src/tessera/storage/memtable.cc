@@ -104,7 +104,8 @@ class MemTable::MemTableIterator final : public Iterator {
 };
 
 MemTable::MemTable(const MemTableOptions& options)
-    : arena_(options.arena_block_size), table_(EntryComparator(), &arena_, options.skiplist_seed) {}
+    : arena_(options.arena_block_size, options.usage_total),
+      table_(EntryComparator(), &arena_, options.skiplist_seed) {}
 
 void MemTable::Add(SequenceNumber seq, ValueType type, std::string_view user_key,
                    std::string_view value) {

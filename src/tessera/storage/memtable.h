@@ -29,9 +29,12 @@
 namespace tessera::storage {
 
 struct MemTableOptions {
-  // Size of the Arena blocks that hold entries and skiplist nodes, in bytes. Memory usage grows in
-  // steps of this size. Default 1 MiB. Fixed for the life of a memtable.
+  // Largest size of the Arena blocks that hold entries and skiplist nodes, in bytes: blocks start
+  // at 4 KiB and double up to it (arena.h). Default 1 MiB. Fixed for the life of a memtable.
   size_t arena_block_size = size_t{1} << 20;
+  // If set, the memtable's arena counts its memory into this counter too, for as long as the
+  // memtable lives: one counter shared by many memtables holds their total (arena.h).
+  std::shared_ptr<std::atomic<size_t>> usage_total;
   // Seeds the skiplist's node heights. Only the shape of the skiplist depends on it.
   uint64_t skiplist_seed = 0x7e55e7a;
 };

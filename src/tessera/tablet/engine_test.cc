@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tessera/util/arena.h"
 #include "tessera/util/mem_file_system.h"
 
 namespace tessera::tablet {
@@ -27,6 +28,9 @@ class EngineTest : public ::testing::Test {
     o.memtable_bytes = memtable_bytes;
     o.block_size = 1024;
     o.size_tier_min_files = size_tier_min_files;
+    OpenWith(o);
+  }
+  void OpenWith(const EngineOptions& o) {
     auto e = Engine::Open(o, Env{&fs_, &clock_});
     ASSERT_TRUE(e.ok()) << e.status();
     engine_ = std::move(e).value();
@@ -214,6 +218,61 @@ TEST_F(EngineTest, ErrorsNameTheProblem) {
   EXPECT_TRUE(absl::IsInvalidArgument(s));
   EXPECT_NE(std::string::npos, std::string(s.message()).find("nope"));
   EXPECT_TRUE(absl::IsNotFound(engine_->Apply(2, nofamily)));
+}
+
+// A node holds a copy of many tablets, most of them idle: they must cost a write nothing.
+TEST_F(EngineTest, IdleTabletsNeitherStallNorFlushTheBusyOne) {
+  EngineOptions o;
+  o.dir = "/db";
+  o.memtable_bytes = 64 << 20;  // arena blocks of 1 MiB
+  o.memory_hard_limit_bytes = 32 << 20;
+  OpenWith(o);
+  constexpr int kTablets = 300;
+  for (int id = 1; id <= kTablets; ++id) {
+    ASSERT_TRUE(engine_->CreateTablet(id, TabletDescriptor{"t", "", "", Schema()}).ok());
+  }
+  // Empty memtables reserve a small first block, not a whole one each.
+  EXPECT_LT(engine_->GetStats().memtable_bytes, kTablets * 2 * Arena::kFirstBlockSize);
+  const std::string value(1000, 'v');
+  for (int i = 0; i < 5000; ++i) {
+    model::RowMutation m("row" + std::to_string(i));
+    m.SetCell("cf", "q", 1000, value);
+    ASSERT_TRUE(engine_->Apply(1, m).ok());
+  }
+  EngineStats stats = engine_->GetStats();
+  EXPECT_EQ(0u, stats.write_stalls);
+  EXPECT_EQ(0u, stats.flushes);
+  EXPECT_EQ("v", Get("row4999").substr(0, 1));
+}
+
+// The bound still holds when the memory is spread over many tablets, each below memtable_bytes.
+TEST_F(EngineTest, MemtablesOfManyTabletsStayWithinTheHardLimit) {
+  EngineOptions o;
+  o.dir = "/db";
+  o.memtable_bytes = 4 << 20;
+  o.memory_hard_limit_bytes = 4 << 20;
+  OpenWith(o);
+  constexpr int kTablets = 8;
+  for (int id = 1; id <= kTablets; ++id) {
+    ASSERT_TRUE(engine_->CreateTablet(id, TabletDescriptor{"t", "", "", Schema()}).ok());
+  }
+  const std::string value(1000, 'v');
+  size_t peak = 0;
+  for (int i = 0; i < 12000; ++i) {
+    model::RowMutation m("row" + std::to_string(i));
+    m.SetCell("cf", "q", 1000, value);
+    ASSERT_TRUE(engine_->Apply(1 + i % kTablets, m).ok());
+    if (i % 100 == 0) peak = std::max<size_t>(peak, engine_->GetStats().memtable_bytes);
+  }
+  ASSERT_TRUE(engine_->WaitForBackgroundWork().ok());
+  EngineStats stats = engine_->GetStats();
+  EXPECT_GT(stats.flushes, 0u);
+  // The limit is checked before each write group: one group and one block per tablet may pass it.
+  EXPECT_LT(peak, o.memory_hard_limit_bytes + kTablets * (256 << 10) + (1 << 20));
+  for (int id = 1; id <= kTablets; ++id) {
+    auto r = engine_->ReadRow(id, "row" + std::to_string(11992 + id - 1), model::ReadSpec());
+    ASSERT_TRUE(r.ok() && r->has_value()) << id;
+  }
 }
 
 }  // namespace

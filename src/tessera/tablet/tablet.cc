@@ -72,6 +72,7 @@ std::shared_ptr<storage::MemTable> Tablet::NewMemTable() const {
   // Arena blocks scale with the memtable size, so that a small memtable is not one big block.
   storage::MemTableOptions o;
   o.arena_block_size = std::clamp<size_t>(context_.options->memtable_bytes / 16, 4096, 1 << 20);
+  o.usage_total = context_.memtable_usage;
   return std::make_shared<storage::MemTable>(o);
 }
 

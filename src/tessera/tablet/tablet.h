@@ -71,6 +71,9 @@ struct TabletCheckpoint {
 struct TabletContext {
   const EngineOptions* options = nullptr;
   Clock* clock = nullptr;
+  // The memory of every live memtable of the engine's tablets, active, immutable or still held
+  // by a reader after its flush: their arenas count into it (arena.h). Never null.
+  std::shared_ptr<std::atomic<size_t>> memtable_usage;
 };
 
 // Inserts the entries of the encoded row mutation `encoded` into `mem`, numbering them from

@@ -80,7 +80,7 @@ TabletManager::TabletManager(const EngineOptions& options, const Env& env)
                        MaybeScheduleFlush(t);
                      },
              }),
-      tablet_context_{&options_, env_.clock} {
+      tablet_context_{&options_, env_.clock, std::make_shared<std::atomic<size_t>>(0)} {
   table_options_.comparator = storage::InternalKeyComparator();
   table_options_.filter_key_extractor = RowFilterKey();
   table_options_.block_size = options.block_size;
@@ -345,9 +345,18 @@ size_t TabletManager::MemtableBytes() const {
   return total;
 }
 
+bool TabletManager::OverMemoryLimit() const {
+  const size_t limit = options_.memory_hard_limit_bytes;
+  // The shared counter is one load, whatever the number of tablets; it also counts memtables
+  // that readers still hold after their flush, which no flush can free, so the exact sum over
+  // the tablets decides once the counter is over.
+  return tablet_context_.memtable_usage->load(std::memory_order_relaxed) > limit &&
+         MemtableBytes() > limit;
+}
+
 Status TabletManager::MakeRoomForWrite() {
   bool stalled = false;
-  while (bg_error_.ok() && !closed_ && MemtableBytes() > options_.memory_hard_limit_bytes) {
+  while (bg_error_.ok() && !closed_ && OverMemoryLimit()) {
     // Over the bound: make sure the biggest active memtable is on its way to disk, then wait.
     // Only the leader calls this, and it inserts nothing meanwhile: sealing races no insert.
     Tablet* biggest = nullptr;

@@ -141,6 +141,9 @@ class TabletManager final : public Engine {
   Status BeforeTurn(bool write_group) ABSL_LOCKS_EXCLUDED(mu_);
   Status MakeRoomForWrite() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   size_t MemtableBytes() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Whether the memtables hold more than memory_hard_limit_bytes. Costs one atomic load while
+  // they are under it, however many tablets there are.
+  bool OverMemoryLimit() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   // --- background work (background.cc) ---
   // Queues `job` on the executor as one background job (counted in background_jobs_, which

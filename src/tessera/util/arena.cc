@@ -1,18 +1,32 @@
 #include "tessera/util/arena.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <utility>
 
 namespace tessera {
 
-Arena::Arena(size_t block_size) : block_size_(block_size) {}
+Arena::Arena(size_t block_size, std::shared_ptr<std::atomic<size_t>> shared_usage)
+    : block_size_(block_size),
+      next_block_size_(std::min(kFirstBlockSize, block_size)),
+      shared_usage_(std::move(shared_usage)) {}
+
+Arena::~Arena() {
+  if (shared_usage_ != nullptr) {
+    shared_usage_->fetch_sub(MemoryUsage(), std::memory_order_relaxed);
+  }
+}
 
 char* Arena::AllocateFallback(size_t bytes) {
   if (bytes > block_size_ / 4) {
     // A large object gets its own block so the current block's remainder is not wasted.
     return AllocateNewBlock(bytes);
   }
-  alloc_ptr_ = AllocateNewBlock(block_size_);
-  alloc_bytes_remaining_ = block_size_;
+  // bytes <= block_size_ / 4, so a block of at least 4 * bytes wastes at most a quarter of it.
+  const size_t size = std::max(next_block_size_, bytes);
+  next_block_size_ = std::min(next_block_size_ * 2, block_size_);
+  alloc_ptr_ = AllocateNewBlock(size);
+  alloc_bytes_remaining_ = size;
   char* result = alloc_ptr_;
   alloc_ptr_ += bytes;
   alloc_bytes_remaining_ -= bytes;
@@ -38,6 +52,9 @@ char* Arena::AllocateNewBlock(size_t bytes) {
   // new char[] (not make_unique) leaves the block uninitialized: no wasted zero-fill.
   blocks_.push_back(std::unique_ptr<char[]>(new char[bytes]));
   memory_usage_.fetch_add(bytes + sizeof(char*), std::memory_order_relaxed);
+  if (shared_usage_ != nullptr) {
+    shared_usage_->fetch_add(bytes + sizeof(char*), std::memory_order_relaxed);
+  }
   return blocks_.back().get();
 }
 

@@ -31,5 +31,38 @@ TEST(ArenaTest, ManyAllocationsKeepTheirContents) {
   }
 }
 
+TEST(ArenaTest, AnArenaThatHoldsLittleReservesLittle) {
+  Arena arena(1 << 20);
+  arena.Allocate(100);
+  EXPECT_LT(arena.MemoryUsage(), 2 * Arena::kFirstBlockSize);
+  // Blocks double: 1 MiB of small allocations takes about 1 MiB plus a partly filled block.
+  size_t bytes = 100;
+  while (bytes < (1 << 20)) bytes += arena.Allocate(1000) != nullptr ? 1000 : 0;
+  EXPECT_GE(arena.MemoryUsage(), bytes);
+  EXPECT_LT(arena.MemoryUsage(), 3 * bytes);
+}
+
+TEST(ArenaTest, TheSharedCounterHoldsTheMemoryOfTheLiveArenas) {
+  auto shared = std::make_shared<std::atomic<size_t>>(0);
+  {
+    Arena a(1 << 16, shared);
+    Arena b(4096, shared);
+    Random rnd(7);
+    for (int i = 0; i < 2000; ++i) {
+      a.Allocate(rnd.Uniform(200) + 1);
+      b.AllocateAligned(rnd.Uniform(3000) + 1);  // some larger than a quarter block
+      ASSERT_EQ(a.MemoryUsage() + b.MemoryUsage(), shared->load());
+    }
+    const size_t of_a = a.MemoryUsage();
+    {
+      Arena c(4096, shared);
+      c.Allocate(10);
+      EXPECT_EQ(of_a + b.MemoryUsage() + c.MemoryUsage(), shared->load());
+    }
+    EXPECT_EQ(of_a + b.MemoryUsage(), shared->load());
+  }
+  EXPECT_EQ(0u, shared->load());
+}
+
 }  // namespace
 }  // namespace tessera
