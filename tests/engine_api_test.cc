@@ -157,6 +157,7 @@ TEST_F(EngineApiTest, ManifestNextFileNumberCoversLiveFiles) {
   options_.memtable_bytes = 4 << 10;
   options_.background_threads = 2;
   options_.size_tier_min_files = 2;
+  options_.level0_compaction_files = 2;
   options_.block_size = 1024;
   for (int round = 0; round < 20; ++round) {
     SCOPED_TRACE(fmt::format("round {}", round));

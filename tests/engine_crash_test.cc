@@ -37,6 +37,7 @@ using model::GcRule;
 using model::Row;
 using model::RowMutation;
 using model::RowRange;
+using tablet::CompactionStyle;
 using tablet::Engine;
 using tablet::EngineOptions;
 using tablet::SyncMode;
@@ -178,8 +179,15 @@ class CrashTest : public ::testing::Test {
     o.compaction_bytes_per_second = 0;
     o.size_tier_min_files = 3;
     o.background_threads = 2;
+    o.compaction_style = style_;
+    // Small levels: crash points fall inside level-0 compactions, cut outputs and moves.
+    o.level0_compaction_files = 3;
+    o.level1_bytes = 24 << 10;
+    o.level_size_multiplier = 3;
+    o.level_file_bytes = 4 << 10;
     return o;
   }
+  CompactionStyle style_ = CompactionStyle::kLeveled;
 
   // Runs the workload on `fs` until the first failed write. Never fails the test: failures
   // are expected once the crash point is reached.
@@ -487,6 +495,11 @@ TEST_F(CrashTest, TruncateAndFamilyDropAreAllOrNothing) {
 // The same among the longer workload, at spread crash points.
 TEST_F(CrashTest, BatchSyncWithTruncatesAndFamilyDrops) {
   RunCrashPoints(SyncMode::kBatch, /*workload_ops=*/400, /*max_points=*/200, /*admin_ops=*/true);
+}
+
+TEST_F(CrashTest, BatchSyncKeepsEveryAcknowledgedWriteSizeTiered) {
+  style_ = CompactionStyle::kSizeTiered;
+  RunCrashPoints(SyncMode::kBatch, /*workload_ops=*/400, /*max_points=*/150);
 }
 
 TEST_F(CrashTest, PeriodicSyncLosesOnlyASuffix) {

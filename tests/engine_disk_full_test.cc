@@ -45,6 +45,7 @@ class DiskFullTest : public ::testing::Test {
     options_.compression = tablet::Compression::kNone;  // data takes the space it says
     options_.compaction_bytes_per_second = 0;
     options_.size_tier_min_files = 3;
+    options_.level0_compaction_files = 3;
     env_.fs = &fs_;
     env_.clock = &clock_;
     model_.SetFamily("f", GcRule::None());
@@ -178,6 +179,8 @@ TEST_F(DiskFullTest, FailedFlushLosesNothing) {
 
 TEST_F(DiskFullTest, FailedCompactionLosesNothing) {
   options_.size_tier_min_files = 100;  // keep the four files apart until CompactTablet
+  options_.level0_compaction_files = 100;
+  options_.level0_stop_files = 100;
   engine_.reset();
   ASSERT_NO_FATAL_FAILURE(Open());
   for (int round = 0; round < 4; ++round) {

@@ -8,6 +8,7 @@
 //
 // Replay a failure with TESSERA_SEED=<the printed seed>.
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -104,6 +105,7 @@ struct Config {
   size_t block_size = 0;
   Compression compression = Compression::kLz4;
   tablet::SyncMode sync_mode = tablet::SyncMode::kBatch;
+  tablet::CompactionStyle compaction = tablet::CompactionStyle::kLeveled;
 };
 
 // For gtest's test names and messages.
@@ -130,6 +132,14 @@ class ModelRun {
     options_.compaction_bytes_per_second = 0;
     options_.size_tier_min_files = 3;
     options_.size_tier_max_files = 8;
+    options_.compaction_style = config.compaction;
+    // Small levels and files, so that a run reaches several levels, cuts outputs between rows
+    // and moves files.
+    options_.level0_compaction_files = 3;
+    options_.level0_stop_files = 6;
+    options_.level1_bytes = config.memtable_bytes / 2;
+    options_.level_size_multiplier = 2;
+    options_.level_file_bytes = config.memtable_bytes / 4;
   }
 
   void Run() {
@@ -140,7 +150,15 @@ class ModelRun {
       TraceEngineRow();
       if (op_ % 100 == 99) {
         ASSERT_NO_FATAL_FAILURE(CheckEverything()) << "at op " << op_;
+        ASSERT_NO_FATAL_FAILURE(CheckFileLayout()) << "at op " << op_;
       }
+    }
+    if (config_.compaction == tablet::CompactionStyle::kLeveled) {
+      // A short run holds too little data for more than one level below level 0.
+      const uint32_t deepest = config_.ops >= 5000 ? 2 : 1;
+      EXPECT_GE(max_level_, deepest) << "the run never reached level " << deepest;
+    } else {
+      EXPECT_EQ(0u, max_level_);
     }
     ASSERT_NO_FATAL_FAILURE(CheckEverything());
     ASSERT_NO_FATAL_FAILURE(Reopen());
@@ -151,6 +169,7 @@ class ModelRun {
     ::testing::Test::RecordProperty("flushes", flushes_);
     ::testing::Test::RecordProperty("compactions", compactions_);
     ::testing::Test::RecordProperty("reopens", reopens_);
+    ::testing::Test::RecordProperty("max_level", max_level_);
     ::testing::Test::RecordProperty("max_eligible_cells", max_eligible_);
     ::testing::Test::RecordProperty("checks", checks_);
     ::testing::Test::RecordProperty("family_drops", drops_);
@@ -466,6 +485,32 @@ class ModelRun {
     t->descriptor = *d;
   }
 
+  // Leveled compaction's promise (docs/compaction.md): within a locality group, the files of
+  // each level >= 1 hold disjoint rows, and level 0 stays below its stop size plus the flushes
+  // already running.
+  void CheckFileLayout() {
+    for (const auto& t : tablets_) {
+      StatusOr<std::vector<tablet::SstableInfo>> files = engine_->ListSstables(t.id);
+      ASSERT_TRUE(files.ok()) << files.status();
+      std::map<std::pair<uint32_t, uint32_t>, std::vector<const tablet::SstableInfo*>> levels;
+      for (const auto& f : *files) {
+        ASSERT_LE(f.first_row, f.last_row) << "file " << f.number;
+        max_level_ = std::max(max_level_, f.level);
+        levels[{f.group, f.level}].push_back(&f);
+      }
+      for (auto& [key, level] : levels) {
+        if (key.second == 0) continue;
+        std::sort(level.begin(), level.end(),
+                  [](const auto* a, const auto* b) { return a->first_row < b->first_row; });
+        for (size_t i = 1; i < level.size(); ++i) {
+          ASSERT_LT(level[i - 1]->last_row, level[i]->first_row)
+              << "tablet " << t.id << " group " << key.first << " level " << key.second
+              << ": files " << level[i - 1]->number << " and " << level[i]->number << " overlap";
+        }
+      }
+    }
+  }
+
   void AccumulateStats() {
     const tablet::EngineStats stats = engine_->GetStats();
     flushes_ += stats.flushes;
@@ -553,6 +598,7 @@ class ModelRun {
   FileSystem* fs_ = nullptr;
   ManualClock clock_;
   EngineOptions options_;
+  uint32_t max_level_ = 0;
   std::unique_ptr<Engine> engine_;
   std::vector<TabletState> tablets_;
   int op_ = 0;
@@ -576,32 +622,43 @@ TEST_P(EngineModelTest, RandomOperationsMatchModel) {
   ASSERT_NO_FATAL_FAILURE(run.Run());
 }
 
-INSTANTIATE_TEST_SUITE_P(Configs, EngineModelTest,
-                         ::testing::Values(Config{.name = "MemSmallBlocksLz4",
-                                                  .ops = 20000,
-                                                  .memtable_bytes = 16 << 10,
-                                                  .block_size = 1024,
-                                                  .compression = Compression::kLz4},
-                                           Config{.name = "MemZstdPeriodic",
-                                                  .ops = 10000,
-                                                  .memtable_bytes = 64 << 10,
-                                                  .block_size = 4096,
-                                                  .compression = Compression::kZstd,
-                                                  .sync_mode = tablet::SyncMode::kPeriodic},
-                                           Config{.name = "MemNoCompression",
-                                                  .ops = 10000,
-                                                  .memtable_bytes = 32 << 10,
-                                                  .block_size = 2048,
-                                                  .compression = Compression::kNone},
-                                           Config{.name = "Posix",
-                                                  .posix = true,
-                                                  .ops = 800,
-                                                  .memtable_bytes = 16 << 10,
-                                                  .block_size = 1024,
-                                                  .compression = Compression::kLz4}),
-                         [](const ::testing::TestParamInfo<Config>& info) {
-                           return info.param.name;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Configs, EngineModelTest,
+    ::testing::Values(Config{.name = "MemSmallBlocksLz4",
+                             .ops = 20000,
+                             .memtable_bytes = 16 << 10,
+                             .block_size = 1024,
+                             .compression = Compression::kLz4},
+                      Config{.name = "MemZstdPeriodic",
+                             .ops = 10000,
+                             .memtable_bytes = 64 << 10,
+                             .block_size = 4096,
+                             .compression = Compression::kZstd,
+                             .sync_mode = tablet::SyncMode::kPeriodic},
+                      Config{.name = "MemNoCompression",
+                             .ops = 10000,
+                             .memtable_bytes = 32 << 10,
+                             .block_size = 2048,
+                             .compression = Compression::kNone},
+                      Config{.name = "MemSmallBlocksLz4SizeTiered",
+                             .ops = 20000,
+                             .memtable_bytes = 16 << 10,
+                             .block_size = 1024,
+                             .compression = Compression::kLz4,
+                             .compaction = tablet::CompactionStyle::kSizeTiered},
+                      Config{.name = "MemNoCompressionSizeTiered",
+                             .ops = 10000,
+                             .memtable_bytes = 32 << 10,
+                             .block_size = 2048,
+                             .compression = Compression::kNone,
+                             .compaction = tablet::CompactionStyle::kSizeTiered},
+                      Config{.name = "Posix",
+                             .posix = true,
+                             .ops = 800,
+                             .memtable_bytes = 16 << 10,
+                             .block_size = 1024,
+                             .compression = Compression::kLz4}),
+    [](const ::testing::TestParamInfo<Config>& info) { return info.param.name; });
 
 }  // namespace
 }  // namespace tessera::test

@@ -52,6 +52,8 @@ class ReverseScanTest : public EngineTestBase {
     options_.block_size = 1024;
     options_.block_cache_bytes = 64 << 20;
     options_.size_tier_min_files = 100;  // keep the files apart
+    options_.level0_compaction_files = 100;
+    options_.level0_stop_files = 100;
   }
 
   void Open(const TabletDescriptor& d = Descriptor()) {

@@ -11,6 +11,7 @@ constexpr char kFormatV1 = 0x01;
 constexpr char kFormatV2 = 0x02;  // kFormatVersion followed by drop marks
 constexpr char kFormatVersion = 0x03;
 constexpr char kFormatWithOptions = 0x04;  // kFormatVersion followed by the table options
+constexpr char kFormatWithCompaction = 0x05;  // kFormatWithOptions followed by the compaction
 constexpr uint8_t kFlagInMemory = 0x01;
 constexpr uint8_t kFlagSuperColumns = 0x02;
 constexpr uint8_t kFlagTimeSorted = 0x04;
@@ -83,7 +84,9 @@ Status TableSchema::Validate() const {
 }
 
 void TableSchema::EncodeTo(std::string* dst) const {
-  dst->push_back(options.empty() ? kFormatVersion : kFormatWithOptions);
+  dst->push_back(options.empty()              ? kFormatVersion
+                 : options.compaction.empty() ? kFormatWithOptions
+                                              : kFormatWithCompaction);
   PutLengthPrefixed(dst, name);
   PutVarint64(dst, version);
   uint8_t table_flags = 0;
@@ -107,6 +110,7 @@ void TableSchema::EncodeTo(std::string* dst) const {
     PutLengthPrefixed(dst, options.placement);
     PutLengthPrefixed(dst, options.read_consistency);
     PutLengthPrefixed(dst, options.write_consistency);
+    if (!options.compaction.empty()) PutLengthPrefixed(dst, options.compaction);
   }
 }
 
@@ -125,8 +129,8 @@ StatusOr<TableSchema> TableSchema::Decode(
   };
   if (rest.empty()) return error("empty");
   const char format = rest[0];
-  if (format != kFormatWithOptions && format != kFormatVersion && format != kFormatV2 &&
-      format != kFormatV1) {
+  if (format != kFormatWithCompaction && format != kFormatWithOptions && format != kFormatVersion &&
+      format != kFormatV2 && format != kFormatV1) {
     return error(tessera::StrCat("unknown format ", static_cast<uint8_t>(rest[0])));
   }
   rest.remove_prefix(1);
@@ -176,13 +180,15 @@ StatusOr<TableSchema> TableSchema::Decode(
     f.time_sorted = (flags & kFlagTimeSorted) != 0;
     f.gc_rule = *std::move(rule);
   }
-  if (format == kFormatWithOptions) {
-    std::string_view placement, read, write;
+  if (format == kFormatWithOptions || format == kFormatWithCompaction) {
+    std::string_view placement, read, write, compaction;
     if (!GetLengthPrefixed(&rest, &placement) || !GetLengthPrefixed(&rest, &read) ||
-        !GetLengthPrefixed(&rest, &write)) {
+        !GetLengthPrefixed(&rest, &write) ||
+        (format == kFormatWithCompaction && !GetLengthPrefixed(&rest, &compaction))) {
       return error("truncated table options");
     }
-    schema.options = TableOptions{std::string(placement), std::string(read), std::string(write)};
+    schema.options = TableOptions{std::string(placement), std::string(read), std::string(write),
+                                  std::string(compaction)};
   }
   if (format == kFormatV2) {
     uint32_t dropped;

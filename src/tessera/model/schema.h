@@ -43,15 +43,17 @@ struct FamilySchema {
 // every node and every restart sees them. model/ keeps them as text and does not interpret
 // them; the layers that act on them check them when a table is created (the admin service):
 // `placement` in catalog/placement.h's text form, the levels as replication/consistency.h
-// names them. "" = not set: a table made before the options existed, or a level left to the
-// node's default.
+// names them, `compaction` "leveled" or "size_tiered" (docs/compaction.md). "" = not set: a
+// table made before the options existed, or a choice left to the node's default.
 struct TableOptions {
   std::string placement;
   std::string read_consistency;
   std::string write_consistency;
+  std::string compaction;
 
   bool empty() const {
-    return placement.empty() && read_consistency.empty() && write_consistency.empty();
+    return placement.empty() && read_consistency.empty() && write_consistency.empty() &&
+           compaction.empty();
   }
   bool operator==(const TableOptions&) const = default;
 };
@@ -82,14 +84,16 @@ struct TableSchema {
   Status Validate() const;
 
   // Binary form (for the manifest and the catalog):
-  //   schema  := format(1 byte = 0x03 | 0x04) lp(name) varint64(version) table_flags(1 byte)
-  //              varint32(count) family*count
-  //              [lp(placement) lp(read_consistency) lp(write_consistency)]  -- 0x04 only
+  //   schema  := format(1 byte = 0x03 | 0x04 | 0x05) lp(name) varint64(version)
+  //              table_flags(1 byte) varint32(count) family*count
+  //              [lp(placement) lp(read_consistency) lp(write_consistency)]  -- 0x04, 0x05
+  //              [lp(compaction)]                                            -- 0x05 only
   //   family  := lp(name) flags(1 byte) lp(gc rule, GcRule::Encode)
   //   table_flags: bit 0 = deletion_protection, bit 1 = micros granularity, others 0
   //   flags:       bit 0 = in_memory, bit 1 = super_columns, bit 2 = time_sorted, others 0
   // Families appear in strictly increasing name order. A schema whose options are all empty is
-  // written in format 0x03, which the previous version reads too. Older formats still decode: 0x02
+  // written in format 0x03, one without a compaction choice in 0x04: the earliest format that
+  // holds it, so that the versions before read it too. Older formats still decode: 0x02
   // is 0x03 followed by the tablet's drop marks, which the schema held before they moved to the
   // tablet (varint32(dropped) drop*dropped, drop := lp(name) varint64(sequence), in strictly
   // increasing name order); 0x01 has no version, no table flags and no drops.

@@ -108,6 +108,21 @@ TEST(SchemaTest, TesseraOptionsRoundTripInFormatFour) {
   EXPECT_EQ(TableSchema::Decode(as_three).status().code(), absl::StatusCode::kDataLoss);
 }
 
+TEST(SchemaTest, ACompactionChoiceNeedsFormatFive) {
+  TableSchema s = Sample();
+  s.options = TableOptions{"tablets:1", "", "", "size_tiered"};
+  const std::string encoded = s.Encode();
+  EXPECT_EQ(encoded[0], 0x05);
+  StatusOr<TableSchema> d = TableSchema::Decode(encoded);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->options, s.options);
+  // Without it the schema stays in format 0x04; cut short it is damage.
+  s.options.compaction.clear();
+  EXPECT_EQ(s.Encode()[0], 0x04);
+  EXPECT_EQ(TableSchema::Decode(encoded.substr(0, encoded.size() - 1)).status().code(),
+            absl::StatusCode::kDataLoss);
+}
+
 // Format 0x02: the current encoding followed by the drop marks the schema held before they
 // moved to the tablet (docs/sequence_numbers.md).
 std::string FormatTwo(const TableSchema& s, const std::map<std::string, uint64_t>& drops) {

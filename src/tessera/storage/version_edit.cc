@@ -25,6 +25,9 @@
 //                           manifest without it is read with every tablet at epoch 0)
 //   13   replay from        varint64 tablet_id, varint64 segment (added with tablet rebuilds:
 //                           a manifest without it replays every segment of every tablet)
+//   14   new file at level  as 6, then varint32 level; written instead of 6 for a file of
+//                           level > 0 (added with leveled compaction: a manifest whose files are
+//                           all at level 0 is the same as before)
 //
 // Tag 0 and any tag not listed are DataLoss: there is no way to skip a field of unknown size.
 #include "tessera/storage/version_edit.h"
@@ -49,6 +52,7 @@ enum Tag : uint32_t {
   kTabletSequences = 11,
   kReplicaEpoch = 12,
   kReplayFrom = 13,
+  kNewFileAtLevel = 14,
 };
 
 bool GetString(std::string_view* in, std::string* out) {
@@ -104,7 +108,7 @@ void VersionEdit::EncodeTo(std::string* dst) const {
   }
   for (const NewFile& nf : new_files) {
     const FileMeta& f = nf.meta;
-    PutVarint32(dst, kNewFile);
+    PutVarint32(dst, f.level == 0 ? kNewFile : kNewFileAtLevel);
     PutVarint64(dst, nf.tablet_id);
     PutVarint64(dst, f.number);
     PutVarint64(dst, f.size);
@@ -114,6 +118,7 @@ void VersionEdit::EncodeTo(std::string* dst) const {
     PutVarint64(dst, f.max_sequence);
     PutVarint64(dst, f.num_entries);
     PutVarint32(dst, f.group);
+    if (f.level != 0) PutVarint32(dst, f.level);
   }
   for (const DeletedFile& d : deleted_files) {
     PutVarint32(dst, kDeletedFile);
@@ -197,10 +202,12 @@ Status VersionEdit::DecodeFrom(std::string_view src) {
           if (ok) removed_tablets.push_back(id);
           break;
         }
-        case kNewFile: {
+        case kNewFile:
+        case kNewFileAtLevel: {
           field = "new file";
           NewFile nf;
-          ok = GetVarint64(&in, &nf.tablet_id) && GetFileMeta(&in, &nf.meta);
+          ok = GetVarint64(&in, &nf.tablet_id) && GetFileMeta(&in, &nf.meta) &&
+               (tag == kNewFile || (GetVarint32(&in, &nf.meta.level) && nf.meta.level != 0));
           if (ok) new_files.push_back(std::move(nf));
           break;
         }
@@ -275,7 +282,7 @@ std::string VersionEdit::DebugString() const {
     const FileMeta& f = nf.meta;
     s += StrCat("\n  new file: tablet ", nf.tablet_id, " #", f.number, " ", f.size, " bytes, seq [",
                 f.min_sequence, ", ", f.max_sequence, "], ", f.num_entries, " entries, group ",
-                f.group, ", keys '", absl::CHexEscape(f.smallest), "' .. '",
+                f.group, ", level ", f.level, ", keys '", absl::CHexEscape(f.smallest), "' .. '",
                 absl::CHexEscape(f.largest), "'");
   }
   for (const DeletedFile& d : deleted_files) {

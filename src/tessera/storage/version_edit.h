@@ -29,6 +29,9 @@ struct FileMeta {
   SequenceNumber max_sequence = 0;
   uint64_t num_entries = 0;
   uint32_t group = 0;  // locality group
+  // Leveled compaction's level (docs/compaction.md): 0 for a flush's output, which overlaps
+  // other files; in each level >= 1 the files' rows do not overlap.
+  uint32_t level = 0;
 
   bool operator==(const FileMeta&) const = default;
 };

@@ -60,7 +60,9 @@ Status TabletManager::FlushOldestImmutable(Tablet* t) {
   std::unique_ptr<storage::Iterator> input = in->mem->NewIterator();
   ASSIGN_OR_RETURN(CompactionResult result, RunCompaction(job, env_.fs, input.get()));
   RETURN_IF_ERROR(env_.fs->SyncDir(options_.dir));
-  RETURN_IF_ERROR(InstallFiles(t, in->generation, result.outputs, {}, in->mem->LargestSequence()));
+  ASSIGN_OR_RETURN(std::vector<std::shared_ptr<TableFile>> opened, OpenTableFiles(result.outputs));
+  RETURN_IF_ERROR(
+      InstallFiles(t, in->generation, std::move(opened), {}, in->mem->LargestSequence()));
   absl::MutexLock l(&mu_);
   t->PopFlushed(in->mem.get());
   ++stats_.flushes;
@@ -69,17 +71,35 @@ Status TabletManager::FlushOldestImmutable(Tablet* t) {
   return Status();
 }
 
+StatusOr<std::vector<std::shared_ptr<TableFile>>> TabletManager::OpenTableFiles(
+    const std::vector<storage::FileMeta>& metas) {
+  std::vector<std::shared_ptr<TableFile>> opened;
+  for (const auto& meta : metas) {
+    StatusOr<std::shared_ptr<TableFile>> f = OpenTableFile(meta);
+    if (!f.ok()) {
+      for (auto& o : opened) o->MarkObsolete();
+      for (size_t i = opened.size(); i < metas.size(); ++i) {
+        (void)env_.fs->RemoveFile(TableFileName(options_.dir, metas[i].number));
+      }
+      return f.status();
+    }
+    opened.push_back(*std::move(f));
+  }
+  return opened;
+}
+
 Status TabletManager::InstallFiles(Tablet* t, uint64_t generation,
-                                   const std::vector<storage::FileMeta>& added,
+                                   std::vector<std::shared_ptr<TableFile>> opened,
                                    const std::vector<std::shared_ptr<TableFile>>& removed,
                                    std::optional<SequenceNumber> flushed) {
-  std::vector<std::shared_ptr<TableFile>> opened;
-  for (const auto& meta : added) {
-    ASSIGN_OR_RETURN(auto f, OpenTableFile(meta));
-    opened.push_back(std::move(f));
-  }
+  // On failure the new files go, but not a file that a move would have given a new level.
+  auto abandon = [&opened] {
+    for (auto& f : opened) {
+      if (f->moved_from() == nullptr) f->MarkObsolete();
+    }
+  };
   storage::VersionEdit edit;
-  for (const auto& meta : added) edit.AddFile(t->id(), meta);
+  for (const auto& f : opened) edit.AddFile(t->id(), f->meta());
   for (const auto& f : removed) edit.DeleteFile(t->id(), f->meta().number);
   if (flushed.has_value()) edit.SetFlushed(t->id(), *flushed);
   edit.next_file_number = next_file_number_.load();
@@ -91,13 +111,13 @@ Status TabletManager::InstallFiles(Tablet* t, uint64_t generation,
     if (FindLocked(t->id()).get() != t || t->dropping() || t->generation() != generation) {
       // Being dropped (DropTablet waits for this job, then logs the removal), or rebuilt since
       // the job picked its inputs: the output is of content the tablet no longer has.
-      for (auto& f : opened) f->MarkObsolete();
+      abandon();
       return Status();
     }
   }
   Status s = manifest_->LogAndApply(edit);
   if (!s.ok()) {
-    for (auto& f : opened) f->MarkObsolete();  // never recorded: remove the new files
+    abandon();  // never recorded: remove the new files
     return s;
   }
   absl::MutexLock l(&mu_);
@@ -141,6 +161,7 @@ void TabletManager::BackgroundCompaction(std::shared_ptr<Tablet> t) {
   absl::MutexLock l(&mu_);
   t->FinishCompaction();
   if (s.ok()) {
+    MaybeScheduleFlush(t.get());  // one may have waited for level 0 to empty
     MaybeScheduleCompaction(t.get());
   } else {
     RecordBackgroundError(s);
@@ -153,6 +174,15 @@ Status TabletManager::CompactFiles(Tablet* t, LocalityGroup group,
                                    std::vector<std::shared_ptr<TableFile>> inputs, bool purge) {
   std::optional<CompactionInput> in = t->PickCompaction(group, std::move(inputs), purge);
   if (!in.has_value()) return Status();
+  if (in->trivial_move) {
+    std::vector<std::shared_ptr<TableFile>> moved;
+    for (const auto& f : in->files)
+      moved.push_back(std::make_shared<TableFile>(f, in->output_level));
+    RETURN_IF_ERROR(InstallFiles(t, in->generation, std::move(moved), in->files, std::nullopt));
+    absl::MutexLock l(&mu_);
+    ++stats_.compactions;
+    return Status();
+  }
   std::vector<std::unique_ptr<storage::Iterator>> children;
   storage::TableReadOptions ro;
   ro.fill_cache = false;
@@ -168,11 +198,14 @@ Status TabletManager::CompactFiles(Tablet* t, LocalityGroup group,
   job.schema = &in->descriptor->schema;
   job.drop_marks = in->drop_marks.get();
   job.rate_limiter = &rate_limiter_;
+  job.output_level = in->output_level;
+  job.max_file_bytes = in->max_file_bytes;
   job.new_file_number = [this] { return NewFileNumber(); };
   ASSIGN_OR_RETURN(CompactionResult result, RunCompaction(job, env_.fs, input.get()));
   input.reset();
   RETURN_IF_ERROR(env_.fs->SyncDir(options_.dir));
-  RETURN_IF_ERROR(InstallFiles(t, in->generation, result.outputs, in->files, std::nullopt));
+  ASSIGN_OR_RETURN(std::vector<std::shared_ptr<TableFile>> opened, OpenTableFiles(result.outputs));
+  RETURN_IF_ERROR(InstallFiles(t, in->generation, std::move(opened), in->files, std::nullopt));
   absl::MutexLock l(&mu_);
   ++stats_.compactions;
   stats_.compaction_bytes_written += result.bytes_written;
@@ -210,6 +243,10 @@ Status TabletManager::CompactTablet(TabletId id) {
   }
   absl::MutexLock l(&mu_);
   t->FinishCompaction();
+  if (FindLocked(id) == t) {
+    MaybeScheduleFlush(t.get());
+    MaybeScheduleCompaction(t.get());
+  }
   bg_cv_.SignalAll();
   return s;
 }

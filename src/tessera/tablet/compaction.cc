@@ -39,13 +39,17 @@ TableWriter::TableWriter(const CompactionJobOptions& options, FileSystem* fs)
       route_(!options.fixed_group.has_value() && HasInMemoryFamily(options.schema)) {}
 
 TableWriter::~TableWriter() {
-  // Anything not finished is abandoned and removed.
+  // Anything not finished is abandoned and removed; so are finished files unless Finish
+  // handed them all to the caller.
   for (auto& out : outputs_) {
     if (out && out->builder) {
       out->builder->Abandon();
       out->file.reset();
       (void)fs_->RemoveFile(out->path);
     }
+  }
+  if (!committed_) {
+    for (auto& out : finished_) (void)fs_->RemoveFile(out->path);
   }
 }
 
@@ -70,6 +74,12 @@ Status TableWriter::Add(const storage::ParsedInternalKey& parsed, std::string_vi
 }
 
 Status TableWriter::AddTo(uint32_t group, std::string_view ikey, std::string_view value) {
+  if (options_.max_file_bytes > 0 && group < outputs_.size() && outputs_[group] &&
+      outputs_[group]->builder->FileSize() >= options_.max_file_bytes &&
+      model::RowPrefix(storage::ExtractUserKey(ikey)) !=
+          model::RowPrefix(storage::ExtractUserKey(outputs_[group]->meta.largest))) {
+    RETURN_IF_ERROR(FinishOutput(group));  // full, and `ikey` starts a new row
+  }
   Output* out = nullptr;
   ASSIGN_OR_RETURN(out, OutputFor(group));
   out->builder->Add(ikey, value);
@@ -90,17 +100,26 @@ Status TableWriter::AddTo(uint32_t group, std::string_view ikey, std::string_vie
   return out->builder->status();
 }
 
+Status TableWriter::FinishOutput(uint32_t group) {
+  std::unique_ptr<Output>& out = outputs_[group];
+  RETURN_IF_ERROR(out->builder->Finish());
+  RETURN_IF_ERROR(out->file->Sync());
+  RETURN_IF_ERROR(out->file->Close());
+  out->meta.size = out->builder->FileSize();
+  out->builder.reset();  // finished: removed only if the writer is not committed
+  finished_.push_back(std::move(out));
+  return Status();
+}
+
 Status TableWriter::Finish(CompactionResult* result) {
-  for (auto& out : outputs_) {
-    if (!out) continue;
-    RETURN_IF_ERROR(out->builder->Finish());
-    RETURN_IF_ERROR(out->file->Sync());
-    RETURN_IF_ERROR(out->file->Close());
-    out->meta.size = out->builder->FileSize();
+  for (uint32_t group = 0; group < outputs_.size(); ++group) {
+    if (outputs_[group]) RETURN_IF_ERROR(FinishOutput(group));
+  }
+  for (const auto& out : finished_) {
     result->bytes_written += out->meta.size;
     result->outputs.push_back(out->meta);
-    out->builder.reset();  // finished: the destructor keeps the file
   }
+  committed_ = true;
   return Status();
 }
 
@@ -114,6 +133,7 @@ StatusOr<TableWriter::Output*> TableWriter::OutputFor(uint32_t group) {
     out->builder = std::make_unique<storage::TableBuilder>(options_.table_options, out->file.get());
     out->meta.number = out->number;
     out->meta.group = group;
+    out->meta.level = options_.output_level;
     outputs_[group] = std::move(out);
   }
   return outputs_[group].get();

@@ -46,6 +46,11 @@ struct CompactionJobOptions {
   // The tablet's dropped families; may be null (none). Must outlive the job.
   const DropMarks* drop_marks = nullptr;
   RateLimiter* rate_limiter = nullptr;  // may be null (no limit)
+  // The level of every output (leveled compaction, docs/compaction.md).
+  uint32_t output_level = 0;
+  // When > 0, an output is finished at the first row boundary past this size and the next
+  // entries go to a new file: each row stays whole in one file. 0: one file per group.
+  uint64_t max_file_bytes = 0;
   // Gives a fresh file number for each output.
   std::function<uint64_t()> new_file_number;
 };
@@ -63,8 +68,9 @@ struct CompactionResult {
 // schema has an in-memory family, cells go to their family's group and tombstones to every
 // group (so that each group's copy hides that group's data and a group can purge its copy
 // alone, even for a family that changed groups and still has older cells in the other one).
-// Only dir, table_options, fixed_group, schema, rate_limiter and new_file_number of `options`
-// are read; `options` must outlive the writer. Outputs not finished are removed on destruction.
+// Only dir, table_options, fixed_group, schema, rate_limiter, output_level, max_file_bytes and
+// new_file_number of `options` are read; `options` must outlive the writer. Unless Finish
+// succeeded, every output is removed on destruction.
 class TableWriter {
  public:
   TableWriter(const CompactionJobOptions& options, FileSystem* fs);
@@ -84,11 +90,15 @@ class TableWriter {
   struct Output;
   Status AddTo(uint32_t group, std::string_view ikey, std::string_view value);
   StatusOr<Output*> OutputFor(uint32_t group);
+  // Finishes and syncs outputs_[group] and moves it to finished_.
+  Status FinishOutput(uint32_t group);
 
   const CompactionJobOptions& options_;
   FileSystem* const fs_;
   const bool route_;                              // by family, rather than all to one group
-  std::vector<std::unique_ptr<Output>> outputs_;  // by group
+  std::vector<std::unique_ptr<Output>> outputs_;  // by group: the file being written
+  std::vector<std::unique_ptr<Output>> finished_;  // cut at max_file_bytes, in order
+  bool committed_ = false;                         // Finish succeeded: keep every file
 };
 
 // Merges `input` (an iterator over internal keys, e.g. a merging iterator) into new files.

@@ -24,9 +24,10 @@
 // sequence number it records splits the writes cleanly into before and after.
 //
 // Background: a memtable that passes memtable_bytes becomes immutable and is flushed to an
-// SSTable; size-tiered compaction merges runs of similar-sized files; CompactTablet() merges all
-// of a tablet's files into one. Writers stall only when all memtables together pass
-// memory_hard_limit_bytes. A background I/O error is sticky: every later write fails with it.
+// SSTable; compaction, leveled or size-tiered (docs/compaction.md), merges files; CompactTablet()
+// merges all of a tablet's files. Writers stall only when all memtables together pass
+// memory_hard_limit_bytes (which a leveled tablet's flushes, held back by a full level 0, fill).
+// A background I/O error is sticky: every later write fails with it.
 //
 // Replication (docs/replication.md) needs four more things of a tablet, and the engine gives
 // them without interpreting them: the numbers its writes took (ApplyBatch's SequenceRange), its
@@ -98,6 +99,10 @@ enum class SyncMode {
 };
 
 enum class Compression { kNone, kLz4, kZstd };
+enum class CompactionStyle { kLeveled, kSizeTiered };
+// "leveled" and "size_tiered" (a table's tessera_options.compaction, `serve --compaction`).
+std::optional<CompactionStyle> ParseCompactionStyle(std::string_view name);
+std::string_view CompactionStyleName(CompactionStyle style);
 
 struct EngineOptions {
   // --- behaviour ---
@@ -115,11 +120,22 @@ struct EngineOptions {
   int bloom_bits_per_key = 10;
   int background_threads = 2;
   int64_t compaction_bytes_per_second = 64ll << 20;  // <= 0: unlimited
+  // How the files of a tablet whose table chooses nothing (TableOptions::compaction) are
+  // compacted (docs/compaction.md): leveled bounds the files a read touches; size-tiered writes
+  // less and suits write-heavy tables read rarely.
+  CompactionStyle compaction_style = CompactionStyle::kLeveled;
   // Size-tiered compaction: merge a run of at least this many files whose sizes are within
   // `size_tier_ratio` of each other (never a huge file with a small one).
   int size_tier_min_files = 4;
   int size_tier_max_files = 32;
   double size_tier_ratio = 2.0;
+  // Leveled compaction (tablet/leveled.h). level1_bytes 0: level0_compaction_files times
+  // memtable_bytes; level_file_bytes 0: memtable_bytes / 2 (at least 2 MiB).
+  int level0_compaction_files = 4;
+  int level0_stop_files = 12;
+  uint64_t level1_bytes = 0;
+  int level_size_multiplier = 10;
+  uint64_t level_file_bytes = 0;
 
   // --- observers ---
   // Called by Open() with each commit-log record it replays into a tablet (not with those
@@ -221,6 +237,18 @@ class TabletCopySink {
   // (called twice, the sink spoilt, the engine closed), Unavailable / ResourceExhausted (I/O),
   // a sticky background error. On error the tablet is unchanged and the sink is spent.
   virtual Status Finish(uint64_t sequence, const DropMarks& marks) = 0;
+};
+
+// One SSTable of a tablet (Engine::ListSstables).
+struct SstableInfo {
+  uint64_t number = 0;
+  uint32_t group = 0;  // locality group: 0 default, 1 in-memory families
+  uint32_t level = 0;  // docs/compaction.md; 0 for size-tiered files
+  uint64_t bytes = 0;
+  uint64_t entries = 0;
+  // The rows it holds entries of: every row in [first_row, last_row] may be in it.
+  std::string first_row;
+  std::string last_row;
 };
 
 struct EngineStats {
@@ -385,9 +413,12 @@ class Engine {
 
   // Flushes the tablet's memtable (every tablet's when id is nullopt) and waits for it.
   virtual Status Flush(std::optional<TabletId> id) = 0;
-  // Major compaction: merges every file of the tablet into one, applying GC rules and purging
-  // tombstones; waits for it.
+  // Major compaction: merges every file of each locality group of the tablet into one sorted run
+  // (one file, or with leveled compaction files cut at level_file_bytes in the deepest level),
+  // applying GC rules and purging tombstones; waits for it.
   virtual Status CompactTablet(TabletId id) = 0;
+  // The tablet's SSTables now, newest first. NotFound for an unknown tablet.
+  virtual StatusOr<std::vector<SstableInfo>> ListSstables(TabletId id) const = 0;
   // Waits until no flush or compaction is queued or running. For tests and benchmarks.
   virtual Status WaitForBackgroundWork() = 0;
 

@@ -4,8 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
+#include "absl/strings/str_format.h"
 #include "tessera/util/arena.h"
 #include "tessera/util/mem_file_system.h"
+#include "tessera/util/random.h"
 
 namespace tessera::tablet {
 namespace {
@@ -22,12 +26,16 @@ model::TableSchema Schema() {
 
 class EngineTest : public ::testing::Test {
  protected:
-  void Open(size_t memtable_bytes = 64 * 1024, int size_tier_min_files = 3) {
+  // `min_files`: how many files a size-tiered run or level 0 needs to be compacted.
+  void Open(size_t memtable_bytes = 64 * 1024, int min_files = 3,
+            CompactionStyle style = CompactionStyle::kLeveled) {
     EngineOptions o;
-    o.dir = "/db";
+    o.dir = dir_;
     o.memtable_bytes = memtable_bytes;
     o.block_size = 1024;
-    o.size_tier_min_files = size_tier_min_files;
+    o.compaction_style = style;
+    o.size_tier_min_files = min_files;
+    o.level0_compaction_files = min_files;
     OpenWith(o);
   }
   void OpenWith(const EngineOptions& o) {
@@ -51,6 +59,7 @@ class EngineTest : public ::testing::Test {
     return (*r)->cells[0].value;
   }
 
+  std::string dir_ = "/db";
   MemFileSystem fs_;
   ManualClock clock_;
   std::unique_ptr<Engine> engine_;
@@ -187,21 +196,27 @@ TEST_F(EngineTest, Issue9FlushKeepsAVersionThatANewerRangedDeleteMadeNewest) {
 }
 
 TEST_F(EngineTest, Issue9CompactionKeepsAVersionThatANewerRangedDeleteMadeNewest) {
-  Open();
-  ASSERT_TRUE(engine_->CreateTablet(1, TabletDescriptor{"t", "", "", OneVersionSchema()}).ok());
-  // One file per cell; the delete stays in the memtable (and the commit log).
-  WriteOldNewDeleteNew(engine_.get(), /*flush_between=*/true);
-  EXPECT_EQ("old", Get("k\n", "_u", "ab"));
-  // Reopen with two-file runs: the two files are compacted (with GC: the run holds the oldest
-  // file) while the delete is in the memtable.
-  ASSERT_TRUE(engine_->Close().ok());
-  engine_.reset();
-  Open(64 * 1024, /*size_tier_min_files=*/2);
-  ASSERT_TRUE(engine_->WaitForBackgroundWork().ok());
-  EXPECT_GT(engine_->GetStats().compactions, 0u);
-  EXPECT_EQ("old", Get("k\n", "_u", "ab"));
-  ASSERT_TRUE(engine_->CompactTablet(1).ok());
-  EXPECT_EQ("old", Get("k\n", "_u", "ab"));
+  for (CompactionStyle style : {CompactionStyle::kLeveled, CompactionStyle::kSizeTiered}) {
+    SCOPED_TRACE(style == CompactionStyle::kLeveled ? "leveled" : "size-tiered");
+    dir_ = style == CompactionStyle::kLeveled ? "/leveled" : "/size-tiered";
+    Open(64 * 1024, 3, style);
+    ASSERT_TRUE(engine_->CreateTablet(1, TabletDescriptor{"t", "", "", OneVersionSchema()}).ok());
+    // One file per cell; the delete stays in the memtable (and the commit log).
+    WriteOldNewDeleteNew(engine_.get(), /*flush_between=*/true);
+    EXPECT_EQ("old", Get("k\n", "_u", "ab"));
+    // Reopen compacting two files: they are compacted (with GC: they hold the oldest data)
+    // while the delete is in the memtable.
+    ASSERT_TRUE(engine_->Close().ok());
+    engine_.reset();
+    Open(64 * 1024, /*min_files=*/2, style);
+    ASSERT_TRUE(engine_->WaitForBackgroundWork().ok());
+    EXPECT_GT(engine_->GetStats().compactions, 0u);
+    EXPECT_EQ("old", Get("k\n", "_u", "ab"));
+    ASSERT_TRUE(engine_->CompactTablet(1).ok());
+    EXPECT_EQ("old", Get("k\n", "_u", "ab"));
+    ASSERT_TRUE(engine_->Close().ok());
+    engine_.reset();
+  }
 }
 
 TEST_F(EngineTest, ErrorsNameTheProblem) {
@@ -273,6 +288,105 @@ TEST_F(EngineTest, MemtablesOfManyTabletsStayWithinTheHardLimit) {
     auto r = engine_->ReadRow(id, "row" + std::to_string(11992 + id - 1), model::ReadSpec());
     ASSERT_TRUE(r.ok() && r->has_value()) << id;
   }
+}
+
+// Leveled compaction's bound (docs/compaction.md): however long a tablet is overwritten, a row
+// is in at most level0_stop_files files of level 0 and one file of each deeper level.
+TEST_F(EngineTest, OverwritesKeepTheFilesAReadTouchesBounded) {
+  EngineOptions o;
+  o.dir = "/db";
+  o.memtable_bytes = 32 << 10;
+  o.block_size = 1024;
+  o.compaction_bytes_per_second = 0;
+  o.compaction_style = CompactionStyle::kLeveled;
+  o.level0_compaction_files = 3;
+  o.level0_stop_files = 6;
+  o.level1_bytes = 96 << 10;
+  o.level_size_multiplier = 3;
+  o.level_file_bytes = 16 << 10;
+  OpenWith(o);
+  ASSERT_TRUE(engine_->CreateTablet(1, TabletDescriptor{"t", "", "", Schema()}).ok());
+  constexpr int kRows = 1500;
+  auto row = [](int i) { return absl::StrFormat("row%05d", i); };
+  Random rnd(42);
+  uint32_t deepest = 0;
+  size_t most_touched = 0;
+  for (int i = 0; i < 40 * kRows; ++i) {
+    model::RowMutation m(row(rnd.Uniform(kRows)));
+    std::string value(60, ' ');
+    for (char& c : value) c = static_cast<char>('a' + rnd.Uniform(26));  // compresses little
+    m.SetCell("cf", "q", 1000, value);
+    ASSERT_TRUE(engine_->Apply(1, m).ok());
+    if (i % 1000 != 999) continue;
+    StatusOr<std::vector<SstableInfo>> files = engine_->ListSstables(1);
+    ASSERT_TRUE(files.ok()) << files.status();
+    int level0 = 0;
+    std::set<uint32_t> levels;
+    for (const auto& f : *files) {
+      level0 += f.level == 0;
+      if (f.level > 0) levels.insert(f.level);
+      deepest = std::max(deepest, f.level);
+    }
+    ASSERT_LE(level0, o.level0_stop_files) << "after " << i + 1 << " writes";
+    for (int r = 0; r < kRows; r += 7) {
+      size_t touched = 0;
+      std::set<uint32_t> levels_touched;
+      for (const auto& f : *files) {
+        if (f.first_row <= row(r) && row(r) <= f.last_row) {
+          ++touched;
+          if (f.level > 0) {
+            ASSERT_TRUE(levels_touched.insert(f.level).second)
+                << row(r) << " is in two files of level " << f.level;
+          }
+        }
+      }
+      ASSERT_LE(touched, o.level0_stop_files + levels.size()) << row(r);
+      most_touched = std::max(most_touched, touched);
+    }
+  }
+  EXPECT_GE(deepest, 2u);
+  ASSERT_TRUE(engine_->WaitForBackgroundWork().ok());
+  // Shadowed versions are gone from the deeper levels: the files hold little more than the live
+  // rows (each about 80 bytes of key and value).
+  EXPECT_LT(engine_->GetStats().sstable_bytes, 4u * kRows * 100);
+  RecordProperty("most_files_touched", static_cast<int>(most_touched));
+}
+
+// A table's own choice (TableOptions::compaction) wins over the engine's.
+TEST_F(EngineTest, ATableChoosesItsCompaction) {
+  EngineOptions o;
+  o.dir = "/db";
+  o.memtable_bytes = 16 << 10;
+  o.compaction_bytes_per_second = 0;
+  o.compaction_style = CompactionStyle::kLeveled;
+  o.level0_compaction_files = 2;
+  o.size_tier_min_files = 2;
+  OpenWith(o);
+  model::TableSchema tiered = Schema();
+  tiered.options.compaction = "size_tiered";
+  ASSERT_TRUE(engine_->CreateTablet(1, TabletDescriptor{"t", "", "", Schema()}).ok());
+  ASSERT_TRUE(engine_->CreateTablet(2, TabletDescriptor{"t2", "", "", tiered}).ok());
+  for (int i = 0; i < 3000; ++i) {
+    for (TabletId id : {1, 2}) {
+      model::RowMutation m(absl::StrFormat("row%04d", i));
+      m.SetCell("cf", "q", 1000, std::string(50, 'a' + i % 26));
+      ASSERT_TRUE(engine_->Apply(id, m).ok());
+    }
+  }
+  ASSERT_TRUE(engine_->WaitForBackgroundWork().ok());
+  auto deepest = [&](TabletId id) {
+    uint32_t level = 0;
+    StatusOr<std::vector<SstableInfo>> files = engine_->ListSstables(id);
+    EXPECT_TRUE(files.ok()) << files.status();
+    for (const auto& f : files.value_or(std::vector<SstableInfo>())) {
+      level = std::max(level, f.level);
+    }
+    return level;
+  };
+  EXPECT_GE(deepest(1), 1u);
+  EXPECT_EQ(deepest(2), 0u);
+  EXPECT_GT(engine_->GetStats().compactions, 0u);
+  EXPECT_TRUE(absl::IsNotFound(engine_->ListSstables(3).status()));
 }
 
 }  // namespace

@@ -5,8 +5,23 @@
 
 namespace tessera::tablet {
 
+namespace {
+
+storage::FileMeta AtLevel(storage::FileMeta meta, uint32_t level) {
+  meta.level = level;
+  return meta;
+}
+
+}  // namespace
+
+TableFile::TableFile(std::shared_ptr<TableFile> from, uint32_t level)
+    : meta_(AtLevel(from->meta(), level)),
+      path_(from->path()),
+      moved_from_(std::move(from)),
+      fs_(moved_from_->fs_) {}
+
 TableFile::~TableFile() {
-  if (!obsolete_.load(std::memory_order_acquire)) return;
+  if (moved_from_ || !obsolete_.load(std::memory_order_acquire)) return;
   Status s = fs_->RemoveFile(path_);
   if (!s.ok() && !absl::IsNotFound(s)) {
     // Left behind; the engine removes unreferenced files at the next open.
@@ -15,6 +30,7 @@ TableFile::~TableFile() {
 }
 
 StatusOr<std::shared_ptr<const std::vector<RowSample>>> TableFile::RowSamples() const {
+  if (moved_from_) return moved_from_->RowSamples();
   {
     absl::MutexLock l(&samples_mu_);
     if (samples_ != nullptr) return samples_;

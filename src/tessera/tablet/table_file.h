@@ -4,6 +4,11 @@
 // it, the engine marks it obsolete; the file is removed from disk when the last holder lets go,
 // so a scan that started before the compaction keeps reading the old file safely.
 //
+// A file that leveled compaction moves to another level without rewriting it (a trivial move,
+// docs/compaction.md) gets a second TableFile with the new level, which holds the first and reads
+// through its table: the first is not marked obsolete by the move, marking the second obsolete
+// marks the first, and the file goes from disk when the last holder of either lets go.
+//
 // Thread-safety: immutable after construction except for the obsolete flag (atomic) and the
 // row samples, computed on first use under a mutex of their own.
 #pragma once
@@ -34,15 +39,22 @@ class TableFile {
   TableFile(storage::FileMeta meta, std::string path, std::unique_ptr<storage::Table> table,
             FileSystem* fs)
       : meta_(std::move(meta)), path_(std::move(path)), table_(std::move(table)), fs_(fs) {}
+  // `from` moved to `level`.
+  TableFile(std::shared_ptr<TableFile> from, uint32_t level);
   ~TableFile();
 
   const storage::FileMeta& meta() const { return meta_; }
   const std::string& path() const { return path_; }
-  storage::Table* table() const { return table_.get(); }
+  storage::Table* table() const { return moved_from_ ? moved_from_->table() : table_.get(); }
   LocalityGroup group() const { return static_cast<LocalityGroup>(meta_.group); }
+  // The file this one moved to another level; null unless moved.
+  const TableFile* moved_from() const { return moved_from_.get(); }
 
   // The file is deleted from disk when the last reference goes away.
-  void MarkObsolete() { obsolete_.store(true, std::memory_order_release); }
+  void MarkObsolete() {
+    if (moved_from_) moved_from_->MarkObsolete();
+    obsolete_.store(true, std::memory_order_release);
+  }
 
   // One sample per data block (row_samples.h: SampleTableIndex), read from the file on the
   // first call and cached; a failed read is not cached.
@@ -51,7 +63,8 @@ class TableFile {
  private:
   const storage::FileMeta meta_;
   const std::string path_;
-  const std::unique_ptr<storage::Table> table_;
+  const std::unique_ptr<storage::Table> table_;  // null when moved
+  const std::shared_ptr<TableFile> moved_from_;  // holds the table and removes the file
   FileSystem* const fs_;
   std::atomic<bool> obsolete_{false};
   mutable absl::Mutex samples_mu_;

@@ -9,12 +9,37 @@
 #include "tessera/model/cell_key.h"
 #include "tessera/model/cell_visibility.h"
 #include "tessera/tablet/compaction.h"
+#include "tessera/tablet/leveled.h"
 #include "tessera/tablet/row_reader.h"
 #include "tessera/tablet/row_samples.h"
 
 namespace tessera::tablet {
 
 using storage::SequenceNumber;
+
+namespace {
+
+LevelOptions LevelOptionsOf(const EngineOptions& o) {
+  LevelOptions l;
+  l.level0_compaction_files = std::max(1, o.level0_compaction_files);
+  l.level0_stop_files = std::max(l.level0_compaction_files, o.level0_stop_files);
+  l.level1_bytes = o.level1_bytes > 0 ? o.level1_bytes
+                                      : uint64_t{static_cast<uint32_t>(l.level0_compaction_files)} *
+                                            o.memtable_bytes;
+  l.level_size_multiplier = o.level_size_multiplier;
+  l.file_bytes = o.level_file_bytes > 0 ? o.level_file_bytes
+                                        : std::max<uint64_t>(o.memtable_bytes / 2, 2 << 20);
+  return l;
+}
+
+std::vector<const storage::FileMeta*> Metas(const std::vector<std::shared_ptr<TableFile>>& files) {
+  std::vector<const storage::FileMeta*> metas;
+  metas.reserve(files.size());
+  for (const auto& f : files) metas.push_back(&f->meta());
+  return metas;
+}
+
+}  // namespace
 
 Status InsertMutation(storage::MemTable* mem, SequenceNumber first, std::string_view encoded,
                       SequenceNumber* some_versions_deleted) {
@@ -349,8 +374,28 @@ SequenceNumber Tablet::MarkRemoved() {
 bool Tablet::TryStartFlush() {
   absl::MutexLock l(&mu_);
   if (dropping_ || paused_ || flush_running_ || imm_.empty()) return false;
+  // A full level 0 waits for the compaction that empties it (one is started after every flush
+  // and compaction, and level 0 then has the top score); meanwhile the memtables fill and
+  // writers stall on the memory limit.
+  if (Level0FullLocked()) return false;
   flush_running_ = true;
   return true;
+}
+
+CompactionStyle Tablet::StyleLocked() const {
+  std::optional<CompactionStyle> chosen =
+      ParseCompactionStyle(descriptor_->schema.options.compaction);
+  return chosen.value_or(context_.options->compaction_style);
+}
+
+bool Tablet::Level0FullLocked() const {
+  const EngineOptions& o = *context_.options;
+  if (StyleLocked() != CompactionStyle::kLeveled) return false;
+  const int stop = LevelOptionsOf(o).level0_stop_files;
+  for (LocalityGroup g : {LocalityGroup::kDefault, LocalityGroup::kInMemory}) {
+    if (Level0Files(Metas(GroupFilesLocked(g))) >= stop) return true;
+  }
+  return false;
 }
 
 void Tablet::FinishFlush() {
@@ -373,19 +418,57 @@ bool Tablet::TryStartCompaction() {
   if (dropping_ || paused_ || compaction_running_) return false;
   bool work = false;
   for (LocalityGroup g : {LocalityGroup::kDefault, LocalityGroup::kInMemory}) {
-    work |= !PickRunLocked(GroupFilesLocked(g)).empty();
+    std::string cursor;
+    uint32_t cursor_level = 0;
+    work |= PickLocked(g, &cursor, &cursor_level).has_value();
   }
   if (!work) return false;
   compaction_running_ = true;
   return true;
 }
 
-std::vector<size_t> Tablet::PickRunLocked(
-    const std::vector<std::shared_ptr<TableFile>>& group_files) const {
-  std::vector<uint64_t> sizes;
-  for (const auto& f : group_files) sizes.push_back(f->meta().size);
+std::optional<CompactionInput> Tablet::PickLocked(LocalityGroup group, std::string* cursor,
+                                                  uint32_t* cursor_level) const {
+  const std::vector<std::shared_ptr<TableFile>> group_files = GroupFilesLocked(group);
   const EngineOptions& o = *context_.options;
-  return PickSizeTieredRun(sizes, o.size_tier_min_files, o.size_tier_max_files, o.size_tier_ratio);
+  CompactionInput in;
+  if (StyleLocked() == CompactionStyle::kLeveled) {
+    const LevelOptions level_options = LevelOptionsOf(o);
+    std::optional<LeveledCompaction> c = PickLeveledCompaction(
+        Metas(group_files), level_options, level_cursors_[static_cast<int>(group)]);
+    if (!c.has_value()) return std::nullopt;
+    for (size_t i : c->inputs) in.files.push_back(group_files[i]);
+    in.output_level = c->output_level;
+    in.max_file_bytes = level_options.file_bytes;
+    in.trivial_move = c->trivial_move;
+    in.can_purge_tombstones = c->can_purge_tombstones;
+    *cursor = std::move(c->cursor);
+    *cursor_level = c->input_level;
+    return in;
+  }
+  // Size-tiered runs are of level-0 files only (adjacent in age: they hold disjoint sequence
+  // ranges). Files a leveled past left in deeper levels are older than all of them for their
+  // rows and stay as they are.
+  std::vector<std::shared_ptr<TableFile>> level0, deeper;
+  for (const auto& f : group_files) (f->meta().level == 0 ? level0 : deeper).push_back(f);
+  std::vector<uint64_t> sizes;
+  for (const auto& f : level0) sizes.push_back(f->meta().size);
+  std::vector<size_t> run =
+      PickSizeTieredRun(sizes, o.size_tier_min_files, o.size_tier_max_files, o.size_tier_ratio);
+  if (run.empty()) return std::nullopt;
+  for (size_t i : run) in.files.push_back(level0[i]);
+  // Tombstones may go when nothing older than the run exists: it ends with the oldest file of
+  // level 0 and no deeper file holds its rows.
+  in.can_purge_tombstones = run.back() == level0.size() - 1;
+  FileRows rows = RowsOf(in.files.front()->meta());
+  for (const auto& f : in.files) {
+    FileRows r = RowsOf(f->meta());
+    rows = {std::min(rows.first, r.first), std::max(rows.last, r.last)};
+  }
+  for (const auto& f : deeper) {
+    if (RowsOverlap(RowsOf(f->meta()), rows)) in.can_purge_tombstones = false;
+  }
+  return in;
 }
 
 bool Tablet::CanStartManualCompaction() const {
@@ -442,26 +525,35 @@ std::optional<FlushInput> Tablet::PickFlush() const {
 
 std::optional<CompactionInput> Tablet::PickCompaction(LocalityGroup group,
                                                       std::vector<std::shared_ptr<TableFile>> files,
-                                                      bool purge) const {
+                                                      bool purge) {
   absl::MutexLock l(&mu_);
   CompactionInput in;
+  if (files.empty()) {
+    std::string cursor;
+    uint32_t cursor_level = 0;
+    std::optional<CompactionInput> picked = PickLocked(group, &cursor, &cursor_level);
+    if (!picked.has_value()) return std::nullopt;
+    in = std::move(*picked);
+    if (cursor_level > 0) {
+      std::vector<std::string>& cursors = level_cursors_[static_cast<int>(group)];
+      if (cursors.size() <= cursor_level) cursors.resize(cursor_level + 1);
+      cursors[cursor_level] = std::move(cursor);
+    }
+  } else {
+    in.files = std::move(files);
+    in.can_purge_tombstones = purge;
+    if (StyleLocked() == CompactionStyle::kLeveled) {
+      in.output_level = MajorCompactionLevel(Metas(in.files));
+      in.max_file_bytes = LevelOptionsOf(*context_.options).file_bytes;
+    }
+  }
   in.generation = generation_;
   in.descriptor = descriptor_;  // with the time, as in PickFlush
   in.drop_marks = drop_marks_;
   in.now_micros = context_.clock->NowMicros();
-  in.can_purge_tombstones = purge;
-  if (files.empty()) {
-    const std::vector<std::shared_ptr<TableFile>> group_files = GroupFilesLocked(group);
-    std::vector<size_t> run = PickRunLocked(group_files);
-    if (run.empty()) return std::nullopt;
-    for (size_t i : run) files.push_back(group_files[i]);
-    // Tombstones may go when nothing older than the run exists.
-    in.can_purge_tombstones = (run.back() == group_files.size() - 1);
-  }
   SequenceNumber inputs_reach = 0;
-  for (const auto& f : files) inputs_reach = std::max(inputs_reach, f->meta().max_sequence);
+  for (const auto& f : in.files) inputs_reach = std::max(inputs_reach, f->meta().max_sequence);
   in.gc_by_versions = some_versions_deleted_ <= inputs_reach;
-  in.files = std::move(files);
   return in;
 }
 
@@ -498,13 +590,18 @@ void Tablet::InstallFiles(std::vector<std::shared_ptr<TableFile>> added,
                             [&](const auto& r) { return r.get() == f.get(); });
     if (!gone) files->files.push_back(f);
   }
+  for (const auto& r : removed) {
+    // A file moved to another level lives on in the added file that holds it.
+    bool moved = std::any_of(added.begin(), added.end(),
+                             [&](const auto& a) { return a->moved_from() == r.get(); });
+    if (!moved) r->MarkObsolete();
+  }
   for (auto& f : added) files->files.push_back(std::move(f));
   std::stable_sort(files->files.begin(), files->files.end(), [](const auto& a, const auto& b) {
     return a->meta().max_sequence > b->meta().max_sequence;
   });
   files_ = std::move(files);
   if (flushed.has_value()) flushed_sequence_ = std::max(flushed_sequence_, *flushed);
-  for (const auto& f : removed) f->MarkObsolete();
 }
 
 void Tablet::PopFlushed(const storage::MemTable* mem) {

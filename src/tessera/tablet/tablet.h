@@ -103,6 +103,11 @@ struct FlushInput {
 struct CompactionInput {
   uint64_t generation = 0;  // of the tablet's content (Tablet::generation)
   std::vector<std::shared_ptr<TableFile>> files;
+  // Where the outputs go (docs/compaction.md): their level, and the size at which they are cut
+  // between rows (0: one file). With trivial_move the files move to output_level unchanged.
+  uint32_t output_level = 0;
+  uint64_t max_file_bytes = 0;
+  bool trivial_move = false;
   std::shared_ptr<const TabletDescriptor> descriptor;
   std::shared_ptr<const DropMarks> drop_marks;
   int64_t now_micros = 0;
@@ -210,7 +215,8 @@ class Tablet : public std::enable_shared_from_this<Tablet> {
   bool FlushMayRun() const;
   // No immutable memtable left and no flush running.
   bool FlushDone() const;
-  // Starts a background compaction when a size-tiered run exists in some group.
+  // Starts a background compaction when some group has one to do (leveled: a level's score
+  // reached 1; size-tiered: a run exists).
   bool TryStartCompaction();
   // A manual (major) compaction may start: no compaction runs and the tablet is not paused.
   bool CanStartManualCompaction() const;
@@ -226,16 +232,17 @@ class Tablet : public std::enable_shared_from_this<Tablet> {
   void SetPaused(bool paused);
 
   std::optional<FlushInput> PickFlush() const;
-  // With `files` empty, picks a size-tiered run of `group`; nullopt when there is none.
-  // Otherwise compacts the given files (purging tombstones as `purge` says).
+  // With `files` empty, picks what the tablet's compaction style does next in `group`; nullopt
+  // when there is nothing. Otherwise compacts the given files (purging tombstones as `purge`
+  // says) into one sorted run: leveled, in the deepest level present (at least 1).
   std::optional<CompactionInput> PickCompaction(LocalityGroup group,
                                                 std::vector<std::shared_ptr<TableFile>> files,
-                                                bool purge) const;
+                                                bool purge);
   std::vector<std::shared_ptr<TableFile>> GroupFiles(LocalityGroup group) const;
   std::shared_ptr<const FileSet> files() const;
   storage::SequenceNumber flushed_sequence() const;
   // Replaces `removed` by `added` in the file set and raises the flushed mark to `flushed`.
-  // The removed files are marked obsolete.
+  // The removed files are marked obsolete, except those an added file moved (TableFile).
   void InstallFiles(std::vector<std::shared_ptr<TableFile>> added,
                     const std::vector<std::shared_ptr<TableFile>>& removed,
                     std::optional<storage::SequenceNumber> flushed);
@@ -268,9 +275,14 @@ class Tablet : public std::enable_shared_from_this<Tablet> {
   Status CheckServingLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::vector<std::shared_ptr<TableFile>> GroupFilesLocked(LocalityGroup group) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The size-tiered run to compact among `group_files` (indices); empty when there is none.
-  std::vector<size_t> PickRunLocked(const std::vector<std::shared_ptr<TableFile>>& group_files)
-      const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What to compact next in `group`; nullopt when nothing. Does not move the level cursors.
+  std::optional<CompactionInput> PickLocked(LocalityGroup group, std::string* cursor,
+                                            uint32_t* cursor_level) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The table's compaction choice (TableOptions::compaction), else the engine's.
+  CompactionStyle StyleLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Leveled only: a group's level 0 is full (level0_stop_files), so no flush may start.
+  bool Level0FullLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const TabletId id_;
   const TabletContext context_;
@@ -304,6 +316,8 @@ class Tablet : public std::enable_shared_from_this<Tablet> {
   // waits), so none installs files from before the truncation afterwards.
   bool paused_ ABSL_GUARDED_BY(mu_) = false;
   bool removed_ ABSL_GUARDED_BY(mu_) = false;
+  // Leveled compaction: per group and level, the last row compacted out of it (leveled.h).
+  std::vector<std::string> level_cursors_[2] ABSL_GUARDED_BY(mu_);
   // The last number PrepareWrite gave to the group being written; at most last_sequence() once
   // the group is published or abandoned.
   storage::SequenceNumber assigned_ ABSL_GUARDED_BY(mu_) = 0;

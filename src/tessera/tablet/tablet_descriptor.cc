@@ -12,6 +12,16 @@ namespace {
 constexpr char kDescriptorFormat = 0x01;
 }
 
+std::optional<CompactionStyle> ParseCompactionStyle(std::string_view name) {
+  if (name == "leveled") return CompactionStyle::kLeveled;
+  if (name == "size_tiered") return CompactionStyle::kSizeTiered;
+  return std::nullopt;
+}
+
+std::string_view CompactionStyleName(CompactionStyle style) {
+  return style == CompactionStyle::kLeveled ? "leveled" : "size_tiered";
+}
+
 std::string TabletDescriptor::Encode() const {
   std::string out;
   out.push_back(kDescriptorFormat);

@@ -6,6 +6,7 @@
 
 #include "tessera/model/cell_key.h"
 #include "tessera/storage/filter_key.h"
+#include "tessera/tablet/leveled.h"
 #include "tessera/util/logging.h"
 
 namespace tessera::tablet {
@@ -402,6 +403,26 @@ StatusOr<std::unique_ptr<RowIterator>> TabletManager::Scan(TabletId id,
 StatusOr<uint64_t> TabletManager::ApproximateTabletBytes(TabletId id) const {
   ASSIGN_OR_RETURN(std::shared_ptr<Tablet> t, OpenTablet(id));
   return t->ApproximateBytes();
+}
+
+StatusOr<std::vector<SstableInfo>> TabletManager::ListSstables(TabletId id) const {
+  ASSIGN_OR_RETURN(std::shared_ptr<Tablet> t, tablet(id));
+  std::vector<SstableInfo> out;
+  for (const auto& f : t->files()->files) {
+    const storage::FileMeta& m = f->meta();
+    SstableInfo info{.number = m.number,
+                     .group = m.group,
+                     .level = m.level,
+                     .bytes = m.size,
+                     .entries = m.num_entries};
+    const FileRows rows = RowsOf(m);
+    std::string_view row;
+    std::string scratch;
+    if (model::Unescape(rows.first, &row, &scratch)) info.first_row = row;
+    if (model::Unescape(rows.last, &row, &scratch)) info.last_row = row;
+    out.push_back(std::move(info));
+  }
+  return out;
 }
 
 StatusOr<std::vector<std::string>> TabletManager::SampleRowKeys(TabletId id,

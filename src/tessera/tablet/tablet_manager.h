@@ -90,6 +90,7 @@ class TabletManager final : public Engine {
   Status WarmRow(TabletId id, std::string_view row) override;
   Status Flush(std::optional<TabletId> id) override;
   Status CompactTablet(TabletId id) override;
+  StatusOr<std::vector<SstableInfo>> ListSstables(TabletId id) const override;
   Status WaitForBackgroundWork() override;
   EngineStats GetStats() const override;
   Status Close() override;
@@ -158,10 +159,13 @@ class TabletManager final : public Engine {
   // picks a size-tiered run. REQUIRES: a compaction of t started (TryStart*Compaction).
   Status CompactFiles(Tablet* t, LocalityGroup group,
                       std::vector<std::shared_ptr<TableFile>> inputs, bool purge);
-  // Installs new files for `t`, replacing `removed`, after logging the edit — unless the tablet
-  // was dropped or left content `generation` (Tablet::generation) meanwhile: then the files are
-  // removed and the call is OK.
-  Status InstallFiles(Tablet* t, uint64_t generation, const std::vector<storage::FileMeta>& added,
+  // Opens the new files of a flush or compaction; on error removes them all.
+  StatusOr<std::vector<std::shared_ptr<TableFile>>> OpenTableFiles(
+      const std::vector<storage::FileMeta>& metas);
+  // Installs `added` (new files, or files moved to another level) for `t`, replacing `removed`,
+  // after logging the edit — unless the tablet was dropped or left content `generation`
+  // (Tablet::generation) meanwhile: then the new files are removed and the call is OK.
+  Status InstallFiles(Tablet* t, uint64_t generation, std::vector<std::shared_ptr<TableFile>> added,
                       const std::vector<std::shared_ptr<TableFile>>& removed,
                       std::optional<storage::SequenceNumber> flushed) ABSL_LOCKS_EXCLUDED(mu_);
   void DeleteObsoleteLogSegments() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
