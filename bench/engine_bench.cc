@@ -2,7 +2,7 @@
 // LevelDB, all opened with the same settings by one program run.
 //
 //   tessera_engine_bench [--num 1000000] [--benchmarks fillseq,readrandom,...]
-//                        [--engines tessera,rocksdb,leveldb] [--json] [--threads 1] ...
+//                        [--engines tessera,tessera-stcs,rocksdb,leveldb] [--json] ...
 //
 // Method (see workload.h for the benchmarks themselves):
 //  - Every engine runs in its own forked child, one after the other, so engines share no cache,
@@ -41,6 +41,8 @@
 //   {"benchmark": "readrandom", "engine": "ratio", "tessera_vs_best_peer": R, "best_peer": "..."}
 // A benchmark's ratio is Tessera's ops/s over the best peer's (> 1: Tessera is faster); the
 // peak_memory ratio is Tessera's peak RSS over the smallest peer's (< 1: Tessera uses less).
+// "tessera" is the engine with its default, leveled compaction; "tessera-stcs" the same with
+// size-tiered compaction (docs/compaction.md), shown beside it and never taken as a peer.
 // Engine logs (spdlog) go to stderr, warnings only unless --verbose.
 // Exit status 0 iff every engine ran every benchmark.
 #include <fcntl.h>
@@ -85,6 +87,7 @@ struct Flags {
   size_t write_buffer_mb = 64;
   int bloom_bits = 10;
   int background_threads = 2;
+  int idle_tablets = 0;
   uint64_t seed = 301;
   bool verbose = false;
 };
@@ -206,6 +209,7 @@ Status RunEngine(const Flags& flags, const std::string& engine, const std::strin
   kv.block_size = flags.block_size;
   kv.write_buffer_bytes = flags.write_buffer_mb << 20;
   kv.bloom_bits_per_key = flags.bloom_bits;
+  kv.idle_tablets = flags.idle_tablets;
   kv.background_threads = flags.background_threads;
 
   WorkloadOptions workload;
@@ -377,7 +381,7 @@ std::vector<Ratio> ComputeRatios(const std::vector<EngineRun>& runs,
     Ratio best{name, 0, ""};
     double best_ops = 0;
     for (const EngineRun& run : runs) {
-      const Measurement* m = run.engine == "tessera" ? nullptr : find(run, name);
+      const Measurement* m = IsTessera(run.engine) ? nullptr : find(run, name);
       if (m != nullptr && m->ops_per_sec > best_ops) {
         best_ops = m->ops_per_sec;
         best.best_peer = run.engine;
@@ -391,7 +395,7 @@ std::vector<Ratio> ComputeRatios(const std::vector<EngineRun>& runs,
     Ratio memory{"peak_memory", 0, ""};
     double least = 0;
     for (const EngineRun& run : runs) {
-      if (run.engine == "tessera" || run.peak_rss_mb <= 0) continue;
+      if (IsTessera(run.engine) || run.peak_rss_mb <= 0) continue;
       if (least == 0 || run.peak_rss_mb < least) {
         least = run.peak_rss_mb;
         memory.best_peer = run.engine;
@@ -429,14 +433,14 @@ void PrintTables(const Output& out, const std::vector<EngineRun>& runs,
     return "";
   };
   out.Info("");
-  out.Info("{:<12} {:<8} {:>12} {:>9} {:>10}   {}", "benchmark", "engine", "ops/s", "MB/s",
+  out.Info("{:<12} {:<12} {:>12} {:>9} {:>10}   {}", "benchmark", "engine", "ops/s", "MB/s",
            "micros/op", "tessera vs best peer");
   for (const std::string& name : benchmarks) {
     bool first = true;
     for (const EngineRun& run : runs) {
       for (const Measurement& m : run.results) {
         if (m.benchmark != name) continue;
-        out.Info("{:<12} {:<8} {:>12.0f} {:>9.1f} {:>10.3f}   {}", first ? name : "", run.engine,
+        out.Info("{:<12} {:<12} {:>12.0f} {:>9.1f} {:>10.3f}   {}", first ? name : "", run.engine,
                  m.ops_per_sec, m.mb_per_sec, m.micros_per_op,
                  run.engine == "tessera" ? ratio_of(name) : "");
         first = false;
@@ -444,13 +448,13 @@ void PrintTables(const Output& out, const std::vector<EngineRun>& runs,
     }
   }
   out.Info("");
-  out.Info("{:<12} {:<8} {:>9} {:>9} {:>10} {:>9} {:>10} {:>10} {:>8} {:>9}", "after", "engine",
+  out.Info("{:<12} {:<12} {:>9} {:>9} {:>10} {:>9} {:>10} {:>10} {:>8} {:>9}", "after", "engine",
            "user MB", "live MB", "written MB", "write amp", "compaction", "sorted MB", "disk MB",
            "space amp");
   for (const EngineRun& run : runs) {
     for (const auto& [after, a] : run.amplification) {
       out.Info(
-          "{:<12} {:<8} {:>9.1f} {:>9.1f} {:>10.1f} {:>9.2f} {:>10} {:>10.1f} {:>8.1f} {:>9.2f}",
+          "{:<12} {:<12} {:>9.1f} {:>9.1f} {:>10.1f} {:>9.2f} {:>10} {:>10.1f} {:>8.1f} {:>9.2f}",
           after, run.engine, a.user_bytes_written / 1048576.0, a.live_user_bytes / 1048576.0,
           a.file_writes.total_bytes / 1048576.0, a.write_amplification(), CompactionFigure(a, "-"),
           a.sorted_file_bytes / 1048576.0, a.disk_bytes / 1048576.0, a.space_amplification());
@@ -460,10 +464,10 @@ void PrintTables(const Output& out, const std::vector<EngineRun>& runs,
       "write amp: bytes the engine wrote to sorted files (flushes and compactions; "
       "compaction: theirs alone) / user bytes put; space amp: disk bytes / live user bytes");
   out.Info("");
-  out.Info("{:<12} {:<8} {:>12} {:>9}   {}", "peak_memory", "engine", "peak RSS MB", "CPU s",
+  out.Info("{:<12} {:<12} {:>12} {:>9}   {}", "peak_memory", "engine", "peak RSS MB", "CPU s",
            "tessera vs smallest peer");
   for (const EngineRun& run : runs) {
-    out.Info("{:<12} {:<8} {:>12.1f} {:>9.1f}   {}{}", "", run.engine, run.peak_rss_mb,
+    out.Info("{:<12} {:<12} {:>12.1f} {:>9.1f}   {}{}", "", run.engine, run.peak_rss_mb,
              run.cpu_seconds, run.engine == "tessera" ? ratio_of("peak_memory") : "",
              run.ok ? "" : " (FAILED)");
   }
@@ -495,6 +499,9 @@ Status Validate(Flags* flags, std::vector<std::string>* engines,
   if (flags->num == 0) return absl::InvalidArgumentError("--num must be > 0");
   if (flags->value_size == 0) return absl::InvalidArgumentError("--value_size must be > 0");
   if (flags->threads < 1) return absl::InvalidArgumentError("--threads must be >= 1");
+  if (flags->idle_tablets < 0 || flags->idle_tablets > 100000) {
+    return absl::InvalidArgumentError("--idle_tablets must be in [0, 100000]");
+  }
   if (flags->block_size < 256) return absl::InvalidArgumentError("--block_size must be >= 256");
   if (flags->sync_num == 0) flags->sync_num = std::max<uint64_t>(1, flags->num / 100);
   *benchmarks = SplitList(flags->benchmarks);
@@ -538,6 +545,10 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--background_threads", flags.background_threads,
                  "flush/compaction threads (RocksDB, Tessera)")
+      ->capture_default_str();
+  app.add_option("--idle_tablets", flags.idle_tablets,
+                 "Tessera only: this many more tablets that no benchmark touches (a node holds "
+                 "copies of many)")
       ->capture_default_str();
   app.add_option("--seed", flags.seed, "seed of keys and values")->capture_default_str();
   app.add_flag("--verbose", flags.verbose, "show the engines' info logs (on stderr)");

@@ -26,6 +26,7 @@ std::vector<std::string> AvailableEngines() {
   std::vector<std::string> engines;
 #ifdef TESSERA_BENCH_HAVE_TABLET
   engines.push_back("tessera");
+  engines.push_back("tessera-stcs");
 #endif
   engines.push_back("rocksdb");
   engines.push_back("leveldb");
@@ -34,7 +35,7 @@ std::vector<std::string> AvailableEngines() {
 
 StatusOr<std::unique_ptr<KvAdapter>> OpenEngine(std::string_view name, const KvOptions& options) {
 #ifdef TESSERA_BENCH_HAVE_TABLET
-  if (name == "tessera") return OpenTessera(options);
+  if (name == "tessera" || name == "tessera-stcs") return OpenTessera(options, name);
 #endif
   if (name == "rocksdb") return OpenRocksDb(options);
   if (name == "leveldb") return OpenLevelDb(options);

@@ -31,6 +31,9 @@ struct KvOptions {
   size_t write_buffer_bytes = 64ull << 20;  // memtable size before a flush
   int bloom_bits_per_key = 10;
   int background_threads = 2;  // flush/compaction threads where the engine lets us choose
+  // Tessera only: this many more tablets, which no benchmark writes or reads (a node holds a
+  // copy of many tablets; they must cost the busy one nothing).
+  int idle_tablets = 0;
 };
 
 // What one Scan saw.
@@ -79,7 +82,10 @@ uint64_t LevelDbStatsWrittenBytes(std::string_view stats);
 StatusOr<std::unique_ptr<KvAdapter>> OpenRocksDb(const KvOptions& options);
 StatusOr<std::unique_ptr<KvAdapter>> OpenLevelDb(const KvOptions& options);
 #ifdef TESSERA_BENCH_HAVE_TABLET
-StatusOr<std::unique_ptr<KvAdapter>> OpenTessera(const KvOptions& options);
+// "tessera" (leveled compaction, the default) or "tessera-stcs" (size-tiered).
+StatusOr<std::unique_ptr<KvAdapter>> OpenTessera(const KvOptions& options, std::string_view name);
+// Whether `engine` is one of Tessera's (never a peer in the ratios).
+inline bool IsTessera(std::string_view engine) { return engine.starts_with("tessera"); }
 #endif
 
 // The engines compiled into this binary, in the default run order.

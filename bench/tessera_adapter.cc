@@ -30,10 +30,10 @@ tablet::TabletDescriptor BenchTablet() {
 
 class TesseraAdapter final : public KvAdapter {
  public:
-  TesseraAdapter(std::unique_ptr<tablet::Engine> engine, std::string describe)
-      : engine_(std::move(engine)), describe_(std::move(describe)) {}
+  TesseraAdapter(std::unique_ptr<tablet::Engine> engine, std::string name, std::string describe)
+      : engine_(std::move(engine)), name_(std::move(name)), describe_(std::move(describe)) {}
 
-  std::string_view name() const override { return "tessera"; }
+  std::string_view name() const override { return name_; }
   std::string Describe() const override { return describe_; }
 
   Status Put(std::string_view key, std::string_view value) override {
@@ -80,13 +80,16 @@ class TesseraAdapter final : public KvAdapter {
 
  private:
   std::unique_ptr<tablet::Engine> engine_;
+  const std::string name_;
   const std::string describe_;
 };
 
 }  // namespace
 
-StatusOr<std::unique_ptr<KvAdapter>> OpenTessera(const KvOptions& options) {
+StatusOr<std::unique_ptr<KvAdapter>> OpenTessera(const KvOptions& options, std::string_view name) {
   tablet::EngineOptions engine_options;
+  engine_options.compaction_style = name == "tessera-stcs" ? tablet::CompactionStyle::kSizeTiered
+                                                           : tablet::CompactionStyle::kLeveled;
   engine_options.dir = options.dir;
   engine_options.sync_mode = options.sync ? tablet::SyncMode::kBatch : tablet::SyncMode::kPeriodic;
   engine_options.memtable_bytes = options.write_buffer_bytes;
@@ -103,17 +106,23 @@ StatusOr<std::unique_ptr<KvAdapter>> OpenTessera(const KvOptions& options) {
   StatusOr<tablet::TabletDescriptor> existing = engine->GetTablet(kTablet);
   if (absl::IsNotFound(existing.status())) {
     RETURN_IF_ERROR(engine->CreateTablet(kTablet, BenchTablet()));
+    for (int i = 0; i < options.idle_tablets; ++i) {
+      tablet::TabletDescriptor idle = BenchTablet();
+      idle.table = idle.schema.name = fmt::format("idle{}", i);
+      RETURN_IF_ERROR(engine->CreateTablet(kTablet + 1 + i, idle));
+    }
   } else if (!existing.ok()) {
     return existing.status();
   }
   std::string describe = fmt::format(
       "compression=lz4, commit log on, sync={} (SyncMode::{}), filter=bloom {} bits/key, "
-      "background_threads={}, compaction not throttled; key = row, value = cell f: at ts 0",
+      "background_threads={}, {} compaction not throttled{}; key = row, value = cell f: at ts 0",
       options.sync ? "every write" : "every periodic_sync_interval_ms",
-      options.sync ? "kBatch" : "kPeriodic", options.bloom_bits_per_key,
-      options.background_threads);
+      options.sync ? "kBatch" : "kPeriodic", options.bloom_bits_per_key, options.background_threads,
+      tablet::CompactionStyleName(engine_options.compaction_style),
+      options.idle_tablets > 0 ? fmt::format(", {} idle tablets", options.idle_tablets) : "");
   return std::unique_ptr<KvAdapter>(
-      std::make_unique<TesseraAdapter>(std::move(engine), std::move(describe)));
+      std::make_unique<TesseraAdapter>(std::move(engine), std::string(name), std::move(describe)));
 }
 
 }  // namespace tessera::bench

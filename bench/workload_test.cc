@@ -1,5 +1,6 @@
 #include "workload.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 
@@ -185,7 +186,9 @@ TEST_P(EngineWorkloadTest, LoadDatabaseWritesEveryKeyOnce) {
 
 INSTANTIATE_TEST_SUITE_P(Engines, EngineWorkloadTest, testing::ValuesIn(AvailableEngines()),
                          [](const testing::TestParamInfo<std::string>& info) {
-                           return info.param;
+                           std::string name = info.param;  // "tessera-stcs" -> "tessera_stcs"
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
                          });
 
 }  // namespace

@@ -81,6 +81,7 @@ int RunServe(int argc, char** argv) {
   size_t block_cache_mb = options.engine.block_cache_bytes / kMiB;
   size_t block_size_kb = options.engine.block_size / 1024;
   std::string compression = "lz4";
+  std::string compaction = "leveled";
   int64_t compaction_mb_per_s = options.engine.compaction_bytes_per_second / int64_t{kMiB};
   int64_t hint_window_ms = options.cluster.replica.hint_window_us / 1000;
   int64_t max_hints_mb = static_cast<int64_t>(options.cluster.replica.max_hints_bytes / kMiB);
@@ -119,6 +120,12 @@ int RunServe(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--compression", compression, "SSTable block compression")
       ->check(CLI::IsMember({"none", "lz4", "zstd"}))
+      ->capture_default_str();
+  app.add_option("--compaction", compaction,
+                 "how the files of tables that choose none (tessera_options.compaction) are "
+                 "compacted: leveled = a read touches one file per level; size_tiered = fewer "
+                 "rewrites, for write-heavy tables read rarely")
+      ->check(CLI::IsMember({"leveled", "size_tiered"}))
       ->capture_default_str();
   app.add_option("--background-threads", options.engine.background_threads,
                  "threads for flushes and compactions")
@@ -269,6 +276,8 @@ int RunServe(int argc, char** argv) {
   options.engine.memory_hard_limit_bytes = memory_limit_mb * kMiB;
   options.engine.block_cache_bytes = block_cache_mb * kMiB;
   options.engine.block_size = block_size_kb * 1024;
+  options.engine.compaction_style =
+      tablet::ParseCompactionStyle(compaction).value_or(tablet::CompactionStyle::kLeveled);
   options.engine.compression = compression == "none"   ? tablet::Compression::kNone
                                : compression == "zstd" ? tablet::Compression::kZstd
                                                        : tablet::Compression::kLz4;

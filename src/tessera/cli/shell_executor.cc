@@ -167,7 +167,9 @@ Status ShellExecutor::CreateTable(const Command& c) {
   }
   Forget(c.table);
   table_names_.clear();
-  return client_->CreateTable(c.table, families, c.splits);
+  ::tessera::v1::TableOptions options;
+  options.set_compaction(c.compaction);
+  return client_->CreateTable(c.table, families, c.splits, options);
 }
 
 Status ShellExecutor::CreateFamily(const Command& c) {

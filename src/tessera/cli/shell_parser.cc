@@ -454,7 +454,9 @@ StatusOr<Command> ParseCommand(const std::vector<Word>& words) {
       ASSIGN_OR_RETURN(c.table, p.Positional("table name"));
       for (; !p.done(); ++p.next) {
         std::optional<Option> o = AsOption(words[p.next]);
-        if (!o.has_value()) return p.UnknownOption(words[p.next].text, "families=, splits=");
+        if (!o.has_value()) {
+          return p.UnknownOption(words[p.next].text, "families=, splits=, compaction=");
+        }
         if (o->name == "families") {
           for (const std::string& item : SplitAll(o->value.text, ',')) {
             if (item.empty()) continue;
@@ -470,8 +472,14 @@ StatusOr<Command> ParseCommand(const std::vector<Word>& words) {
           for (const Word& item : o->value.Split(',')) {
             if (!item.text.empty()) c.splits.push_back(item.text);
           }
+        } else if (o->name == "compaction") {
+          if (o->value.text != "leveled" && o->value.text != "size_tiered") {
+            return Error(name,
+                         StrCat("compaction=", o->value.text, ": expected leveled or size_tiered"));
+          }
+          c.compaction = o->value.text;
         } else {
-          return p.UnknownOption(o->name + "=", "families=, splits=");
+          return p.UnknownOption(o->name + "=", "families=, splits=, compaction=");
         }
       }
       return c;
@@ -699,10 +707,14 @@ const std::vector<CommandHelp>& AllCommands() {
       {"help", "help [command]", "list the commands, or describe one", ""},
       {"ls", "ls", "list the tables", ""},
       {"describe", "describe <table>", "show a table's families, their kinds and GC rules", ""},
-      {"create table", "create table <table> [families=<family>,...] [splits=<key>,...]",
+      {"create table",
+       "create table <table> [families=<family>,...] [splits=<key>,...] "
+       "[compaction=leveled|size_tiered]",
        "create a table",
        "  <family> is name[:gc][:super][:time-sorted], e.g. families=cf1:maxversions=2,cf2\n"
        "  splits are row keys where the table is split into tablets.\n"
+       "  compaction: leveled (a read touches one file per level) or size_tiered (fewer\n"
+       "  rewrites, for write-heavy tables); the node's --compaction when not given.\n"
        "  Quote a families= list whose GC rules hold blanks:\n"
        "    create table t \"families=cf1:maxage=1d or maxversions=2,cf2\""},
       {"drop table", "drop table <table>", "delete a table and all its data", ""},

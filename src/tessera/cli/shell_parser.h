@@ -120,6 +120,7 @@ struct Command {
   std::string topic;                    // help
   std::vector<FamilyDef> families;      // create table; create family (one)
   std::vector<std::string> splits;      // create table
+  std::string compaction;               // create table: "", "leveled" or "size_tiered"
   std::string family;                   // drop family, set gc
   model::GcRule gc_rule;                // set gc
   std::vector<CellWrite> writes;        // put

@@ -105,6 +105,12 @@ TEST(ShellParseTest, Admin) {
             std::string::npos);
   EXPECT_NE(ErrorOf("create table t families=a,a").find("given twice"), std::string::npos);
   EXPECT_NE(ErrorOf("create table t cf1").find("unknown option"), std::string::npos);
+  c = Parse("create table t families=cf compaction=size_tiered");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->compaction, "size_tiered");
+  EXPECT_EQ(Parse("create table t")->compaction, "");
+  EXPECT_NE(ErrorOf("create table t compaction=tiered").find("expected leveled or size_tiered"),
+            std::string::npos);
 
   c = Parse("create family t f maxage=7d and maxversions=2 super");
   ASSERT_TRUE(c.ok()) << c.status();

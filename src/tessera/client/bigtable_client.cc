@@ -219,9 +219,20 @@ Status BigtableClient::CreateTable(std::string_view table_id,
                                    const std::vector<FamilySpec>& families,
                                    const std::vector<std::string>& split_keys,
                                    const CallOptions& call) {
+  return CreateTable(table_id, families, split_keys, ::tessera::v1::TableOptions(), call);
+}
+
+Status BigtableClient::CreateTable(std::string_view table_id,
+                                   const std::vector<FamilySpec>& families,
+                                   const std::vector<std::string>& split_keys,
+                                   const ::tessera::v1::TableOptions& tessera_options,
+                                   const CallOptions& call) {
   btadmin::CreateTableRequest request;
   request.set_parent(instance_name_);
   request.set_table_id(Str(table_id));
+  if (tessera_options.ByteSizeLong() > 0) {
+    *request.mutable_table()->mutable_tessera_options() = tessera_options;
+  }
   auto& column_families = *request.mutable_table()->mutable_column_families();
   for (const FamilySpec& family : families) {
     if (column_families.count(family.name) != 0) {

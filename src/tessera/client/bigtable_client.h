@@ -140,6 +140,11 @@ class BigtableClient {
   // Creates a table with the given families and initial split keys (tablet boundaries).
   Status CreateTable(std::string_view table_id, const std::vector<FamilySpec>& families,
                      const std::vector<std::string>& split_keys, const CallOptions& call = {});
+  // The same with Tessera's table options (placement, consistency levels, compaction).
+  Status CreateTable(std::string_view table_id, const std::vector<FamilySpec>& families,
+                     const std::vector<std::string>& split_keys,
+                     const ::tessera::v1::TableOptions& tessera_options,
+                     const CallOptions& call = {});
   // The ids of the instance's tables, sorted.
   StatusOr<std::vector<std::string>> ListTables(const CallOptions& call = {});
   // The table with its schema (SCHEMA_VIEW): families with GC rules and Tessera options.

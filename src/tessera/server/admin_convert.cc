@@ -50,6 +50,7 @@ admin::Table TableToProto(const catalog::TableInfo& info, admin::Table::View vie
     out.mutable_tessera_options()->set_placement(options.placement);
     out.mutable_tessera_options()->set_read_consistency(options.read_consistency);
     out.mutable_tessera_options()->set_write_consistency(options.write_consistency);
+    out.mutable_tessera_options()->set_compaction(options.compaction);
   }
   return out;
 }

@@ -7,11 +7,12 @@
 #include "absl/synchronization/notification.h"
 #include "tessera/catalog/tablet_id.h"
 #include "tessera/model/row_mutation.h"
-#include "tessera/replication/consistency_token.h"
 #include "tessera/replication/consistency.h"
+#include "tessera/replication/consistency_token.h"
 #include "tessera/server/admin_convert.h"
 #include "tessera/server/grpc_status.h"
 #include "tessera/server/list_pages.h"
+#include "tessera/tablet/engine.h"
 #include "tessera/util/logging.h"
 
 namespace tessera::server {
@@ -148,6 +149,11 @@ Status AdminService::ResolveTableOptions(const ::tessera::v1::TableOptions& opti
     return bad("write_consistency", tessera::StrCat("unknown write consistency level \"", write,
                                                     "\" (one, quorum, all or local_quorum)"));
   }
+  const std::string& compaction = options.compaction();
+  if (!compaction.empty() && !tablet::ParseCompactionStyle(compaction).has_value()) {
+    return bad("compaction",
+               tessera::StrCat("unknown compaction \"", compaction, "\" (leveled or size_tiered)"));
+  }
   catalog::ClusterView cluster;
   if (placement_.cluster) {
     ASSIGN_OR_RETURN(cluster, placement_.cluster());
@@ -158,7 +164,8 @@ Status AdminService::ResolveTableOptions(const ::tessera::v1::TableOptions& opti
       catalog::ResolveTablePlacement(options.placement(), placement_.placement, cluster.live);
   if (!policy.ok()) return bad("placement", std::string(policy.status().message()));
   *splits = catalog::TableSplitKeys(*policy, cluster.Ring(), std::move(*splits));
-  schema->options = model::TableOptions{catalog::FormatPlacementPolicy(*policy), read, write};
+  schema->options =
+      model::TableOptions{catalog::FormatPlacementPolicy(*policy), read, write, compaction};
   return Status();
 }
 

@@ -567,6 +567,27 @@ TEST_F(AdminTableOptionsTest, ResolvedStoredAndReturnedInTheFullView) {
   EXPECT_EQ((*info)->schema.options, (model::TableOptions{"ring:3", "quorum", "local_quorum"}));
 }
 
+TEST_F(AdminTableOptionsTest, CompactionIsKeptAndChecked) {
+  admin::CreateTableRequest r = CreateRequest("tiered");
+  r.mutable_table()->mutable_tessera_options()->set_compaction("size_tiered");
+  ASSERT_TRUE(service_->DoCreateTable(r).ok());
+  EXPECT_EQ(Get("tiered", admin::Table::FULL).tessera_options().compaction(), "size_tiered");
+  auto info = catalog_->GetTable(std::string(kParent) + "/tables/tiered");
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ((*info)->schema.options.compaction, "size_tiered");
+  // Not given: the node's default, left empty.
+  ASSERT_TRUE(Create("plain2", "").ok());
+  EXPECT_EQ(Get("plain2", admin::Table::FULL).tessera_options().compaction(), "");
+  r = CreateRequest("bad");
+  r.mutable_table()->mutable_tessera_options()->set_compaction("tiered");
+  StatusOr<admin::Table> bad = service_->DoCreateTable(r);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(bad.status().message())
+                .find("tessera_options.compaction: unknown compaction \"tiered\""),
+            std::string::npos)
+      << bad.status();
+}
+
 TEST_F(AdminTableOptionsTest, BadOptionsAreInvalidArgumentNamingTheValue) {
   auto refused = [&](const std::string& placement, const std::string& read = "",
                      const std::string& write = "") {
