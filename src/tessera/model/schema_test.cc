@@ -85,7 +85,7 @@ TEST(SchemaTest, TesseraOptionsRoundTripInFormatFour) {
   s.version = 3;
   // Without options the schema keeps format 0x03, which the previous version reads.
   EXPECT_EQ(s.Encode()[0], 0x03);
-  s.options = TableOptions{"ring:rack:dc1=2,dc2=1", "quorum", "local_quorum"};
+  s.options = TableOptions{"ring:rack:dc1=2,dc2=1", "quorum", "local_quorum", ""};
   const std::string encoded = s.Encode();
   EXPECT_EQ(encoded[0], 0x04);
   StatusOr<TableSchema> d = TableSchema::Decode(encoded);
@@ -93,7 +93,7 @@ TEST(SchemaTest, TesseraOptionsRoundTripInFormatFour) {
   EXPECT_EQ(*d, s);
   EXPECT_EQ(d->options.placement, "ring:rack:dc1=2,dc2=1");
   // Only one level set: still format 0x04, the others stay empty.
-  s.options = TableOptions{"", "", "all"};
+  s.options = TableOptions{"", "", "all", ""};
   d = TableSchema::Decode(s.Encode());
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(d->options, s.options);

@@ -564,7 +564,7 @@ TEST_F(AdminTableOptionsTest, ResolvedStoredAndReturnedInTheFullView) {
   ASSERT_TRUE(reopened.ok()) << reopened.status();
   auto info = (*reopened)->GetTable(std::string(kParent) + "/tables/r");
   ASSERT_TRUE(info.ok());
-  EXPECT_EQ((*info)->schema.options, (model::TableOptions{"ring:3", "quorum", "local_quorum"}));
+  EXPECT_EQ((*info)->schema.options, (model::TableOptions{"ring:3", "quorum", "local_quorum", ""}));
 }
 
 TEST_F(AdminTableOptionsTest, CompactionIsKeptAndChecked) {

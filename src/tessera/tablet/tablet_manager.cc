@@ -410,11 +410,12 @@ StatusOr<std::vector<SstableInfo>> TabletManager::ListSstables(TabletId id) cons
   std::vector<SstableInfo> out;
   for (const auto& f : t->files()->files) {
     const storage::FileMeta& m = f->meta();
-    SstableInfo info{.number = m.number,
-                     .group = m.group,
-                     .level = m.level,
-                     .bytes = m.size,
-                     .entries = m.num_entries};
+    SstableInfo info;
+    info.number = m.number;
+    info.group = m.group;
+    info.level = m.level;
+    info.bytes = m.size;
+    info.entries = m.num_entries;
     const FileRows rows = RowsOf(m);
     std::string_view row;
     std::string scratch;
