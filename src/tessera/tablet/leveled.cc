@@ -6,14 +6,6 @@
 #include "tessera/storage/dbformat.h"
 
 namespace tessera::tablet {
-namespace {
-
-FileRows Union(const FileRows& a, const FileRows& b) {
-  return {std::min(a.first, b.first), std::max(a.last, b.last)};
-}
-
-}  // namespace
-
 FileRows RowsOf(const storage::FileMeta& meta) {
   return {model::RowPrefix(storage::ExtractUserKey(meta.smallest)),
           model::RowPrefix(storage::ExtractUserKey(meta.largest))};
@@ -21,6 +13,10 @@ FileRows RowsOf(const storage::FileMeta& meta) {
 
 bool RowsOverlap(const FileRows& a, const FileRows& b) {
   return !(a.last < b.first || b.last < a.first);
+}
+
+FileRows RowsUnion(const FileRows& a, const FileRows& b) {
+  return {std::min(a.first, b.first), std::max(a.last, b.last)};
 }
 
 int Level0Files(const std::vector<const storage::FileMeta*>& files) {
@@ -90,7 +86,7 @@ std::optional<LeveledCompaction> PickLeveledCompaction(
     c.cursor = std::string(RowsOf(*files[pick]).last);
   }
   FileRows span = RowsOf(*files[from.front()]);
-  for (size_t i : from) span = Union(span, RowsOf(*files[i]));
+  for (size_t i : from) span = RowsUnion(span, RowsOf(*files[i]));
 
   std::vector<size_t> next;  // the files of output_level the inputs overlap
   for (size_t i : levels[c.output_level]) {
@@ -105,7 +101,7 @@ std::optional<LeveledCompaction> PickLeveledCompaction(
     }
     c.trivial_move = disjoint;
   }
-  for (size_t i : next) span = Union(span, RowsOf(*files[i]));
+  for (size_t i : next) span = RowsUnion(span, RowsOf(*files[i]));
 
   c.can_purge_tombstones = true;
   for (uint32_t level = c.output_level + 1; level <= kMaxLevel; ++level) {

@@ -42,6 +42,8 @@ struct FileRows {
 };
 FileRows RowsOf(const storage::FileMeta& meta);
 bool RowsOverlap(const FileRows& a, const FileRows& b);
+// The smallest range of rows holding both.
+FileRows RowsUnion(const FileRows& a, const FileRows& b);
 
 struct LeveledCompaction {
   uint32_t input_level = 0;

@@ -461,10 +461,7 @@ std::optional<CompactionInput> Tablet::PickLocked(LocalityGroup group, std::stri
   // level 0 and no deeper file holds its rows.
   in.can_purge_tombstones = run.back() == level0.size() - 1;
   FileRows rows = RowsOf(in.files.front()->meta());
-  for (const auto& f : in.files) {
-    FileRows r = RowsOf(f->meta());
-    rows = {std::min(rows.first, r.first), std::max(rows.last, r.last)};
-  }
+  for (const auto& f : in.files) rows = RowsUnion(rows, RowsOf(f->meta()));
   for (const auto& f : deeper) {
     if (RowsOverlap(RowsOf(f->meta()), rows)) in.can_purge_tombstones = false;
   }

@@ -22,7 +22,7 @@ char* Arena::AllocateFallback(size_t bytes) {
     // A large object gets its own block so the current block's remainder is not wasted.
     return AllocateNewBlock(bytes);
   }
-  // bytes <= block_size_ / 4, so a block of at least 4 * bytes wastes at most a quarter of it.
+  // While blocks are still small, one may be no bigger than `bytes`: it then holds just that.
   const size_t size = std::max(next_block_size_, bytes);
   next_block_size_ = std::min(next_block_size_ * 2, block_size_);
   alloc_ptr_ = AllocateNewBlock(size);
