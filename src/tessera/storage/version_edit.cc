@@ -28,6 +28,9 @@
 //   14   new file at level  as 6, then varint32 level; written instead of 6 for a file of
 //                           level > 0 (added with leveled compaction: a manifest whose files are
 //                           all at level 0 is the same as before)
+//   15   new file, timed    as 6, then varint32 level (any), then varint64 max_timestamp (the
+//                           int64's bits); written instead of 6 and 14 whenever the newest cell
+//                           timestamp is known (a file of an older manifest has it unknown)
 //
 // Tag 0 and any tag not listed are DataLoss: there is no way to skip a field of unknown size.
 #include "tessera/storage/version_edit.h"
@@ -53,6 +56,7 @@ enum Tag : uint32_t {
   kReplicaEpoch = 12,
   kReplayFrom = 13,
   kNewFileAtLevel = 14,
+  kNewFileTimed = 15,
 };
 
 bool GetString(std::string_view* in, std::string* out) {
@@ -108,7 +112,8 @@ void VersionEdit::EncodeTo(std::string* dst) const {
   }
   for (const NewFile& nf : new_files) {
     const FileMeta& f = nf.meta;
-    PutVarint32(dst, f.level == 0 ? kNewFile : kNewFileAtLevel);
+    const bool timed = f.max_timestamp != FileMeta::kUnknownTimestamp;
+    PutVarint32(dst, timed ? kNewFileTimed : f.level == 0 ? kNewFile : kNewFileAtLevel);
     PutVarint64(dst, nf.tablet_id);
     PutVarint64(dst, f.number);
     PutVarint64(dst, f.size);
@@ -118,7 +123,8 @@ void VersionEdit::EncodeTo(std::string* dst) const {
     PutVarint64(dst, f.max_sequence);
     PutVarint64(dst, f.num_entries);
     PutVarint32(dst, f.group);
-    if (f.level != 0) PutVarint32(dst, f.level);
+    if (timed || f.level != 0) PutVarint32(dst, f.level);
+    if (timed) PutVarint64(dst, static_cast<uint64_t>(f.max_timestamp));
   }
   for (const DeletedFile& d : deleted_files) {
     PutVarint32(dst, kDeletedFile);
@@ -203,11 +209,20 @@ Status VersionEdit::DecodeFrom(std::string_view src) {
           break;
         }
         case kNewFile:
-        case kNewFileAtLevel: {
+        case kNewFileAtLevel:
+        case kNewFileTimed: {
           field = "new file";
           NewFile nf;
+          uint64_t max_timestamp = 0;
           ok = GetVarint64(&in, &nf.tablet_id) && GetFileMeta(&in, &nf.meta) &&
-               (tag == kNewFile || (GetVarint32(&in, &nf.meta.level) && nf.meta.level != 0));
+               (tag == kNewFile || (GetVarint32(&in, &nf.meta.level) &&
+                                    (tag == kNewFileTimed || nf.meta.level != 0))) &&
+               (tag != kNewFileTimed || GetVarint64(&in, &max_timestamp));
+          if (ok && tag == kNewFileTimed) {
+            nf.meta.max_timestamp = static_cast<int64_t>(max_timestamp);
+            // The unknown value is never written under this tag: it would not read back the same.
+            ok = nf.meta.max_timestamp != FileMeta::kUnknownTimestamp;
+          }
           if (ok) new_files.push_back(std::move(nf));
           break;
         }
@@ -282,8 +297,12 @@ std::string VersionEdit::DebugString() const {
     const FileMeta& f = nf.meta;
     s += StrCat("\n  new file: tablet ", nf.tablet_id, " #", f.number, " ", f.size, " bytes, seq [",
                 f.min_sequence, ", ", f.max_sequence, "], ", f.num_entries, " entries, group ",
-                f.group, ", level ", f.level, ", keys '", absl::CHexEscape(f.smallest), "' .. '",
-                absl::CHexEscape(f.largest), "'");
+                f.group, ", level ", f.level, ", newest cell ts ",
+                f.max_timestamp == FileMeta::kUnknownTimestamp  ? std::string("unknown")
+                : f.max_timestamp == FileMeta::kNoCellTimestamp ? std::string("none")
+                                                                : StrCat(f.max_timestamp),
+                ", keys '", absl::CHexEscape(f.smallest), "' .. '", absl::CHexEscape(f.largest),
+                "'");
   }
   for (const DeletedFile& d : deleted_files) {
     s += StrCat("\n  deleted file: tablet ", d.tablet_id, " #", d.file_number);

@@ -32,6 +32,12 @@ struct FileMeta {
   // Leveled compaction's level (docs/compaction.md): 0 for a flush's output, which overlaps
   // other files; in each level >= 1 the files' rows do not overlap.
   uint32_t level = 0;
+  // The newest cell timestamp in the file (cells only, not tombstones), for reads that stop
+  // once deeper files cannot hold a newer version (docs/compaction.md). kUnknownTimestamp when
+  // the file was written before this was recorded; kNoCellTimestamp when it holds no cell.
+  static constexpr int64_t kUnknownTimestamp = INT64_MAX;
+  static constexpr int64_t kNoCellTimestamp = INT64_MIN;
+  int64_t max_timestamp = kUnknownTimestamp;
 
   bool operator==(const FileMeta&) const = default;
 };

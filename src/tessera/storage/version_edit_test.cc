@@ -40,6 +40,12 @@ VersionEdit FullEdit() {
   FileMeta leveled = MakeFile(14);
   leveled.level = 6;
   e.AddFile(7, leveled);
+  for (int64_t ts :
+       {int64_t{0}, int64_t{-1}, FileMeta::kNoCellTimestamp, FileMeta::kUnknownTimestamp - 1}) {
+    FileMeta timed = MakeFile(15);
+    timed.max_timestamp = ts;
+    e.AddFile(7, timed);
+  }
   e.DeleteFile(7, 11);
   e.SetFlushed(7, 1234567);
   e.SetFlushed(0, 0);
@@ -89,6 +95,32 @@ TEST(VersionEditTest, LevelsAreWrittenOnlyForDeeperFiles) {
   EXPECT_TRUE(absl::IsDataLoss(decoded.DecodeFrom(bad)));
 }
 
+// A file's newest cell timestamp is written (with its level, even 0) only when known; a field
+// claiming the unknown value is refused.
+TEST(VersionEditTest, NewestCellTimestampIsWrittenWhenKnown) {
+  VersionEdit e;
+  e.AddFile(1, MakeFile(2));
+  std::string unknown;
+  e.EncodeTo(&unknown);
+  EXPECT_EQ(6, unknown[0]);
+  e.new_files[0].meta.max_timestamp = 1700000000000000;
+  std::string timed;
+  e.EncodeTo(&timed);
+  EXPECT_EQ(15, timed[0]);
+  VersionEdit decoded;
+  TESSERA_ASSERT_OK(decoded.DecodeFrom(timed));
+  EXPECT_EQ(1700000000000000, decoded.new_files[0].meta.max_timestamp);
+  EXPECT_EQ(0u, decoded.new_files[0].meta.level);
+  TESSERA_ASSERT_OK(decoded.DecodeFrom(unknown));
+  EXPECT_EQ(FileMeta::kUnknownTimestamp, decoded.new_files[0].meta.max_timestamp);
+
+  std::string bad = unknown;
+  bad[0] = 15;
+  PutVarint32(&bad, 0);
+  PutVarint64(&bad, static_cast<uint64_t>(FileMeta::kUnknownTimestamp));
+  EXPECT_TRUE(absl::IsDataLoss(decoded.DecodeFrom(bad)));
+}
+
 // Bytes as engines wrote them before the data-state field existed: they decode, and apply with
 // the tablet in state 0; such an edit still encodes to exactly these bytes.
 TEST(VersionEditTest, EditWithoutDataStateReadsAsBefore) {
@@ -116,7 +148,7 @@ TEST(VersionEditTest, EditWithoutDataStateReadsAsBefore) {
 TEST(VersionEditTest, UnknownTagIsDataLoss) {
   std::string encoded;
   FullEdit().EncodeTo(&encoded);
-  for (uint32_t tag : {0u, 15u, 100u, 1u << 20}) {  // 15: the first unused tag
+  for (uint32_t tag : {0u, 16u, 100u, 1u << 20}) {  // 16: the first unused tag
     std::string bad = encoded;
     PutVarint32(&bad, tag);
     PutVarint64(&bad, 1);
@@ -142,7 +174,7 @@ TEST(VersionEditTest, TruncationIsDataLossOrAShorterEdit) {
     }
   }
   EXPECT_GE(whole_prefixes, 10);  // one per field
-  EXPECT_LT(whole_prefixes, 22);
+  EXPECT_LT(whole_prefixes, 26);
 }
 
 TEST(ManifestStateTest, ApplyAndSnapshot) {

@@ -55,14 +55,22 @@ TableWriter::~TableWriter() {
 
 Status TableWriter::Add(const storage::ParsedInternalKey& parsed, std::string_view ikey,
                         std::string_view value) {
-  if (!route_) {
-    return AddTo(static_cast<uint32_t>(options_.fixed_group.value_or(LocalityGroup::kDefault)),
-                 ikey, value);
-  }
   model::CellKeyLayout layout;
-  if (!model::ParseCellKeyLayout(parsed.user_key, &layout)) {
-    return absl::DataLossError("an SSTable entry has a malformed cell key");
+  const bool well_formed = model::ParseCellKeyLayout(parsed.user_key, &layout);
+  if (!route_) {
+    // Written as it comes (a malformed key fails its reader, not this copy); a key that is no
+    // cell key leaves the file's newest timestamp unknown.
+    const auto group =
+        static_cast<uint32_t>(options_.fixed_group.value_or(LocalityGroup::kDefault));
+    RETURN_IF_ERROR(AddTo(group, ikey, value));
+    if (well_formed) {
+      NoteTimestamp(group, layout);  // unknown (the maximum) stays unknown
+    } else {
+      outputs_[group]->meta.max_timestamp = storage::FileMeta::kUnknownTimestamp;
+    }
+    return Status();
   }
+  if (!well_formed) return absl::DataLossError("an SSTable entry has a malformed cell key");
   if (layout.kind != model::CellKind::kCell) {
     RETURN_IF_ERROR(AddTo(static_cast<uint32_t>(LocalityGroup::kDefault), ikey, value));
     return AddTo(static_cast<uint32_t>(LocalityGroup::kInMemory), ikey, value);
@@ -70,7 +78,16 @@ Status TableWriter::Add(const storage::ParsedInternalKey& parsed, std::string_vi
   const model::FamilySchema* f = options_.schema->Find(layout.family(parsed.user_key));
   LocalityGroup group =
       (f != nullptr && f->in_memory) ? LocalityGroup::kInMemory : LocalityGroup::kDefault;
-  return AddTo(static_cast<uint32_t>(group), ikey, value);
+  RETURN_IF_ERROR(AddTo(static_cast<uint32_t>(group), ikey, value));
+  NoteTimestamp(static_cast<uint32_t>(group), layout);
+  return Status();
+}
+
+void TableWriter::NoteTimestamp(uint32_t group, const model::CellKeyLayout& layout) {
+  if (layout.kind != model::CellKind::kCell) return;
+  // AddTo left outputs_[group] as the output that holds the entry just added.
+  int64_t& newest = outputs_[group]->meta.max_timestamp;
+  newest = std::max(newest, layout.timestamp_micros);
 }
 
 Status TableWriter::AddTo(uint32_t group, std::string_view ikey, std::string_view value) {
@@ -134,6 +151,7 @@ StatusOr<TableWriter::Output*> TableWriter::OutputFor(uint32_t group) {
     out->meta.number = out->number;
     out->meta.group = group;
     out->meta.level = options_.output_level;
+    out->meta.max_timestamp = storage::FileMeta::kNoCellTimestamp;  // until a cell arrives
     outputs_[group] = std::move(out);
   }
   return outputs_[group].get();

@@ -19,6 +19,7 @@
 #include <optional>
 #include <vector>
 
+#include "tessera/model/cell_key.h"
 #include "tessera/model/schema.h"
 #include "tessera/storage/dbformat.h"
 #include "tessera/storage/iterator.h"
@@ -89,6 +90,8 @@ class TableWriter {
  private:
   struct Output;
   Status AddTo(uint32_t group, std::string_view ikey, std::string_view value);
+  // Raises the current output of `group`'s newest cell timestamp to the entry's, for a cell.
+  void NoteTimestamp(uint32_t group, const model::CellKeyLayout& layout);
   StatusOr<Output*> OutputFor(uint32_t group);
   // Finishes and syncs outputs_[group] and moves it to finished_.
   Status FinishOutput(uint32_t group);

@@ -352,6 +352,52 @@ TEST_F(EngineTest, OverwritesKeepTheFilesAReadTouchesBounded) {
   RecordProperty("most_files_touched", static_cast<int>(most_touched));
 }
 
+// A read of a column's newest version stops at the newest file that holds one once the older
+// files can hold nothing newer (docs/compaction.md, "Reads that stop early"); a whole-row read
+// merges every file, and an older file with a newer timestamp is still read.
+TEST_F(EngineTest, ANewestVersionReadStopsAtTheNewestFileThatHoldsIt) {
+  Open(64 * 1024, /*min_files=*/10);
+  ASSERT_TRUE(engine_->CreateTablet(1, TabletDescriptor{"t", "", "", Schema()}).ok());
+  auto put = [&](std::string_view row, int64_t ts, std::string_view value) {
+    model::RowMutation m(row);
+    m.SetCell("cf", "q", ts, value);
+    ASSERT_TRUE(engine_->Apply(1, m).ok());
+    ASSERT_TRUE(engine_->Flush(1).ok());
+  };
+  put("a", 1000, "old");
+  put("a", 1000, "new");  // the same cell again, in a second file
+  put("b", 2000, "newer timestamp, older write");
+  put("b", 1000, "older timestamp, newer write");
+  auto lookups = [&] {
+    EngineStats s = engine_->GetStats();
+    return s.block_cache_hits + s.block_cache_misses;
+  };
+  uint64_t before = lookups();
+  EXPECT_EQ("new", Get("a"));
+  EXPECT_EQ(1u, lookups() - before) << "only the newer file of row a is read";
+
+  before = lookups();
+  auto whole = engine_->ReadRow(1, "a", model::ReadSpec());
+  ASSERT_TRUE(whole.ok() && whole->has_value());
+  ASSERT_EQ(1u, (*whole)->cells.size());
+  EXPECT_EQ("new", (*whole)->cells[0].value);
+  EXPECT_EQ(2u, lookups() - before) << "a whole-row read merges both files";
+
+  before = lookups();
+  EXPECT_EQ("newer timestamp, older write", Get("b"));
+  // Both files (the newer one's block is looked up again when the two are merged).
+  EXPECT_LE(2u, lookups() - before) << "the older file may hold a newer version";
+
+  model::ReadSpec two;
+  two.columns.push_back({"cf", "q"});
+  two.max_versions = 2;
+  auto both = engine_->ReadRow(1, "b", two);
+  ASSERT_TRUE(both.ok() && both->has_value());
+  ASSERT_EQ(2u, (*both)->cells.size());
+  EXPECT_EQ(2000, (*both)->cells[0].timestamp_micros);
+  EXPECT_EQ(1000, (*both)->cells[1].timestamp_micros);
+}
+
 // A table's own choice (TableOptions::compaction) wins over the engine's.
 TEST_F(EngineTest, ATableChoosesItsCompaction) {
   EngineOptions o;

@@ -109,6 +109,25 @@ class SpecFilter {
   int versions_ = 0;
 };
 
+// A row being collected. Cells of `row` past `size` are spare: a scan refills their strings for
+// the next row instead of allocating new ones.
+struct RowBuffer {
+  model::Row row;
+  size_t size = 0;
+
+  bool empty() const { return size == 0; }
+  void Clear() { size = 0; }
+  model::Cell& Append() {
+    if (size == row.cells.size()) row.cells.emplace_back();
+    return row.cells[size++];
+  }
+  // Leaves row.cells holding exactly the cells appended since Clear.
+  const model::Row& Seal() {
+    row.cells.resize(size);
+    return row;
+  }
+};
+
 // Feeds entries through visibility and the spec, collecting the cells of rows.
 class CellCollector {
  public:
@@ -118,7 +137,7 @@ class CellCollector {
         filter_(spec) {}
 
   // Returns DataLoss for a malformed key. Appends the cell to `row` when visible and chosen.
-  Status Add(std::string_view ikey, std::string_view value, model::Row* row) {
+  Status Add(std::string_view ikey, std::string_view value, RowBuffer* row) {
     storage::ParsedInternalKey parsed;
     if (!storage::ParseInternalKey(ikey, &parsed)) {
       return absl::DataLossError("malformed internal key in tablet data");
@@ -135,12 +154,13 @@ class CellCollector {
       return absl::DataLossError("malformed cell key in tablet data");
     }
     if (!filter_.Accept(cell.family, cell.qualifier, cell.timestamp_micros)) return Status();
-    if (row->cells.empty()) row->key.assign(cell.row.data(), cell.row.size());
-    row->cells.push_back(model::Cell{std::string(cell.family),
-                                     std::string(cell.qualifier),
-                                     cell.timestamp_micros,
-                                     std::string(value),
-                                     {}});
+    if (row->empty()) row->row.key.assign(cell.row.data(), cell.row.size());
+    model::Cell& out = row->Append();
+    out.family.assign(cell.family.data(), cell.family.size());
+    out.qualifier.assign(cell.qualifier.data(), cell.qualifier.size());
+    out.timestamp_micros = cell.timestamp_micros;
+    out.value.assign(value.data(), value.size());
+    out.labels.clear();
     return Status();
   }
 
@@ -225,7 +245,7 @@ class ScanIterator final : public RowIterator {
   }
 
   bool Valid() const override { return valid_; }
-  const model::Row& row() const override { return row_; }
+  const model::Row& row() const override { return row_.row; }
   void Next() override { Advance(); }
   Status status() const override { return status_; }
 
@@ -234,16 +254,16 @@ class ScanIterator final : public RowIterator {
   void Advance() {
     valid_ = false;
     if (!status_.ok() || (limit_ > 0 && returned_ >= limit_)) return;
-    row_.key.clear();
-    row_.cells.clear();
+    row_.Clear();
     while (iter_->Valid()) {
       std::string_view ukey = storage::ExtractUserKey(iter_->key());
       if (!range_.hi.empty() && ukey >= std::string_view(range_.hi)) break;
       std::string_view prefix = model::RowPrefix(ukey);
       if (prefix != current_prefix_) {
-        if (!row_.cells.empty()) {
+        if (!row_.empty()) {
           valid_ = true;
           ++returned_;
+          row_.Seal();
           current_prefix_.assign(prefix.data(), prefix.size());
           collector_.StartRow();
           // The entry under the iterator belongs to the next row; it is fed on the next call.
@@ -260,9 +280,10 @@ class ScanIterator final : public RowIterator {
       status_ = iter_->status();
       return;
     }
-    if (!row_.cells.empty()) {
+    if (!row_.empty()) {
       valid_ = true;
       ++returned_;
+      row_.Seal();
     }
   }
 
@@ -273,7 +294,7 @@ class ScanIterator final : public RowIterator {
   CellCollector collector_;
   std::unique_ptr<Iterator> iter_;
   std::string current_prefix_;
-  model::Row row_;
+  RowBuffer row_;
   bool valid_ = false;
   uint64_t returned_ = 0;
   Status status_;
@@ -301,7 +322,7 @@ class ReverseScanIterator final : public RowIterator {
   }
 
   bool Valid() const override { return valid_; }
-  const model::Row& row() const override { return row_; }
+  const model::Row& row() const override { return row_.row; }
   void Next() override { Advance(); }
   Status status() const override { return status_; }
 
@@ -331,8 +352,7 @@ class ReverseScanIterator final : public RowIterator {
       if (ukey < std::string_view(range_.lo)) break;
       const std::string_view prefix = model::RowPrefix(ukey);
       current_prefix_.assign(prefix.data(), prefix.size());
-      row_.key.clear();
-      row_.cells.clear();
+      row_.Clear();
       collector_.Restart();
       iter_->Seek(SeekKey(current_prefix_));
       for (; iter_->Valid(); iter_->Next()) {
@@ -342,9 +362,10 @@ class ReverseScanIterator final : public RowIterator {
       }
       if (!iter_->status().ok()) break;
       StepBefore(current_prefix_);
-      if (!row_.cells.empty()) {
+      if (!row_.empty()) {
         valid_ = true;
         ++returned_;
+        row_.Seal();
         return;
       }
     }
@@ -358,10 +379,156 @@ class ReverseScanIterator final : public RowIterator {
   CellCollector collector_;
   std::unique_ptr<Iterator> iter_;
   std::string current_prefix_;
-  model::Row row_;
+  RowBuffer row_;
   bool valid_ = false;
   uint64_t returned_ = 0;
   Status status_;
+};
+
+// The files that may hold `row_prefix`'s row (by key range and bloom filter), in the order a
+// read that stops early takes them: level 0 newest first, then each deeper level.
+std::vector<const TableFile*> RowFiles(const TabletSnapshot& snapshot, const KeyInterval& range,
+                                       const std::string& row_prefix) {
+  std::vector<const TableFile*> files;
+  for (const auto& file : snapshot.files->files) {  // newest first
+    if (!FileOverlaps(file->meta(), range)) continue;
+    if (!file->table()->KeyMayMatch(row_prefix)) continue;
+    files.push_back(file.get());
+  }
+  std::stable_sort(files.begin(), files.end(), [](const TableFile* a, const TableFile* b) {
+    return a->meta().level < b->meta().level;
+  });
+  return files;
+}
+
+// An iterator over another that the caller keeps.
+class BorrowedIterator final : public Iterator {
+ public:
+  explicit BorrowedIterator(Iterator* base) : base_(base) {}
+  bool Valid() const override { return base_->Valid(); }
+  void SeekToFirst() override { base_->SeekToFirst(); }
+  void SeekToLast() override { base_->SeekToLast(); }
+  void Seek(std::string_view target) override { base_->Seek(target); }
+  void Next() override { base_->Next(); }
+  void Prev() override { base_->Prev(); }
+  std::string_view key() const override { return base_->key(); }
+  std::string_view value() const override { return base_->value(); }
+  Status status() const override { return base_->status(); }
+
+ private:
+  Iterator* const base_;
+};
+
+std::vector<std::unique_ptr<Iterator>> Borrow(
+    const std::vector<std::unique_ptr<Iterator>>& sources) {
+  std::vector<std::unique_ptr<Iterator>> borrowed;
+  borrowed.reserve(sources.size());
+  for (const auto& source : sources) {
+    borrowed.push_back(std::make_unique<BorrowedIterator>(source.get()));
+  }
+  return borrowed;
+}
+
+// Whether `source` holds any entry of the row [row.lo, row.hi): one seek.
+StatusOr<bool> HoldsRow(Iterator* source, const KeyInterval& row) {
+  source->Seek(
+      storage::MakeInternalKey(row.lo, storage::kMaxSequenceNumber, storage::kValueTypeForSeek));
+  if (source->Valid()) return storage::ExtractUserKey(source->key()) < std::string_view(row.hi);
+  RETURN_IF_ERROR(source->status());
+  return false;
+}
+
+// Adds to `row` the visible, chosen cells of `segments` in the merge of `sources`.
+Status CollectRow(const TabletSnapshot& snapshot, const model::ReadSpec& spec,
+                  const std::vector<KeyInterval>& segments,
+                  std::vector<std::unique_ptr<Iterator>> sources, RowBuffer* row) {
+  std::unique_ptr<Iterator> iter =
+      storage::NewMergingIterator(storage::InternalKeyComparator(), std::move(sources));
+  CellCollector collector(snapshot, spec);
+  bool positioned = false;
+  for (const KeyInterval& seg : segments) {
+    // Segments are in key order and the iterator only moves forward: once it rests at or past
+    // the segment's start, nothing in between was passed over, and the seek is saved (a row of
+    // a few cells costs one seek, not one per segment).
+    if (positioned && !iter->Valid()) break;  // at the end (or failed: the status says)
+    if (!positioned || storage::ExtractUserKey(iter->key()) < std::string_view(seg.lo)) {
+      iter->Seek(storage::MakeInternalKey(seg.lo, storage::kMaxSequenceNumber,
+                                          storage::kValueTypeForSeek));
+      positioned = true;
+    }
+    for (; iter->Valid(); iter->Next()) {
+      if (storage::ExtractUserKey(iter->key()) >= std::string_view(seg.hi)) break;
+      RETURN_IF_ERROR(collector.Add(iter->key(), iter->value(), row));
+    }
+    RETURN_IF_ERROR(iter->status());
+  }
+  return Status();
+}
+
+// A read of at most N versions of chosen columns may stop before the older files, as
+// Cassandra's reads by column name do (docs/compaction.md, "Reads that stop early"): once
+// every chosen column has N visible versions, a file whose newest cell is no newer than the
+// Nth of each can add no version that ranks among the N (an equal timestamp is the same cell,
+// older), and it cannot hide one (a tombstone hides only what is older than itself) -- provided
+// everything it holds of the row is older than everything read. That holds for files of a
+// deeper level than every file read (the age invariant of leveled compaction) and for files of
+// level 0 whose sequences all precede those of the level-0 files read; the memtables are newer
+// than every file.
+class NewestVersionsRead {
+ public:
+  static bool Applies(const model::ReadSpec& spec) {
+    return !spec.columns.empty() && spec.max_versions > 0;
+  }
+
+  // REQUIRES: Applies(spec).
+  explicit NewestVersionsRead(const model::ReadSpec& spec) : spec_(spec) {
+    SpecFilter filter(spec);
+    for (const auto& c : spec.columns) {
+      if (filter.FamilyChosen(c.family)) columns_.emplace_back(c.family, c.qualifier);
+    }
+    std::sort(columns_.begin(), columns_.end());
+    columns_.erase(std::unique(columns_.begin(), columns_.end()), columns_.end());
+  }
+
+  // Notes that a file holding entries of the row was read.
+  void Read(const storage::FileMeta& meta) {
+    if (meta.level == 0) {
+      level0_min_sequence_ = std::min(level0_min_sequence_, meta.min_sequence);
+    }
+    deepest_level_ = std::max<int64_t>(deepest_level_, meta.level);
+  }
+
+  // Whether files[from...] can change `row`, what the sources read so far gave.
+  bool RestCannotChange(const model::Row& row, const std::vector<const TableFile*>& files,
+                        size_t from) const {
+    int64_t rest_newest = storage::FileMeta::kNoCellTimestamp;
+    for (size_t i = from; i < files.size(); ++i) {
+      const storage::FileMeta& meta = files[i]->meta();
+      if (meta.max_timestamp == storage::FileMeta::kUnknownTimestamp) return false;
+      const bool older = meta.level == 0 ? meta.max_sequence < level0_min_sequence_
+                                         : static_cast<int64_t>(meta.level) > deepest_level_;
+      if (!older) return false;
+      rest_newest = std::max(rest_newest, meta.max_timestamp);
+    }
+    if (rest_newest == storage::FileMeta::kNoCellTimestamp) return true;  // only tombstones left
+    for (const auto& [family, qualifier] : columns_) {
+      int versions = 0;
+      int64_t oldest = 0;
+      for (const model::Cell& cell : row.cells) {
+        if (cell.family != family || cell.qualifier != qualifier) continue;
+        ++versions;
+        oldest = cell.timestamp_micros;  // newest first within a column
+      }
+      if (versions < spec_.max_versions || oldest < rest_newest) return false;
+    }
+    return true;
+  }
+
+ private:
+  const model::ReadSpec& spec_;
+  std::vector<std::pair<std::string, std::string>> columns_;  // (family, qualifier), chosen
+  storage::SequenceNumber level0_min_sequence_ = storage::kMaxSequenceNumber;
+  int64_t deepest_level_ = -1;
 };
 
 }  // namespace
@@ -371,23 +538,46 @@ StatusOr<std::optional<model::Row>> ReadRowFromSnapshot(const TabletSnapshot& sn
                                                         const model::ReadSpec& spec,
                                                         storage::ReadStats* stats) {
   std::string row_prefix = model::EncodeRowPrefix(row);
-  KeyInterval whole_row{row_prefix, model::ScopeLimit(row_prefix)};
+  const KeyInterval whole_row{row_prefix, model::ScopeLimit(row_prefix)};
   storage::TableReadOptions ro;
   ro.stats = stats;
-  std::unique_ptr<Iterator> iter = NewSnapshotIterator(snapshot, whole_row, &row_prefix, ro);
-  CellCollector collector(snapshot, spec);
-  model::Row result;
-  for (const KeyInterval& seg : RowSegments(row, spec)) {
-    iter->Seek(
-        storage::MakeInternalKey(seg.lo, storage::kMaxSequenceNumber, storage::kValueTypeForSeek));
-    for (; iter->Valid(); iter->Next()) {
-      if (storage::ExtractUserKey(iter->key()) >= std::string_view(seg.hi)) break;
-      RETURN_IF_ERROR(collector.Add(iter->key(), iter->value(), &result));
+  const std::vector<KeyInterval> segments = RowSegments(row, spec);
+  const std::vector<const TableFile*> files = RowFiles(snapshot, whole_row, row_prefix);
+  RowBuffer result;
+  if (!NewestVersionsRead::Applies(spec)) {
+    std::vector<std::unique_ptr<Iterator>> sources;
+    for (const auto& mem : snapshot.memtables) sources.push_back(mem->NewIterator());
+    for (const TableFile* file : files) sources.push_back(file->table()->NewIterator(ro));
+    RETURN_IF_ERROR(CollectRow(snapshot, spec, segments, std::move(sources), &result));
+  } else {
+    // Newest sources first; after each one that holds some of the row, stop when the files
+    // left can change nothing (see NewestVersionsRead).
+    NewestVersionsRead early(spec);
+    std::vector<std::unique_ptr<Iterator>> held;  // the sources read that hold some of the row
+    auto take = [&](std::unique_ptr<Iterator> source) -> StatusOr<bool> {
+      ASSIGN_OR_RETURN(bool holds, HoldsRow(source.get(), whole_row));
+      if (holds) held.push_back(std::move(source));
+      return holds;
+    };
+    for (const auto& mem : snapshot.memtables) {
+      ASSIGN_OR_RETURN(bool holds, take(mem->NewIterator()));
+      (void)holds;
     }
-    RETURN_IF_ERROR(iter->status());
+    if (!held.empty()) {
+      RETURN_IF_ERROR(CollectRow(snapshot, spec, segments, Borrow(held), &result));
+    }
+    for (size_t i = 0; i < files.size(); ++i) {
+      if (early.RestCannotChange(result.Seal(), files, i)) break;
+      ASSIGN_OR_RETURN(bool holds, take(files[i]->table()->NewIterator(ro)));
+      if (!holds) continue;
+      early.Read(files[i]->meta());
+      result.Clear();
+      RETURN_IF_ERROR(CollectRow(snapshot, spec, segments, Borrow(held), &result));
+    }
   }
-  if (result.cells.empty()) return std::optional<model::Row>();
-  return std::optional<model::Row>(std::move(result));
+  if (result.empty()) return std::optional<model::Row>();
+  result.Seal();
+  return std::optional<model::Row>(std::move(result.row));
 }
 
 std::unique_ptr<RowIterator> NewSnapshotScan(TabletSnapshot snapshot, const model::RowRange& range,

@@ -6,6 +6,11 @@
 // instead of walking the whole row, so one column of a very wide row costs a block or two (the
 // column index role of Cassandra §5.6 is played by the block index over full cell keys).
 //
+// A one-row read of at most N versions of chosen columns reads the newest sources first and
+// stops once the files left can hold no version that would rank among the N and hide none read
+// (docs/compaction.md, "Reads that stop early"): a get of a cell's newest value touches the
+// newest file that holds it, not every file that holds the row.
+//
 // A reversed scan walks rows from the end of the range: from an entry of row R (found by
 // stepping back from the previous row's start) it seeks to R's first entry, reads R forward
 // through the same visibility and selection as a forward scan, then seeks back to R's start and
