@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <string>
 
+#include "tessera/storage/bloom.h"
 #include "tessera/util/coding.h"
 
 namespace tessera::storage {
@@ -103,9 +106,49 @@ class MemTable::MemTableIterator final : public Iterator {
   std::string seek_key_;
 };
 
+namespace {
+
+constexpr size_t kFilterWordsPerBlock = 8;  // 512 bits: one cache line
+constexpr int kFilterProbes = 6;
+
+// The block of `h` and, for each probe, the bit in it: double hashing on h's low half.
+template <typename F>
+void ForEachFilterBit(uint64_t h, size_t blocks, F&& f) {
+  const size_t block = static_cast<size_t>((h >> 32) % blocks) * kFilterWordsPerBlock;
+  uint32_t a = static_cast<uint32_t>(h);
+  const uint32_t delta = (a >> 17) | (a << 15) | 1;
+  for (int i = 0; i < kFilterProbes; ++i) {
+    const uint32_t bit = a % 512;
+    f(block + bit / 64, uint64_t{1} << (bit % 64));
+    a += delta;
+  }
+}
+
+}  // namespace
+
+void MemTable::FreeDeleter::operator()(uint64_t* p) const { std::free(p); }
+
 MemTable::MemTable(const MemTableOptions& options)
     : arena_(options.arena_block_size, options.usage_total),
-      table_(EntryComparator(), &arena_, options.skiplist_seed) {}
+      table_(EntryComparator(), &arena_, options.skiplist_seed),
+      filter_key_extractor_(options.filter_bits > 0 ? options.filter_key_extractor : nullptr),
+      filter_blocks_(filter_key_extractor_ == nullptr ? 0 : (options.filter_bits + 511) / 512) {
+  if (filter_blocks_ > 0) {
+    // calloc: the system's zeroed pages, resident only once written.
+    filter_.reset(static_cast<uint64_t*>(
+        std::calloc(filter_blocks_ * kFilterWordsPerBlock, sizeof(uint64_t))));
+    if (filter_ == nullptr) throw std::bad_alloc();
+  }
+}
+
+bool MemTable::MayContain(std::string_view filter_key) const {
+  if (filter_ == nullptr) return true;
+  bool all = true;
+  ForEachFilterBit(FilterHash(filter_key), filter_blocks_, [&](size_t word, uint64_t mask) {
+    all &= (std::atomic_ref<uint64_t>(filter_[word]).load(std::memory_order_relaxed) & mask) != 0;
+  });
+  return all;
+}
 
 void MemTable::Add(SequenceNumber seq, ValueType type, std::string_view user_key,
                    std::string_view value) {
@@ -126,6 +169,16 @@ void MemTable::Add(SequenceNumber seq, ValueType type, std::string_view user_key
   if (value_len != 0) std::memcpy(p, value.data(), value_len);
   assert(p + value_len == entry + encoded_len);
 
+  if (filter_ != nullptr) {
+    // Before the insert: whoever can see the entry sees its bits (the insert publishes with
+    // release, and readers synchronize with the writer before they look).
+    const std::string_view internal_key(entry + VarintLength(key_len), key_len);
+    ForEachFilterBit(
+        FilterHash(filter_key_extractor_->FilterKey(internal_key)), filter_blocks_,
+        [&](size_t word, uint64_t mask) {
+          std::atomic_ref<uint64_t>(filter_[word]).fetch_or(mask, std::memory_order_relaxed);
+        });
+  }
   table_.Insert(entry);
 
   // Single writer: plain read-modify-write is enough; release pairs with the readers' acquire.

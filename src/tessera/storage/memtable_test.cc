@@ -2,9 +2,11 @@
 
 #include <time.h>
 
+#include <atomic>
 #include <cstdio>
 #include <map>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -210,6 +212,69 @@ double ThreadCpuNanos() {
 
 // Not a benchmark (bench/ has those) and asserts nothing about time: prints what an Add of a
 // 16-byte key and a 100-byte value costs, so that regressions show in test logs.
+// Filter keys: the user key up to its first ':' (as rows of cell keys).
+class PrefixKey final : public FilterKeyExtractor {
+ public:
+  std::string_view FilterKey(std::string_view table_key) const override {
+    std::string_view user = ExtractUserKey(table_key);
+    return user.substr(0, user.find(':'));
+  }
+  const char* Name() const override { return "test.UpTo:"; }
+};
+
+// Every added filter key may match; absent ones rarely do; no filter means always may.
+TEST(MemTableTest, FilterHasNoFalseNegativesAndFewFalsePositives) {
+  PrefixKey extractor;
+  MemTableOptions o;
+  o.filter_key_extractor = &extractor;
+  o.filter_bits = 20 * 2000;
+  MemTable mem(o);
+  EXPECT_FALSE(mem.MayContain("row0"));
+  for (int i = 0; i < 2000; ++i) {
+    const std::string row = "row" + std::to_string(i);
+    mem.Add(2 * i + 1, ValueType::kValue, row + ":a", "v");
+    mem.Add(2 * i + 2, ValueType::kDeletion, row + ":b", "");
+  }
+  int false_positives = 0;
+  for (int i = 0; i < 2000; ++i) {
+    EXPECT_TRUE(mem.MayContain("row" + std::to_string(i))) << i;
+    false_positives += mem.MayContain("absent" + std::to_string(i));
+  }
+  EXPECT_LT(false_positives, 2000 / 50) << "more than 2% false positives at 20 bits per key";
+  EXPECT_TRUE(MemTable().MayContain("anything"));
+  MemTableOptions no_extractor;
+  no_extractor.filter_bits = 1 << 16;
+  EXPECT_TRUE(MemTable(no_extractor).MayContain("anything"));
+}
+
+// A reader that finds an entry the writer is adding concurrently also finds its filter bits.
+TEST(MemTableTest, FilterBitsAreVisibleWithTheirEntry) {
+  PrefixKey extractor;
+  MemTableOptions o;
+  o.filter_key_extractor = &extractor;
+  o.filter_bits = 1 << 15;
+  MemTable mem(o);
+  constexpr int kN = 5000;
+  std::atomic<int> added{0};
+  std::thread reader([&] {
+    Random rnd(7);
+    for (int checks = 0; checks < 20000 && added.load() < kN; ++checks) {
+      const int i = static_cast<int>(rnd.Uniform(kN));
+      const std::string row = "r" + std::to_string(i);
+      auto it = mem.NewIterator();
+      it->Seek(SeekKey(row + ":", kMaxSequenceNumber));
+      if (it->Valid() && ExtractUserKey(it->key()) == row + ":") {
+        ASSERT_TRUE(mem.MayContain(row)) << row;
+      }
+    }
+  });
+  for (int i = 0; i < kN; ++i) {
+    mem.Add(i + 1, ValueType::kValue, "r" + std::to_string(i) + ":", "v");
+    added.store(i + 1);
+  }
+  reader.join();
+}
+
 TEST(MemTableTest, AddTiming) {
   constexpr int kN = 100000;
   Random rnd(301);

@@ -546,7 +546,9 @@ StatusOr<std::optional<model::Row>> ReadRowFromSnapshot(const TabletSnapshot& sn
   RowBuffer result;
   if (!NewestVersionsRead::Applies(spec)) {
     std::vector<std::unique_ptr<Iterator>> sources;
-    for (const auto& mem : snapshot.memtables) sources.push_back(mem->NewIterator());
+    for (const auto& mem : snapshot.memtables) {
+      if (mem->MayContain(row_prefix)) sources.push_back(mem->NewIterator());
+    }
     for (const TableFile* file : files) sources.push_back(file->table()->NewIterator(ro));
     RETURN_IF_ERROR(CollectRow(snapshot, spec, segments, std::move(sources), &result));
   } else {
@@ -560,6 +562,7 @@ StatusOr<std::optional<model::Row>> ReadRowFromSnapshot(const TabletSnapshot& sn
       return holds;
     };
     for (const auto& mem : snapshot.memtables) {
+      if (!mem->MayContain(row_prefix)) continue;
       ASSIGN_OR_RETURN(bool holds, take(mem->NewIterator()));
       (void)holds;
     }

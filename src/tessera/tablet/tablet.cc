@@ -98,6 +98,9 @@ std::shared_ptr<storage::MemTable> Tablet::NewMemTable() const {
   storage::MemTableOptions o;
   o.arena_block_size = std::clamp<size_t>(context_.options->memtable_bytes / 16, 4096, 1 << 20);
   o.usage_total = context_.memtable_usage;
+  // One filter bit per 8 bytes of memtable: about 17 bits per entry for 140-byte entries.
+  o.filter_key_extractor = RowFilterKey();
+  o.filter_bits = context_.options->memtable_bytes / 8;
   return std::make_shared<storage::MemTable>(o);
 }
 

@@ -76,6 +76,10 @@ struct TabletContext {
   std::shared_ptr<std::atomic<size_t>> memtable_usage;
 };
 
+// The filter key of every table and memtable entry: its row (model::RowPrefix), so that "may
+// this file or memtable hold row R?" is one probe of EncodeRowPrefix(R).
+const storage::FilterKeyExtractor* RowFilterKey();
+
 // Inserts the entries of the encoded row mutation `encoded` into `mem`, numbering them from
 // `first` on. Raises *some_versions_deleted to the sequence of each entry that deletes some
 // versions of a column only (model::DeletesSomeVersions).

@@ -14,21 +14,6 @@ namespace {
 
 using storage::SequenceNumber;
 
-// Bloom filters are built over rows: "may this file hold row R?" is one probe.
-class RowFilterKeyExtractor final : public storage::FilterKeyExtractor {
- public:
-  std::string_view FilterKey(std::string_view table_key) const override {
-    if (table_key.size() < storage::kTrailerSize) return table_key;
-    return model::RowPrefix(storage::ExtractUserKey(table_key));
-  }
-  const char* Name() const override { return "tessera.CellRowPrefix.v1"; }
-};
-
-const RowFilterKeyExtractor* RowFilterKey() {
-  static const RowFilterKeyExtractor instance;
-  return &instance;
-}
-
 storage::CompressionType ToStorage(Compression c) {
   switch (c) {
     case Compression::kNone:
@@ -53,6 +38,21 @@ Env WithDefaults(Env env) {
 }
 
 }  // namespace
+
+// Bloom filters are built over rows: "may this file hold row R?" is one probe.
+class RowFilterKeyExtractor final : public storage::FilterKeyExtractor {
+ public:
+  std::string_view FilterKey(std::string_view table_key) const override {
+    if (table_key.size() < storage::kTrailerSize) return table_key;
+    return model::RowPrefix(storage::ExtractUserKey(table_key));
+  }
+  const char* Name() const override { return "tessera.CellRowPrefix.v1"; }
+};
+
+const storage::FilterKeyExtractor* RowFilterKey() {
+  static const RowFilterKeyExtractor instance;
+  return &instance;
+}
 
 StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options, const Env& env) {
   ASSIGN_OR_RETURN(std::unique_ptr<TabletManager> manager, TabletManager::Open(options, env));
