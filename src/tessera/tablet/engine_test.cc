@@ -398,6 +398,51 @@ TEST_F(EngineTest, ANewestVersionReadStopsAtTheNewestFileThatHoldsIt) {
   EXPECT_EQ(1000, (*both)->cells[1].timestamp_micros);
 }
 
+// A scan opens one file per level >= 1 (a level iterator), not every file right of its start:
+// a short scan of a tablet whose rows are spread over many files of one level reads a block or
+// two, forward and reversed.
+TEST_F(EngineTest, AShortScanReadsOneFileOfALevel) {
+  EngineOptions o;
+  o.dir = "/db";
+  o.memtable_bytes = 32 << 10;
+  o.block_size = 1024;
+  o.compaction_bytes_per_second = 0;
+  o.level_file_bytes = 8 << 10;
+  OpenWith(o);
+  ASSERT_TRUE(engine_->CreateTablet(1, TabletDescriptor{"t", "", "", Schema()}).ok());
+  auto row = [](int i) { return absl::StrFormat("row%05d", i); };
+  Random rnd(7);
+  for (int i = 0; i < 3000; ++i) {
+    model::RowMutation m(row(i));
+    std::string value(40, ' ');
+    for (char& c : value) c = static_cast<char>('a' + rnd.Uniform(26));  // compresses little
+    m.SetCell("cf", "q", 1000, value);
+    ASSERT_TRUE(engine_->Apply(1, m).ok());
+  }
+  ASSERT_TRUE(engine_->CompactTablet(1).ok());
+  StatusOr<std::vector<SstableInfo>> files = engine_->ListSstables(1);
+  ASSERT_TRUE(files.ok()) << files.status();
+  ASSERT_GE(files->size(), 10u) << "one level of many files";
+  for (const auto& f : *files) ASSERT_EQ(files->front().level, f.level);
+  auto lookups = [&] {
+    EngineStats s = engine_->GetStats();
+    return s.block_cache_hits + s.block_cache_misses;
+  };
+  for (bool reversed : {false, true}) {
+    const uint64_t before = lookups();
+    auto it = engine_->Scan(1, model::RowRange{row(100), row(2000)}, model::ReadSpec{},
+                            ScanOptions{.limit = 2, .reversed = reversed});
+    ASSERT_TRUE(it.ok()) << it.status();
+    std::vector<std::string> rows;
+    for (; (*it)->Valid(); (*it)->Next()) rows.push_back((*it)->row().key);
+    ASSERT_TRUE((*it)->status().ok());
+    const std::vector<std::string> want = reversed ? std::vector<std::string>{row(1999), row(1998)}
+                                                   : std::vector<std::string>{row(100), row(101)};
+    EXPECT_EQ(want, rows);
+    EXPECT_LE(lookups() - before, 3u) << (reversed ? "reversed" : "forward");
+  }
+}
+
 // A table's own choice (TableOptions::compaction) wins over the engine's.
 TEST_F(EngineTest, ATableChoosesItsCompaction) {
   EngineOptions o;

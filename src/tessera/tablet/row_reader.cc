@@ -1,12 +1,14 @@
 #include "tessera/tablet/row_reader.h"
 
 #include <algorithm>
+#include <map>
 #include <utility>
 
 #include "tessera/model/cell_key.h"
 #include "tessera/model/cell_visibility.h"
 #include "tessera/storage/comparator.h"
 #include "tessera/storage/merger.h"
+#include "tessera/tablet/level_iterator.h"
 
 namespace tessera::tablet {
 namespace {
@@ -28,18 +30,29 @@ bool FileOverlaps(const storage::FileMeta& meta, const KeyInterval& range) {
   return true;
 }
 
-// Merges every source of the snapshot that may hold keys in `range` (and, when `row_prefix` is
-// given, that may hold that row according to its bloom filter).
+// Merges every source of the snapshot that may hold keys in `range`. The files of one level
+// >= 1 of one locality group hold disjoint rows: they go in as one level iterator, which opens
+// only the file under its position.
 std::unique_ptr<Iterator> NewSnapshotIterator(const TabletSnapshot& snapshot,
                                               const KeyInterval& range,
-                                              const std::string* row_prefix,
                                               const storage::TableReadOptions& read_options) {
   std::vector<std::unique_ptr<Iterator>> children;
   for (const auto& mem : snapshot.memtables) children.push_back(mem->NewIterator());
+  std::map<std::pair<uint32_t, uint32_t>, std::vector<const TableFile*>> levels;  // (group, level)
   for (const auto& file : snapshot.files->files) {
     if (!FileOverlaps(file->meta(), range)) continue;
-    if (row_prefix != nullptr && !file->table()->KeyMayMatch(*row_prefix)) continue;
-    children.push_back(file->table()->NewIterator(read_options));
+    if (file->meta().level == 0) {
+      children.push_back(file->table()->NewIterator(read_options));
+    } else {
+      levels[{file->meta().group, file->meta().level}].push_back(file.get());
+    }
+  }
+  for (auto& [group_level, files] : levels) {
+    if (files.size() == 1) {
+      children.push_back(files.front()->table()->NewIterator(read_options));
+    } else {
+      children.push_back(NewLevelIterator(std::move(files), read_options));
+    }
   }
   return storage::NewMergingIterator(storage::InternalKeyComparator(), std::move(children));
 }
@@ -238,7 +251,7 @@ class ScanIterator final : public RowIterator {
         limit_(limit),
         collector_(snapshot_, spec_) {
     storage::TableReadOptions ro;
-    iter_ = NewSnapshotIterator(snapshot_, range_, nullptr, ro);
+    iter_ = NewSnapshotIterator(snapshot_, range_, ro);
     iter_->Seek(storage::MakeInternalKey(range_.lo, storage::kMaxSequenceNumber,
                                          storage::kValueTypeForSeek));
     Advance();
@@ -312,7 +325,7 @@ class ReverseScanIterator final : public RowIterator {
         limit_(limit),
         collector_(snapshot_, spec_) {
     storage::TableReadOptions ro;
-    iter_ = NewSnapshotIterator(snapshot_, range_, nullptr, ro);
+    iter_ = NewSnapshotIterator(snapshot_, range_, ro);
     if (range_.hi.empty()) {
       iter_->SeekToLast();
     } else {
@@ -385,15 +398,13 @@ class ReverseScanIterator final : public RowIterator {
   Status status_;
 };
 
-// The files that may hold `row_prefix`'s row (by key range and bloom filter), in the order a
-// read that stops early takes them: level 0 newest first, then each deeper level.
-std::vector<const TableFile*> RowFiles(const TabletSnapshot& snapshot, const KeyInterval& range,
-                                       const std::string& row_prefix) {
+// The files whose key range holds the row `range`, in the order a read that stops early takes
+// them: level 0 newest first, then each deeper level. Their bloom filters are asked only when
+// a file is about to be read (a read that stops early leaves the deeper ones alone).
+std::vector<const TableFile*> RowFiles(const TabletSnapshot& snapshot, const KeyInterval& range) {
   std::vector<const TableFile*> files;
   for (const auto& file : snapshot.files->files) {  // newest first
-    if (!FileOverlaps(file->meta(), range)) continue;
-    if (!file->table()->KeyMayMatch(row_prefix)) continue;
-    files.push_back(file.get());
+    if (FileOverlaps(file->meta(), range)) files.push_back(file.get());
   }
   std::stable_sort(files.begin(), files.end(), [](const TableFile* a, const TableFile* b) {
     return a->meta().level < b->meta().level;
@@ -542,14 +553,16 @@ StatusOr<std::optional<model::Row>> ReadRowFromSnapshot(const TabletSnapshot& sn
   storage::TableReadOptions ro;
   ro.stats = stats;
   const std::vector<KeyInterval> segments = RowSegments(row, spec);
-  const std::vector<const TableFile*> files = RowFiles(snapshot, whole_row, row_prefix);
+  const std::vector<const TableFile*> files = RowFiles(snapshot, whole_row);
   RowBuffer result;
   if (!NewestVersionsRead::Applies(spec)) {
     std::vector<std::unique_ptr<Iterator>> sources;
     for (const auto& mem : snapshot.memtables) {
       if (mem->MayContain(row_prefix)) sources.push_back(mem->NewIterator());
     }
-    for (const TableFile* file : files) sources.push_back(file->table()->NewIterator(ro));
+    for (const TableFile* file : files) {
+      if (file->table()->KeyMayMatch(row_prefix)) sources.push_back(file->table()->NewIterator(ro));
+    }
     RETURN_IF_ERROR(CollectRow(snapshot, spec, segments, std::move(sources), &result));
   } else {
     // Newest sources first; after each one that holds some of the row, stop when the files
@@ -571,6 +584,7 @@ StatusOr<std::optional<model::Row>> ReadRowFromSnapshot(const TabletSnapshot& sn
     }
     for (size_t i = 0; i < files.size(); ++i) {
       if (early.RestCannotChange(result.Seal(), files, i)) break;
+      if (!files[i]->table()->KeyMayMatch(row_prefix)) continue;
       ASSIGN_OR_RETURN(bool holds, take(files[i]->table()->NewIterator(ro)));
       if (!holds) continue;
       early.Read(files[i]->meta());
