@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "tessera/storage/comparator.h"
 #include "tessera/storage/dbformat.h"
+#include "tessera/storage/table_test_util.h"
 #include "tessera/util/random.h"
 
 namespace tessera::storage {
@@ -115,7 +116,7 @@ TEST(MemTableTest, SeekFindsNewestVisibleEntry) {
   auto it = mem.NewIterator();
   auto expect_at = [&](std::string_view user_key, SequenceNumber seq, std::string_view want_user,
                        SequenceNumber want_seq) {
-    SCOPED_TRACE(testing::Message() << "seek " << user_key << "@" << seq);
+    SCOPED_TRACE(::testing::Message() << "seek " << user_key << "@" << seq);
     it->Seek(SeekKey(user_key, seq));
     ASSERT_TRUE(it->Valid());
     EXPECT_EQ(ExtractUserKey(it->key()), want_user);
@@ -156,7 +157,7 @@ TEST(MemTableTest, SeekFindsNewestVisibleEntry) {
 // ordered by InternalKeyComparator.
 TEST(MemTableTest, MatchesModel) {
   const uint64_t seed = TestSeed();
-  SCOPED_TRACE(testing::Message() << "TESSERA_SEED=" << seed);
+  SCOPED_TRACE(::testing::Message() << "TESSERA_SEED=" << seed);
   Random rnd(seed);
   struct Less {
     bool operator()(const std::string& a, const std::string& b) const {
@@ -210,21 +211,9 @@ double ThreadCpuNanos() {
   return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
-// Not a benchmark (bench/ has those) and asserts nothing about time: prints what an Add of a
-// 16-byte key and a 100-byte value costs, so that regressions show in test logs.
-// Filter keys: the user key up to its first ':' (as rows of cell keys).
-class PrefixKey final : public FilterKeyExtractor {
- public:
-  std::string_view FilterKey(std::string_view table_key) const override {
-    std::string_view user = ExtractUserKey(table_key);
-    return user.substr(0, user.find(':'));
-  }
-  const char* Name() const override { return "test.UpTo:"; }
-};
-
 // Every added filter key may match; absent ones rarely do; no filter means always may.
 TEST(MemTableTest, FilterHasNoFalseNegativesAndFewFalsePositives) {
-  PrefixKey extractor;
+  testing::InternalRowExtractorForTesting extractor;
   MemTableOptions o;
   o.filter_key_extractor = &extractor;
   o.filter_bits = 20 * 2000;
@@ -232,8 +221,8 @@ TEST(MemTableTest, FilterHasNoFalseNegativesAndFewFalsePositives) {
   EXPECT_FALSE(mem.MayContain("row0"));
   for (int i = 0; i < 2000; ++i) {
     const std::string row = "row" + std::to_string(i);
-    mem.Add(2 * i + 1, ValueType::kValue, row + ":a", "v");
-    mem.Add(2 * i + 2, ValueType::kDeletion, row + ":b", "");
+    mem.Add(2 * i + 1, ValueType::kValue, row + "/a", "v");
+    mem.Add(2 * i + 2, ValueType::kDeletion, row + "/b", "");
   }
   int false_positives = 0;
   for (int i = 0; i < 2000; ++i) {
@@ -249,7 +238,7 @@ TEST(MemTableTest, FilterHasNoFalseNegativesAndFewFalsePositives) {
 
 // A reader that finds an entry the writer is adding concurrently also finds its filter bits.
 TEST(MemTableTest, FilterBitsAreVisibleWithTheirEntry) {
-  PrefixKey extractor;
+  testing::InternalRowExtractorForTesting extractor;
   MemTableOptions o;
   o.filter_key_extractor = &extractor;
   o.filter_bits = 1 << 15;
@@ -262,19 +251,21 @@ TEST(MemTableTest, FilterBitsAreVisibleWithTheirEntry) {
       const int i = static_cast<int>(rnd.Uniform(kN));
       const std::string row = "r" + std::to_string(i);
       auto it = mem.NewIterator();
-      it->Seek(SeekKey(row + ":", kMaxSequenceNumber));
-      if (it->Valid() && ExtractUserKey(it->key()) == row + ":") {
+      it->Seek(SeekKey(row + "/", kMaxSequenceNumber));
+      if (it->Valid() && ExtractUserKey(it->key()) == row + "/") {
         ASSERT_TRUE(mem.MayContain(row)) << row;
       }
     }
   });
   for (int i = 0; i < kN; ++i) {
-    mem.Add(i + 1, ValueType::kValue, "r" + std::to_string(i) + ":", "v");
+    mem.Add(i + 1, ValueType::kValue, "r" + std::to_string(i) + "/", "v");
     added.store(i + 1);
   }
   reader.join();
 }
 
+// Not a benchmark (bench/ has those) and asserts nothing about time: prints what an Add of a
+// 16-byte key and a 100-byte value costs, so that regressions show in test logs.
 TEST(MemTableTest, AddTiming) {
   constexpr int kN = 100000;
   Random rnd(301);

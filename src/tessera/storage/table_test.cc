@@ -328,18 +328,9 @@ TEST(TableTest, CustomComparatorOrdersTable) {
 }
 
 // The engine's setup: internal keys, a filter over the user key's row.
-class InternalRowExtractor final : public FilterKeyExtractor {
- public:
-  std::string_view FilterKey(std::string_view key) const override {
-    std::string_view user = ExtractUserKey(key);
-    return user.substr(0, user.find('/'));
-  }
-  const char* Name() const override { return "test.internal-row"; }
-};
-
 TEST(TableTest, InternalKeysWithRowFilter) {
   MemFileSystem fs;
-  InternalRowExtractor extractor;
+  testing::InternalRowExtractorForTesting extractor;
   TableOptions options;
   options.comparator = InternalKeyComparator();
   options.filter_key_extractor = &extractor;

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "tessera/storage/dbformat.h"
 #include "tessera/storage/table.h"
 #include "tessera/storage/table_builder.h"
 #include "tessera/util/mem_file_system.h"
@@ -28,6 +29,16 @@ class RowExtractorForTesting final : public FilterKeyExtractor {
 
  private:
   const char* name_;
+};
+
+// The same over internal keys (the engine's setup): the user key's bytes before the first '/'.
+class InternalRowExtractorForTesting final : public FilterKeyExtractor {
+ public:
+  std::string_view FilterKey(std::string_view key) const override {
+    std::string_view user = ExtractUserKey(key);
+    return user.substr(0, user.find('/'));
+  }
+  const char* Name() const override { return "test.internal-row"; }
 };
 
 inline Status BuildTableForTesting(MemFileSystem* fs, const std::string& path,

@@ -38,6 +38,15 @@ class EngineTest : public ::testing::Test {
     o.level0_compaction_files = min_files;
     OpenWith(o);
   }
+  // 32 KiB memtables, 1 KiB blocks, compaction not throttled.
+  EngineOptions SmallUnthrottled() const {
+    EngineOptions o;
+    o.dir = dir_;
+    o.memtable_bytes = 32 << 10;
+    o.block_size = 1024;
+    o.compaction_bytes_per_second = 0;
+    return o;
+  }
   void OpenWith(const EngineOptions& o) {
     auto e = Engine::Open(o, Env{&fs_, &clock_});
     ASSERT_TRUE(e.ok()) << e.status();
@@ -293,11 +302,7 @@ TEST_F(EngineTest, MemtablesOfManyTabletsStayWithinTheHardLimit) {
 // Leveled compaction's bound (docs/compaction.md): however long a tablet is overwritten, a row
 // is in at most level0_stop_files files of level 0 and one file of each deeper level.
 TEST_F(EngineTest, OverwritesKeepTheFilesAReadTouchesBounded) {
-  EngineOptions o;
-  o.dir = "/db";
-  o.memtable_bytes = 32 << 10;
-  o.block_size = 1024;
-  o.compaction_bytes_per_second = 0;
+  EngineOptions o = SmallUnthrottled();
   o.compaction_style = CompactionStyle::kLeveled;
   o.level0_compaction_files = 3;
   o.level0_stop_files = 6;
@@ -402,11 +407,7 @@ TEST_F(EngineTest, ANewestVersionReadStopsAtTheNewestFileThatHoldsIt) {
 // a short scan of a tablet whose rows are spread over many files of one level reads a block or
 // two, forward and reversed.
 TEST_F(EngineTest, AShortScanReadsOneFileOfALevel) {
-  EngineOptions o;
-  o.dir = "/db";
-  o.memtable_bytes = 32 << 10;
-  o.block_size = 1024;
-  o.compaction_bytes_per_second = 0;
+  EngineOptions o = SmallUnthrottled();
   o.level_file_bytes = 8 << 10;
   OpenWith(o);
   ASSERT_TRUE(engine_->CreateTablet(1, TabletDescriptor{"t", "", "", Schema()}).ok());
