@@ -194,6 +194,18 @@ class CellCollector {
   std::string qualifier_scratch_;
 };
 
+// The (family, qualifier) pairs of spec.columns whose family is chosen, sorted, each once.
+std::vector<std::pair<std::string, std::string>> ChosenColumns(const model::ReadSpec& spec) {
+  SpecFilter filter(spec);
+  std::vector<std::pair<std::string, std::string>> columns;
+  for (const auto& c : spec.columns) {
+    if (filter.FamilyChosen(c.family)) columns.emplace_back(c.family, c.qualifier);
+  }
+  std::sort(columns.begin(), columns.end());
+  columns.erase(std::unique(columns.begin(), columns.end()), columns.end());
+  return columns;
+}
+
 // Key intervals of one row that hold what `spec` asks for, in key order: the row's tombstones,
 // then for each chosen family its tombstone and its chosen columns (or the whole family).
 std::vector<KeyInterval> RowSegments(std::string_view row, const model::ReadSpec& spec) {
@@ -208,13 +220,7 @@ std::vector<KeyInterval> RowSegments(std::string_view row, const model::ReadSpec
   model::AppendRowTombstoneKey(&row_tombstone, row);
   segments.push_back({row_tombstone, model::ScopeLimit(row_tombstone)});
 
-  SpecFilter filter(spec);
-  std::vector<std::pair<std::string, std::string>> columns;  // (family, qualifier)
-  for (const auto& c : spec.columns) {
-    if (filter.FamilyChosen(c.family)) columns.emplace_back(c.family, c.qualifier);
-  }
-  std::sort(columns.begin(), columns.end());
-  columns.erase(std::unique(columns.begin(), columns.end()), columns.end());
+  const std::vector<std::pair<std::string, std::string>> columns = ChosenColumns(spec);
   if (spec.columns.empty()) {
     std::vector<std::string> families = spec.families;
     std::sort(families.begin(), families.end());
@@ -492,14 +498,8 @@ class NewestVersionsRead {
   }
 
   // REQUIRES: Applies(spec).
-  explicit NewestVersionsRead(const model::ReadSpec& spec) : spec_(spec) {
-    SpecFilter filter(spec);
-    for (const auto& c : spec.columns) {
-      if (filter.FamilyChosen(c.family)) columns_.emplace_back(c.family, c.qualifier);
-    }
-    std::sort(columns_.begin(), columns_.end());
-    columns_.erase(std::unique(columns_.begin(), columns_.end()), columns_.end());
-  }
+  explicit NewestVersionsRead(const model::ReadSpec& spec)
+      : spec_(spec), columns_(ChosenColumns(spec)) {}
 
   // Notes that a file holding entries of the row was read.
   void Read(const storage::FileMeta& meta) {
@@ -537,7 +537,7 @@ class NewestVersionsRead {
 
  private:
   const model::ReadSpec& spec_;
-  std::vector<std::pair<std::string, std::string>> columns_;  // (family, qualifier), chosen
+  const std::vector<std::pair<std::string, std::string>> columns_;  // ChosenColumns(spec_)
   storage::SequenceNumber level0_min_sequence_ = storage::kMaxSequenceNumber;
   int64_t deepest_level_ = -1;
 };
@@ -575,9 +575,7 @@ StatusOr<std::optional<model::Row>> ReadRowFromSnapshot(const TabletSnapshot& sn
       return holds;
     };
     for (const auto& mem : snapshot.memtables) {
-      if (!mem->MayContain(row_prefix)) continue;
-      ASSIGN_OR_RETURN(bool holds, take(mem->NewIterator()));
-      (void)holds;
+      if (mem->MayContain(row_prefix)) RETURN_IF_ERROR(take(mem->NewIterator()).status());
     }
     if (!held.empty()) {
       RETURN_IF_ERROR(CollectRow(snapshot, spec, segments, Borrow(held), &result));

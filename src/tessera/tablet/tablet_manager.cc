@@ -14,6 +14,16 @@ namespace {
 
 using storage::SequenceNumber;
 
+// Bloom filters are built over rows: "may this file hold row R?" is one probe.
+class RowFilterKeyExtractor final : public storage::FilterKeyExtractor {
+ public:
+  std::string_view FilterKey(std::string_view table_key) const override {
+    if (table_key.size() < storage::kTrailerSize) return table_key;
+    return model::RowPrefix(storage::ExtractUserKey(table_key));
+  }
+  const char* Name() const override { return "tessera.CellRowPrefix.v1"; }
+};
+
 storage::CompressionType ToStorage(Compression c) {
   switch (c) {
     case Compression::kNone:
@@ -38,16 +48,6 @@ Env WithDefaults(Env env) {
 }
 
 }  // namespace
-
-// Bloom filters are built over rows: "may this file hold row R?" is one probe.
-class RowFilterKeyExtractor final : public storage::FilterKeyExtractor {
- public:
-  std::string_view FilterKey(std::string_view table_key) const override {
-    if (table_key.size() < storage::kTrailerSize) return table_key;
-    return model::RowPrefix(storage::ExtractUserKey(table_key));
-  }
-  const char* Name() const override { return "tessera.CellRowPrefix.v1"; }
-};
 
 const storage::FilterKeyExtractor* RowFilterKey() {
   static const RowFilterKeyExtractor instance;
