@@ -140,6 +140,9 @@ class ModelRun {
     options_.level1_bytes = config.memtable_bytes / 4;
     options_.level_size_multiplier = 2;
     options_.level_file_bytes = config.memtable_bytes / 4;
+    // Small read budgets, so that reads compact files too (docs/compaction.md).
+    options_.read_budget_bytes = config.memtable_bytes;
+    options_.read_budget_min_reads = 4;
   }
 
   void Run() {

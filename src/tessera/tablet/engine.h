@@ -136,6 +136,10 @@ struct EngineOptions {
   uint64_t level1_bytes = 0;
   int level_size_multiplier = 10;
   uint64_t level_file_bytes = 0;
+  // Compaction by reads (leveled only; docs/compaction.md): a file is compacted once
+  // max(read_budget_min_reads, its size / read_budget_bytes) reads passed it. 0 turns it off.
+  uint64_t read_budget_bytes = 16 << 10;
+  uint64_t read_budget_min_reads = 100;
 
   // --- observers ---
   // Called by Open() with each commit-log record it replays into a tablet (not with those

@@ -444,6 +444,88 @@ TEST_F(EngineTest, AShortScanReadsOneFileOfALevel) {
   }
 }
 
+// Compaction by reads (docs/compaction.md): level-0 files below the trigger, which every read
+// of a deeper row must consult, go into level 1 once reads exhausted their budget -- by gets,
+// or by scans sampling what they pass. Size-tiered tables keep theirs.
+TEST_F(EngineTest, ReadsThatPassLevelZeroFilesCompactThem) {
+  auto row = [](int i) { return absl::StrFormat("row%04d", i); };
+  for (const bool by_scans : {false, true}) {
+    for (const CompactionStyle style : {CompactionStyle::kLeveled, CompactionStyle::kSizeTiered}) {
+      SCOPED_TRACE(::testing::Message()
+                   << (by_scans ? "scans" : "gets") << " "
+                   << (style == CompactionStyle::kLeveled ? "leveled" : "size-tiered"));
+      EngineOptions o = SmallUnthrottled();
+      o.dir = absl::StrCat(dir_, "/", by_scans, static_cast<int>(style));
+      o.compaction_style = style;
+      o.memtable_bytes = 1 << 20;  // flushed by hand only
+      OpenWith(o);
+      ASSERT_TRUE(engine_->CreateTablet(1, TabletDescriptor{"t", "", "", Schema()}).ok());
+      const int rows = 400;
+      const std::string value(by_scans ? 2000 : 20, 'v');
+      for (int i = 0; i < rows; ++i) {
+        model::RowMutation m(row(i));
+        m.SetCell("cf", "q", 1000, value);
+        ASSERT_TRUE(engine_->Apply(1, m).ok());
+      }
+      ASSERT_TRUE(engine_->CompactTablet(1).ok());
+      // Two level-0 files spanning every row, each holding only the first and the last.
+      for (int version : {2000, 3000}) {
+        for (int i : {0, rows - 1}) {
+          model::RowMutation m(row(i));
+          m.SetCell("cf", "q", version, "new");
+          ASSERT_TRUE(engine_->Apply(1, m).ok());
+        }
+        ASSERT_TRUE(engine_->Flush(1).ok());
+      }
+      auto level0 = [&] {
+        StatusOr<std::vector<SstableInfo>> files = engine_->ListSstables(1);
+        EXPECT_TRUE(files.ok()) << files.status();
+        int n = 0;
+        for (const auto& f : files.value_or(std::vector<SstableInfo>{})) n += f.level == 0;
+        return n;
+      };
+      ASSERT_TRUE(engine_->WaitForBackgroundWork().ok());
+      const int deep = style == CompactionStyle::kLeveled ? 0 : 1;  // the major compaction's
+      ASSERT_EQ(2 + deep, level0()) << "nothing compacts them without reads";
+
+      model::ReadSpec get;
+      get.columns = {{"cf", "q"}};
+      get.max_versions = 1;
+      // Budgets are 100 reads for these small files; a get charges the newest level-0 file, a
+      // scan of 400 rows of 2 KB samples about once per 1 MiB.
+      for (int n = 0; n < (by_scans ? 200 : 600); ++n) {
+        if (by_scans) {
+          auto it = engine_->Scan(1, model::RowRange{}, model::ReadSpec{}, ScanOptions{});
+          ASSERT_TRUE(it.ok()) << it.status();
+          int seen = 0;
+          for (; (*it)->Valid(); (*it)->Next()) ++seen;
+          ASSERT_TRUE((*it)->status().ok());
+          ASSERT_EQ(rows, seen);
+        } else {
+          auto r = engine_->ReadRow(1, row(1 + n % (rows - 2)), get);
+          ASSERT_TRUE(r.ok() && r->has_value()) << r.status();
+          ASSERT_EQ(value, (*r)->cells.at(0).value);
+        }
+      }
+      ASSERT_TRUE(engine_->WaitForBackgroundWork().ok());
+      if (style == CompactionStyle::kLeveled) {
+        EXPECT_EQ(0, level0());
+      } else {
+        EXPECT_EQ(2 + deep, level0());
+      }
+      // The newest versions survived the compaction.
+      for (int i : {0, rows - 1}) {
+        auto r = engine_->ReadRow(1, row(i), get);
+        ASSERT_TRUE(r.ok() && r->has_value()) << r.status();
+        EXPECT_EQ("new", (*r)->cells.at(0).value);
+        EXPECT_EQ(3000, (*r)->cells.at(0).timestamp_micros);
+      }
+      ASSERT_TRUE(engine_->Close().ok());
+      engine_.reset();
+    }
+  }
+}
+
 // A table's own choice (TableOptions::compaction) wins over the engine's.
 TEST_F(EngineTest, ATableChoosesItsCompaction) {
   EngineOptions o;

@@ -32,7 +32,7 @@ uint32_t MajorCompactionLevel(const std::vector<const storage::FileMeta*>& files
 
 std::optional<LeveledCompaction> PickLeveledCompaction(
     const std::vector<const storage::FileMeta*>& files, const LevelOptions& options,
-    const std::vector<std::string>& cursors) {
+    const std::vector<std::string>& cursors, std::optional<size_t> read_exhausted) {
   std::vector<std::vector<size_t>> levels(kMaxLevel + 1);
   std::vector<uint64_t> bytes(kMaxLevel + 1, 0);
   for (size_t i = 0; i < files.size(); ++i) {
@@ -63,6 +63,12 @@ std::optional<LeveledCompaction> PickLeveledCompaction(
     }
     target *= std::max(2, options.level_size_multiplier);
   }
+  std::optional<size_t> chosen;  // the one file of level >= 1 to take, if not by cursor
+  if (best < 0 && read_exhausted.has_value() && *read_exhausted < files.size() &&
+      files[*read_exhausted]->level < kMaxLevel) {
+    best = static_cast<int>(files[*read_exhausted]->level);
+    chosen = read_exhausted;
+  }
   if (best < 0) return std::nullopt;
 
   LeveledCompaction c;
@@ -76,10 +82,14 @@ std::optional<LeveledCompaction> PickLeveledCompaction(
     const std::string_view cursor =
         c.input_level < cursors.size() ? std::string_view(cursors[c.input_level]) : "";
     size_t pick = level.front();
-    for (size_t i : level) {
-      if (RowsOf(*files[i]).first > cursor) {
-        pick = i;
-        break;
+    if (chosen.has_value()) {
+      pick = *chosen;
+    } else {
+      for (size_t i : level) {
+        if (RowsOf(*files[i]).first > cursor) {
+          pick = i;
+          break;
+        }
       }
     }
     from.push_back(pick);

@@ -59,12 +59,14 @@ struct LeveledCompaction {
   std::string cursor;
 };
 
-// Picks the compaction of the level with the highest score >= 1 (docs/compaction.md), or
-// nullopt. `files`: one locality group's files, any order. `cursors[i]`: where level i's next
-// compaction starts (missing or empty = at its first file).
+// Picks the compaction of the level with the highest score >= 1 (docs/compaction.md); when no
+// level scores 1, the compaction of files[*read_exhausted], a file whose read budget ran out
+// ("Compaction by reads": all of level 0 when it is in level 0, else that file and what it
+// overlaps below); else nullopt. `files`: one locality group's files, any order. `cursors[i]`:
+// where level i's next compaction starts (missing or empty = at its first file).
 std::optional<LeveledCompaction> PickLeveledCompaction(
     const std::vector<const storage::FileMeta*>& files, const LevelOptions& options,
-    const std::vector<std::string>& cursors);
+    const std::vector<std::string>& cursors, std::optional<size_t> read_exhausted = std::nullopt);
 
 // How many of `files` are in level 0.
 int Level0Files(const std::vector<const storage::FileMeta*>& files);

@@ -59,6 +59,37 @@ TEST(LeveledTest, NothingToDoBelowEveryTarget) {
   EXPECT_FALSE(PickLeveledCompaction(Pointers(files), Options(), {}).has_value());
 }
 
+// Compaction by reads: with no level at its target, a file whose read budget ran out is
+// compacted -- level 0 whole (the age invariant), a deeper file with what it overlaps below.
+TEST(LeveledTest, AFileReadsExhaustedIsCompactedWhenNoLevelScores) {
+  std::vector<storage::FileMeta> files = {File(0, "a", "z"), File(1, "a", "f", 3 * kMiB),
+                                          File(0, "b", "y"), File(1, "g", "m", 3 * kMiB),
+                                          File(2, "a", "h"), File(2, "i", "z")};
+  ASSERT_FALSE(PickLeveledCompaction(Pointers(files), Options(), {}).has_value());
+  auto c = PickLeveledCompaction(Pointers(files), Options(), {}, /*read_exhausted=*/2);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(0u, c->input_level);
+  EXPECT_EQ(1u, c->output_level);
+  EXPECT_EQ((std::vector<size_t>{0, 1, 2, 3}), c->inputs);  // both level-0 files, not just #2
+  EXPECT_FALSE(c->can_purge_tombstones);
+
+  c = PickLeveledCompaction(Pointers(files), Options(), {}, /*read_exhausted=*/3);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(1u, c->input_level);
+  EXPECT_EQ(2u, c->output_level);
+  EXPECT_EQ((std::vector<size_t>{3, 4, 5}), c->inputs);  // g..m meets a..h and i..z
+  EXPECT_EQ(model::EncodeRowPrefix("m"), c->cursor);
+
+  // A level over its target goes first.
+  files.push_back(File(1, "n", "z", 6 * kMiB));
+  c = PickLeveledCompaction(Pointers(files), Options(), {}, /*read_exhausted=*/2);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(1u, c->input_level);
+  // A file of the deepest level has nowhere to go.
+  std::vector<storage::FileMeta> deepest = {File(kMaxLevel, "a", "z")};
+  EXPECT_FALSE(PickLeveledCompaction(Pointers(deepest), Options(), {}, 0).has_value());
+}
+
 TEST(LeveledTest, LevelZeroGoesWholeIntoLevelOneWithWhatItOverlaps) {
   std::vector<storage::FileMeta> files = {File(0, "c", "k"), File(0, "d", "e"), File(1, "a", "b"),
                                           File(1, "c", "f"), File(0, "e", "j"), File(1, "g", "m"),

@@ -6,9 +6,11 @@
 
 #include "tessera/model/cell_key.h"
 #include "tessera/model/cell_visibility.h"
+#include "tessera/storage/bloom.h"
 #include "tessera/storage/comparator.h"
 #include "tessera/storage/merger.h"
 #include "tessera/tablet/level_iterator.h"
+#include "tessera/util/random.h"
 
 namespace tessera::tablet {
 namespace {
@@ -247,15 +249,55 @@ std::vector<KeyInterval> RowSegments(std::string_view row, const model::ReadSpec
   return segments;
 }
 
+// A scan's share of compaction by reads: once per kReadSamplePeriod bytes of entries passed, the
+// newest file holding the row there is charged when two or more files hold it. The first
+// sample comes at an offset drawn from the scan's start and seed, uniform in the period, so
+// that a scan shorter than the period samples with the probability its length gives, and a
+// run replays exactly.
+class ReadSampler {
+ public:
+  ReadSampler(const TabletSnapshot* snapshot, ReadCharge charge, std::string_view start)
+      : snapshot_(snapshot),
+        charge_(std::move(charge.charge)),
+        until_(charge_ ? Random(storage::FilterHash(start) + charge.seed).Uniform(kReadSamplePeriod)
+                       : 0) {}
+
+  void Passed(std::string_view ikey, size_t value_bytes) {
+    if (!charge_) return;
+    const uint64_t n = ikey.size() + value_bytes;
+    if (n < until_) {
+      until_ -= n;
+      return;
+    }
+    until_ = kReadSamplePeriod;
+    const std::string_view prefix = model::RowPrefix(storage::ExtractUserKey(ikey));
+    const KeyInterval row{std::string(prefix), model::ScopeLimit(prefix)};
+    const TableFile* newest = nullptr;
+    int holding = 0;
+    for (const auto& file : snapshot_->files->files) {  // newest first within a level
+      if (!FileOverlaps(file->meta(), row)) continue;
+      ++holding;
+      if (newest == nullptr || file->meta().level < newest->meta().level) newest = file.get();
+    }
+    if (holding >= 2) charge_(newest);
+  }
+
+ private:
+  const TabletSnapshot* const snapshot_;
+  const std::function<void(const TableFile*)> charge_;
+  uint64_t until_;  // bytes left before the next sample
+};
+
 class ScanIterator final : public RowIterator {
  public:
   ScanIterator(TabletSnapshot snapshot, KeyInterval range, const model::ReadSpec& spec,
-               uint64_t limit)
+               uint64_t limit, ReadCharge charge)
       : snapshot_(std::move(snapshot)),
         range_(std::move(range)),
         spec_(spec),
         limit_(limit),
-        collector_(snapshot_, spec_) {
+        collector_(snapshot_, spec_),
+        sampler_(&snapshot_, std::move(charge), range_.lo) {
     storage::TableReadOptions ro;
     iter_ = NewSnapshotIterator(snapshot_, range_, ro);
     iter_->Seek(storage::MakeInternalKey(range_.lo, storage::kMaxSequenceNumber,
@@ -291,6 +333,7 @@ class ScanIterator final : public RowIterator {
         current_prefix_.assign(prefix.data(), prefix.size());
         collector_.StartRow();
       }
+      sampler_.Passed(iter_->key(), iter_->value().size());
       status_ = collector_.Add(iter_->key(), iter_->value(), &row_);
       if (!status_.ok()) return;
       iter_->Next();
@@ -311,6 +354,7 @@ class ScanIterator final : public RowIterator {
   const model::ReadSpec spec_;
   const uint64_t limit_;
   CellCollector collector_;
+  ReadSampler sampler_;
   std::unique_ptr<Iterator> iter_;
   std::string current_prefix_;
   RowBuffer row_;
@@ -324,12 +368,13 @@ class ScanIterator final : public RowIterator {
 class ReverseScanIterator final : public RowIterator {
  public:
   ReverseScanIterator(TabletSnapshot snapshot, KeyInterval range, const model::ReadSpec& spec,
-                      uint64_t limit)
+                      uint64_t limit, ReadCharge charge)
       : snapshot_(std::move(snapshot)),
         range_(std::move(range)),
         spec_(spec),
         limit_(limit),
-        collector_(snapshot_, spec_) {
+        collector_(snapshot_, spec_),
+        sampler_(&snapshot_, std::move(charge), range_.hi) {
     storage::TableReadOptions ro;
     iter_ = NewSnapshotIterator(snapshot_, range_, ro);
     if (range_.hi.empty()) {
@@ -376,6 +421,7 @@ class ReverseScanIterator final : public RowIterator {
       iter_->Seek(SeekKey(current_prefix_));
       for (; iter_->Valid(); iter_->Next()) {
         if (model::RowPrefix(storage::ExtractUserKey(iter_->key())) != current_prefix_) break;
+        sampler_.Passed(iter_->key(), iter_->value().size());
         status_ = collector_.Add(iter_->key(), iter_->value(), &row_);
         if (!status_.ok()) return;
       }
@@ -396,6 +442,7 @@ class ReverseScanIterator final : public RowIterator {
   const model::ReadSpec spec_;
   const uint64_t limit_;
   CellCollector collector_;
+  ReadSampler sampler_;
   std::unique_ptr<Iterator> iter_;
   std::string current_prefix_;
   RowBuffer row_;
@@ -547,7 +594,8 @@ class NewestVersionsRead {
 StatusOr<std::optional<model::Row>> ReadRowFromSnapshot(const TabletSnapshot& snapshot,
                                                         std::string_view row,
                                                         const model::ReadSpec& spec,
-                                                        storage::ReadStats* stats) {
+                                                        storage::ReadStats* stats,
+                                                        const TableFile** charged) {
   std::string row_prefix = model::EncodeRowPrefix(row);
   const KeyInterval whole_row{row_prefix, model::ScopeLimit(row_prefix)};
   storage::TableReadOptions ro;
@@ -555,13 +603,19 @@ StatusOr<std::optional<model::Row>> ReadRowFromSnapshot(const TabletSnapshot& sn
   const std::vector<KeyInterval> segments = RowSegments(row, spec);
   const std::vector<const TableFile*> files = RowFiles(snapshot, whole_row);
   RowBuffer result;
+  const TableFile* first_consulted = nullptr;  // the first file whose filter was asked
+  size_t consulted = 0;
+  auto consult = [&](const TableFile* file) {
+    if (consulted++ == 0) first_consulted = file;
+    return file->table()->KeyMayMatch(row_prefix);
+  };
   if (!NewestVersionsRead::Applies(spec)) {
     std::vector<std::unique_ptr<Iterator>> sources;
     for (const auto& mem : snapshot.memtables) {
       if (mem->MayContain(row_prefix)) sources.push_back(mem->NewIterator());
     }
     for (const TableFile* file : files) {
-      if (file->table()->KeyMayMatch(row_prefix)) sources.push_back(file->table()->NewIterator(ro));
+      if (consult(file)) sources.push_back(file->table()->NewIterator(ro));
     }
     RETURN_IF_ERROR(CollectRow(snapshot, spec, segments, std::move(sources), &result));
   } else {
@@ -582,7 +636,7 @@ StatusOr<std::optional<model::Row>> ReadRowFromSnapshot(const TabletSnapshot& sn
     }
     for (size_t i = 0; i < files.size(); ++i) {
       if (early.RestCannotChange(result.Seal(), files, i)) break;
-      if (!files[i]->table()->KeyMayMatch(row_prefix)) continue;
+      if (!consult(files[i])) continue;
       ASSIGN_OR_RETURN(bool holds, take(files[i]->table()->NewIterator(ro)));
       if (!holds) continue;
       early.Read(files[i]->meta());
@@ -590,6 +644,7 @@ StatusOr<std::optional<model::Row>> ReadRowFromSnapshot(const TabletSnapshot& sn
       RETURN_IF_ERROR(CollectRow(snapshot, spec, segments, Borrow(held), &result));
     }
   }
+  if (charged != nullptr) *charged = consulted >= 2 ? first_consulted : nullptr;
   if (result.empty()) return std::optional<model::Row>();
   result.Seal();
   return std::optional<model::Row>(std::move(result.row));
@@ -597,7 +652,7 @@ StatusOr<std::optional<model::Row>> ReadRowFromSnapshot(const TabletSnapshot& sn
 
 std::unique_ptr<RowIterator> NewSnapshotScan(TabletSnapshot snapshot, const model::RowRange& range,
                                              const model::ReadSpec& spec,
-                                             const ScanOptions& options) {
+                                             const ScanOptions& options, ReadCharge charge) {
   const TabletDescriptor& d = *snapshot.descriptor;
   std::string start = std::max(range.start, d.start_row);
   std::string end = range.end;
@@ -610,9 +665,10 @@ std::unique_ptr<RowIterator> NewSnapshotScan(TabletSnapshot snapshot, const mode
   }
   if (options.reversed) {
     return std::make_unique<ReverseScanIterator>(std::move(snapshot), std::move(keys), spec,
-                                                 options.limit);
+                                                 options.limit, std::move(charge));
   }
-  return std::make_unique<ScanIterator>(std::move(snapshot), std::move(keys), spec, options.limit);
+  return std::make_unique<ScanIterator>(std::move(snapshot), std::move(keys), spec, options.limit,
+                                        std::move(charge));
 }
 
 Status WarmRowInSnapshot(const TabletSnapshot& snapshot, std::string_view row) {

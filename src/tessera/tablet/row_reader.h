@@ -17,6 +17,8 @@
 // steps back once to reach the row before. It holds one row at a time.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -28,15 +30,26 @@
 
 namespace tessera::tablet {
 
-// Counters are added to `stats` when not null.
+// Compaction by reads (docs/compaction.md): where a scan reports the files it passed.
+struct ReadCharge {
+  std::function<void(const TableFile*)> charge;  // empty: the scan charges nothing
+  uint64_t seed = 0;  // with the start key, where the first sample falls; vary it per scan
+};
+
+// Counters are added to `stats` when not null. When `charged` is not null, *charged is the file
+// the read charges -- the first it consulted, when it consulted two or more -- or null.
 StatusOr<std::optional<model::Row>> ReadRowFromSnapshot(const TabletSnapshot& snapshot,
                                                         std::string_view row,
                                                         const model::ReadSpec& spec,
-                                                        storage::ReadStats* stats = nullptr);
+                                                        storage::ReadStats* stats = nullptr,
+                                                        const TableFile** charged = nullptr);
 
+// Once per kReadSamplePeriod bytes of entries the scan passes, charge.charge (when set) is given
+// the newest file holding the row there, when two or more files hold it.
+inline constexpr uint64_t kReadSamplePeriod = 1 << 20;
 std::unique_ptr<RowIterator> NewSnapshotScan(TabletSnapshot snapshot, const model::RowRange& range,
                                              const model::ReadSpec& spec,
-                                             const ScanOptions& options);
+                                             const ScanOptions& options, ReadCharge charge = {});
 
 // Loads into the block cache every block of the snapshot's files that may hold `row`.
 Status WarmRowInSnapshot(const TabletSnapshot& snapshot, std::string_view row);

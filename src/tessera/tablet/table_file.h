@@ -9,11 +9,12 @@
 // through its table: the first is not marked obsolete by the move, marking the second obsolete
 // marks the first, and the file goes from disk when the last holder of either lets go.
 //
-// Thread-safety: immutable after construction except for the obsolete flag (atomic) and the
-// row samples, computed on first use under a mutex of their own.
+// Thread-safety: immutable after construction except for the obsolete flag and the read count
+// (atomics) and the row samples, computed on first use under a mutex of their own.
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -56,6 +57,12 @@ class TableFile {
     obsolete_.store(true, std::memory_order_release);
   }
 
+  // Counts a read that passed this file on its way to a row held deeper, or merged it with
+  // others (docs/compaction.md, "Compaction by reads"); returns the count, this one included.
+  uint64_t AddPassingRead() const {
+    return passing_reads_.fetch_add(1, std::memory_order_relaxed) + 1;
+  }
+
   // One sample per data block (row_samples.h: SampleTableIndex), read from the file on the
   // first call and cached; a failed read is not cached.
   StatusOr<std::shared_ptr<const std::vector<RowSample>>> RowSamples() const;
@@ -67,6 +74,7 @@ class TableFile {
   const std::shared_ptr<TableFile> moved_from_;  // holds the table and removes the file
   FileSystem* const fs_;
   std::atomic<bool> obsolete_{false};
+  mutable std::atomic<uint64_t> passing_reads_{0};
   mutable absl::Mutex samples_mu_;
   mutable std::shared_ptr<const std::vector<RowSample>> samples_ ABSL_GUARDED_BY(samples_mu_);
 };

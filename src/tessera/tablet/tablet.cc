@@ -160,14 +160,51 @@ StatusOr<std::optional<model::Row>> Tablet::ReadRow(std::string_view row,
     return absl::InvalidArgumentError(StrCat("row is outside tablet [", snap.descriptor->start_row,
                                              ", ", snap.descriptor->end_row, ")"));
   }
-  return ReadRowFromSnapshot(snap, row, spec);
+  const TableFile* charged = nullptr;
+  StatusOr<std::optional<model::Row>> result =
+      ReadRowFromSnapshot(snap, row, spec, /*stats=*/nullptr, &charged);
+  if (charged != nullptr) ChargeRead(charged);
+  return result;
 }
 
 StatusOr<std::unique_ptr<RowIterator>> Tablet::Scan(const model::RowRange& range,
                                                     const model::ReadSpec& spec,
                                                     const ScanOptions& options) const {
   ASSIGN_OR_RETURN(TabletSnapshot snap, Snapshot());
-  return NewSnapshotScan(std::move(snap), range, spec, options);
+  // Scans outlive the call: the charge goes to the tablet while it lives.
+  ReadCharge charge;
+  charge.charge = [self = weak_from_this()](const TableFile* file) {
+    if (std::shared_ptr<const Tablet> t = self.lock()) t->ChargeRead(file);
+  };
+  charge.seed = scans_.fetch_add(1, std::memory_order_relaxed);
+  return NewSnapshotScan(std::move(snap), range, spec, options, std::move(charge));
+}
+
+void Tablet::ChargeRead(const TableFile* file) const {
+  const EngineOptions& o = *context_.options;
+  if (o.read_budget_bytes == 0) return;
+  const uint64_t budget =
+      std::max<uint64_t>({1, o.read_budget_min_reads, file->meta().size / o.read_budget_bytes});
+  if (file->AddPassingRead() != budget) return;  // only the read that exhausts it goes on
+  {
+    absl::MutexLock l(&mu_);
+    if (StyleLocked() != CompactionStyle::kLeveled) return;
+    bool held = false;
+    for (const auto& f : files_->files) held |= f.get() == file;
+    if (!held) return;  // compacted meanwhile
+    read_exhausted_[file->group() == LocalityGroup::kInMemory ? 1 : 0] = file->meta().number;
+  }
+  if (context_.read_compaction_due) context_.read_compaction_due(id_);
+}
+
+std::optional<size_t> Tablet::ReadExhaustedLocked(
+    LocalityGroup group, const std::vector<std::shared_ptr<TableFile>>& group_files) const {
+  const uint64_t number = read_exhausted_[static_cast<int>(group)];
+  if (number == 0) return std::nullopt;
+  for (size_t i = 0; i < group_files.size(); ++i) {
+    if (group_files[i]->meta().number == number) return i;
+  }
+  return std::nullopt;
 }
 
 StatusOr<std::unique_ptr<EntryIterator>> Tablet::NewEntryIterator() const {
@@ -438,7 +475,8 @@ std::optional<CompactionInput> Tablet::PickLocked(LocalityGroup group, std::stri
   if (StyleLocked() == CompactionStyle::kLeveled) {
     const LevelOptions level_options = LevelOptionsOf(o);
     std::optional<LeveledCompaction> c = PickLeveledCompaction(
-        Metas(group_files), level_options, level_cursors_[static_cast<int>(group)]);
+        Metas(group_files), level_options, level_cursors_[static_cast<int>(group)],
+        ReadExhaustedLocked(group, group_files));
     if (!c.has_value()) return std::nullopt;
     for (size_t i : c->inputs) in.files.push_back(group_files[i]);
     in.output_level = c->output_level;
@@ -532,6 +570,16 @@ std::optional<CompactionInput> Tablet::PickCompaction(LocalityGroup group,
     std::string cursor;
     uint32_t cursor_level = 0;
     std::optional<CompactionInput> picked = PickLocked(group, &cursor, &cursor_level);
+    // The mark is done with once its file is gone or in the compaction picked.
+    uint64_t& marked = read_exhausted_[static_cast<int>(group)];
+    if (marked != 0) {
+      std::optional<size_t> still = ReadExhaustedLocked(group, GroupFilesLocked(group));
+      bool taken = !still.has_value();
+      if (picked.has_value()) {
+        for (const auto& f : picked->files) taken |= f->meta().number == marked;
+      }
+      if (taken) marked = 0;
+    }
     if (!picked.has_value()) return std::nullopt;
     in = std::move(*picked);
     if (cursor_level > 0) {

@@ -22,6 +22,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -74,6 +75,9 @@ struct TabletContext {
   // The memory of every live memtable of the engine's tablets, active, immutable or still held
   // by a reader after its flush: their arenas count into it (arena.h). Never null.
   std::shared_ptr<std::atomic<size_t>> memtable_usage;
+  // Called (with no lock held) when a read exhausted a file's read budget and marked it for
+  // compaction (Tablet::ChargeRead): the manager schedules the compaction. May be empty.
+  std::function<void(TabletId)> read_compaction_due;
 };
 
 // The filter key of every table and memtable entry: its row (model::RowPrefix), so that "may
@@ -168,6 +172,11 @@ class Tablet : public std::enable_shared_from_this<Tablet> {
   uint64_t ApproximateBytes() const;
   StatusOr<std::vector<std::string>> SampleRowKeys(uint64_t every_bytes) const;
   Status WarmRow(std::string_view row) const;
+  // A read passed `file` (docs/compaction.md, "Compaction by reads"). The charge that exhausts
+  // the file's budget (EngineOptions::read_budget_bytes) marks it for the next compaction of its
+  // group, when the tablet is leveled and still holds it, and calls context.read_compaction_due.
+  // Lock-free until then.
+  void ChargeRead(const TableFile* file) const;
 
   // --- write path (the CommitQueue's leader) ---
   // OK when `m` may be written to this tablet with descriptor `d`.
@@ -283,6 +292,10 @@ class Tablet : public std::enable_shared_from_this<Tablet> {
   std::optional<CompactionInput> PickLocked(LocalityGroup group, std::string* cursor,
                                             uint32_t* cursor_level) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The index in `group_files` of the file marked by ChargeRead in `group`, if it is there.
+  std::optional<size_t> ReadExhaustedLocked(
+      LocalityGroup group, const std::vector<std::shared_ptr<TableFile>>& group_files) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The table's compaction choice (TableOptions::compaction), else the engine's.
   CompactionStyle StyleLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Leveled only: a group's level 0 is full (level0_stop_files), so no flush may start.
@@ -294,6 +307,8 @@ class Tablet : public std::enable_shared_from_this<Tablet> {
   std::atomic<storage::SequenceNumber> last_sequence_{0};
   // Written by the manager under its admin lock, after the manifest edit; read by anyone.
   std::atomic<uint64_t> replica_epoch_{0};
+  // Scans started, the seed of each one's read sampling (row_reader.h).
+  mutable std::atomic<uint64_t> scans_{0};
 
   mutable absl::Mutex mu_;
   std::shared_ptr<const TabletDescriptor> descriptor_ ABSL_GUARDED_BY(mu_);
@@ -322,6 +337,9 @@ class Tablet : public std::enable_shared_from_this<Tablet> {
   bool removed_ ABSL_GUARDED_BY(mu_) = false;
   // Leveled compaction: per group and level, the last row compacted out of it (leveled.h).
   std::vector<std::string> level_cursors_[2] ABSL_GUARDED_BY(mu_);
+  // Per group, the number of the file whose read budget ran out (ChargeRead); 0 = none. Reads
+  // set it, so it is mutable: what reads cost is not part of the tablet's content.
+  mutable uint64_t read_exhausted_[2] ABSL_GUARDED_BY(mu_) = {0, 0};
   // The last number PrepareWrite gave to the group being written; at most last_sequence() once
   // the group is published or abandoned.
   storage::SequenceNumber assigned_ ABSL_GUARDED_BY(mu_) = 0;

@@ -81,7 +81,13 @@ TabletManager::TabletManager(const EngineOptions& options, const Env& env)
                        MaybeScheduleFlush(t);
                      },
              }),
-      tablet_context_{&options_, env_.clock, std::make_shared<std::atomic<size_t>>(0)} {
+      tablet_context_{&options_, env_.clock, std::make_shared<std::atomic<size_t>>(0),
+                      [this](TabletId id) {
+                        absl::MutexLock l(&mu_);
+                        if (std::shared_ptr<Tablet> t = FindLocked(id)) {
+                          MaybeScheduleCompaction(t.get());
+                        }
+                      }} {
   table_options_.comparator = storage::InternalKeyComparator();
   table_options_.filter_key_extractor = RowFilterKey();
   table_options_.block_size = options.block_size;
