@@ -132,12 +132,21 @@ MemTable::MemTable(const MemTableOptions& options)
     : arena_(options.arena_block_size, options.usage_total),
       table_(EntryComparator(), &arena_, options.skiplist_seed),
       filter_key_extractor_(options.filter_bits > 0 ? options.filter_key_extractor : nullptr),
-      filter_blocks_(filter_key_extractor_ == nullptr ? 0 : (options.filter_bits + 511) / 512) {
+      filter_blocks_(filter_key_extractor_ == nullptr ? 0 : (options.filter_bits + 511) / 512),
+      filter_bytes_(filter_blocks_ * kFilterWordsPerBlock * sizeof(uint64_t)),
+      usage_total_(options.usage_total) {
   if (filter_blocks_ > 0) {
     // calloc: the system's zeroed pages, resident only once written.
     filter_.reset(static_cast<uint64_t*>(
         std::calloc(filter_blocks_ * kFilterWordsPerBlock, sizeof(uint64_t))));
     if (filter_ == nullptr) throw std::bad_alloc();
+  }
+}
+
+MemTable::~MemTable() {
+  if (usage_total_ != nullptr) {
+    usage_total_->fetch_sub(filter_counted_.load(std::memory_order_relaxed),
+                            std::memory_order_relaxed);
   }
 }
 
@@ -178,6 +187,12 @@ void MemTable::Add(SequenceNumber seq, ValueType type, std::string_view user_key
         [&](size_t word, uint64_t mask) {
           std::atomic_ref<uint64_t>(filter_[word]).fetch_or(mask, std::memory_order_relaxed);
         });
+    const size_t counted = filter_counted_.load(std::memory_order_relaxed);
+    if (counted < filter_bytes_) {
+      const size_t page = std::min<size_t>(4096, filter_bytes_ - counted);
+      filter_counted_.store(counted + page, std::memory_order_relaxed);
+      if (usage_total_ != nullptr) usage_total_->fetch_add(page, std::memory_order_relaxed);
+    }
   }
   table_.Insert(entry);
 

@@ -41,7 +41,8 @@ struct MemTableOptions {
   // A bloom filter over the filter keys of the entries (as an SSTable's, filter_key.h), so that
   // a read of a key the memtable does not hold costs one cache line instead of a skiplist
   // search (RocksDB's memtable bloom). Off when either is unset. `filter_bits` is rounded up
-  // to 512; its memory is taken zeroed from the system, and pages never touched cost nothing.
+  // to 512; its memory is taken zeroed from the system, and counted (in the memtable's usage
+  // and usage_total) a page per entry added, up to its size: pages never touched cost nothing.
   const FilterKeyExtractor* filter_key_extractor = nullptr;
   size_t filter_bits = 0;
 };
@@ -51,6 +52,7 @@ class MemTable {
   explicit MemTable(const MemTableOptions& options = MemTableOptions());
   MemTable(const MemTable&) = delete;
   MemTable& operator=(const MemTable&) = delete;
+  ~MemTable();
 
   // Adds the entry (user_key, seq, type) -> value. Both views are copied.
   // REQUIRES: external synchronization among writers (the engine's write leader); no entry with
@@ -71,8 +73,11 @@ class MemTable {
   // synchronized with the writer (as an iterator does).
   bool MayContain(std::string_view filter_key) const;
 
-  // Bytes of memory held (arena blocks, including skiplist nodes). Grows in whole blocks.
-  size_t ApproximateMemoryUsage() const { return arena_.MemoryUsage(); }
+  // Bytes of memory held (arena blocks, including skiplist nodes, and the filter). Grows in
+  // whole blocks.
+  size_t ApproximateMemoryUsage() const {
+    return arena_.MemoryUsage() + filter_counted_.load(std::memory_order_relaxed);
+  }
 
   uint64_t NumEntries() const { return num_entries_.load(std::memory_order_acquire); }
   bool Empty() const { return NumEntries() == 0; }
@@ -109,6 +114,12 @@ class MemTable {
   const FilterKeyExtractor* const filter_key_extractor_;
   const size_t filter_blocks_;
   std::unique_ptr<uint64_t[], FreeDeleter> filter_;
+  const size_t filter_bytes_;
+  // The filter memory counted as the memtable's (and into usage_total_ until it goes): a page
+  // per entry added, up to filter_bytes_ -- a bound on the pages the entries' bits touched;
+  // pages never written cost nothing. Written by the writer, read by anyone.
+  std::atomic<size_t> filter_counted_{0};
+  const std::shared_ptr<std::atomic<size_t>> usage_total_;  // may be null
 
   // Written by the single writer, read by anyone.
   std::atomic<uint64_t> num_entries_{0};

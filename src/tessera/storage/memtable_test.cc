@@ -236,6 +236,39 @@ TEST(MemTableTest, FilterHasNoFalseNegativesAndFewFalsePositives) {
   EXPECT_TRUE(MemTable(no_extractor).MayContain("anything"));
 }
 
+// The filter's memory is the memtable's: a page per entry up to its size, in its usage and in
+// the shared total until the memtable goes. An empty memtable's untouched filter costs nothing.
+TEST(MemTableTest, FilterMemoryIsCounted) {
+  testing::InternalRowExtractorForTesting extractor;
+  auto total = std::make_shared<std::atomic<size_t>>(0);
+  MemTableOptions o;
+  o.usage_total = total;
+  o.arena_block_size = 4096;
+  o.filter_key_extractor = &extractor;
+  o.filter_bits = 1 << 20;  // 128 KiB
+  {
+    MemTable with_filter(o);
+    const size_t empty_usage = with_filter.ApproximateMemoryUsage();
+    EXPECT_LT(empty_usage, size_t{8} << 10);
+    EXPECT_EQ(empty_usage, total->load());
+    with_filter.Add(1, ValueType::kValue, "r/", "v");
+    EXPECT_GE(with_filter.ApproximateMemoryUsage(), empty_usage + 4096);
+    for (int i = 0; i < 100; ++i) {
+      with_filter.Add(2 + i, ValueType::kValue, "r" + std::to_string(i) + "/", "v");
+    }
+    EXPECT_GE(with_filter.ApproximateMemoryUsage(), size_t{128} << 10);  // all of it, at most
+    EXPECT_LT(with_filter.ApproximateMemoryUsage(), size_t{160} << 10);
+    EXPECT_EQ(with_filter.ApproximateMemoryUsage(), total->load());
+  }
+  EXPECT_EQ(0u, total->load());
+  o.filter_bits = 0;
+  MemTable without(o);
+  for (int i = 0; i < 100; ++i)
+    without.Add(1 + i, ValueType::kValue, "r" + std::to_string(i) + "/", "v");
+  EXPECT_LT(without.ApproximateMemoryUsage(), size_t{32} << 10);  // the arena alone
+  EXPECT_EQ(without.ApproximateMemoryUsage(), total->load());
+}
+
 // A reader that finds an entry the writer is adding concurrently also finds its filter bits.
 TEST(MemTableTest, FilterBitsAreVisibleWithTheirEntry) {
   testing::InternalRowExtractorForTesting extractor;
