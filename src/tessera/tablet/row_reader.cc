@@ -249,6 +249,20 @@ std::vector<KeyInterval> RowSegments(std::string_view row, const model::ReadSpec
   return segments;
 }
 
+// The files whose key range holds the row `range`, in the order a read that stops early takes
+// them: level 0 newest first, then each deeper level. Their bloom filters are asked only when
+// a file is about to be read (a read that stops early leaves the deeper ones alone).
+std::vector<const TableFile*> RowFiles(const TabletSnapshot& snapshot, const KeyInterval& range) {
+  std::vector<const TableFile*> files;
+  for (const auto& file : snapshot.files->files) {  // newest first
+    if (FileOverlaps(file->meta(), range)) files.push_back(file.get());
+  }
+  std::stable_sort(files.begin(), files.end(), [](const TableFile* a, const TableFile* b) {
+    return a->meta().level < b->meta().level;
+  });
+  return files;
+}
+
 // A scan's share of compaction by reads: once per kReadSamplePeriod bytes of entries passed, the
 // newest file holding the row there is charged when two or more files hold it. The first
 // sample comes at an offset drawn from the scan's start and seed, uniform in the period, so
@@ -271,15 +285,9 @@ class ReadSampler {
     }
     until_ = kReadSamplePeriod;
     const std::string_view prefix = model::RowPrefix(storage::ExtractUserKey(ikey));
-    const KeyInterval row{std::string(prefix), model::ScopeLimit(prefix)};
-    const TableFile* newest = nullptr;
-    int holding = 0;
-    for (const auto& file : snapshot_->files->files) {  // newest first within a level
-      if (!FileOverlaps(file->meta(), row)) continue;
-      ++holding;
-      if (newest == nullptr || file->meta().level < newest->meta().level) newest = file.get();
-    }
-    if (holding >= 2) charge_(newest);
+    const std::vector<const TableFile*> holding =
+        RowFiles(*snapshot_, KeyInterval{std::string(prefix), model::ScopeLimit(prefix)});
+    if (holding.size() >= 2) charge_(holding.front());  // the newest
   }
 
  private:
@@ -450,20 +458,6 @@ class ReverseScanIterator final : public RowIterator {
   uint64_t returned_ = 0;
   Status status_;
 };
-
-// The files whose key range holds the row `range`, in the order a read that stops early takes
-// them: level 0 newest first, then each deeper level. Their bloom filters are asked only when
-// a file is about to be read (a read that stops early leaves the deeper ones alone).
-std::vector<const TableFile*> RowFiles(const TabletSnapshot& snapshot, const KeyInterval& range) {
-  std::vector<const TableFile*> files;
-  for (const auto& file : snapshot.files->files) {  // newest first
-    if (FileOverlaps(file->meta(), range)) files.push_back(file.get());
-  }
-  std::stable_sort(files.begin(), files.end(), [](const TableFile* a, const TableFile* b) {
-    return a->meta().level < b->meta().level;
-  });
-  return files;
-}
 
 // An iterator over another that the caller keeps.
 class BorrowedIterator final : public Iterator {
