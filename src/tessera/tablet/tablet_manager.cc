@@ -414,7 +414,8 @@ StatusOr<uint64_t> TabletManager::ApproximateTabletBytes(TabletId id) const {
 StatusOr<std::vector<SstableInfo>> TabletManager::ListSstables(TabletId id) const {
   ASSIGN_OR_RETURN(std::shared_ptr<Tablet> t, tablet(id));
   std::vector<SstableInfo> out;
-  for (const auto& f : t->files()->files) {
+  const std::shared_ptr<const FileSet> files = t->files();  // held: the loop reads it
+  for (const auto& f : files->files) {
     const storage::FileMeta& m = f->meta();
     SstableInfo info;
     info.number = m.number;
@@ -491,7 +492,8 @@ EngineStats TabletManager::GetStats() const {
   s.memtable_bytes = MemtableBytes();
   for (const auto& [id, t] : tablets_) {
     s.last_sequence = std::max<uint64_t>(s.last_sequence, t->last_sequence());
-    for (const auto& f : t->files()->files) {
+    const std::shared_ptr<const FileSet> files = t->files();  // held: the loop reads it
+    for (const auto& f : files->files) {
       ++s.sstable_files;
       s.sstable_bytes += f->meta().size;
     }

@@ -167,7 +167,8 @@ Status TabletManager::InstallRebuild(const std::shared_ptr<Tablet>& t,
         absl::MutexLock install(&install_mu_);
         ASSIGN_OR_RETURN(const uint64_t replay_from, log_->StartNewSegment());
         storage::VersionEdit edit;
-        for (const auto& f : t->files()->files) edit.DeleteFile(t->id(), f->meta().number);
+        const std::shared_ptr<const FileSet> files = t->files();  // held: the loop reads it
+        for (const auto& f : files->files) edit.DeleteFile(t->id(), f->meta().number);
         for (const storage::FileMeta& meta : outputs) edit.AddFile(t->id(), meta);
         // Exactly `sequence`, even when lower: the files hold everything up to it, and records
         // above it that replay could meet are all in skipped segments.
