@@ -328,6 +328,12 @@ bool DecodeCellKey(std::string_view key, CellKeyView* out, std::string* row_scra
                    std::string* qualifier_scratch) {
   CellKeyLayout layout;
   if (!ParseCellKeyLayout(key, &layout)) return false;
+  DecodeCellKey(key, layout, out, row_scratch, qualifier_scratch);
+  return true;
+}
+
+void DecodeCellKey(std::string_view key, const CellKeyLayout& layout, CellKeyView* out,
+                   std::string* row_scratch, std::string* qualifier_scratch) {
   out->kind = layout.kind;
   std::string_view row_part = key.substr(0, layout.row_end);
   if (layout.row_escaped) {
@@ -349,7 +355,6 @@ bool DecodeCellKey(std::string_view key, CellKeyView* out, std::string* row_scra
       out->qualifier = qual_part.substr(0, qual_part.size() - 2);
     }
   }
-  return true;
 }
 
 std::string_view RowPrefix(std::string_view key) {

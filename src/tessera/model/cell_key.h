@@ -140,6 +140,10 @@ struct CellKeyView {
 // written when the row or qualifier contains 0x00 bytes.
 bool DecodeCellKey(std::string_view key, CellKeyView* out, std::string* row_scratch,
                    std::string* qualifier_scratch);
+// The same for a key already parsed: `layout` is what ParseCellKeyLayout(key) filled in when it
+// returned true. Cannot fail.
+void DecodeCellKey(std::string_view key, const CellKeyLayout& layout, CellKeyView* out,
+                   std::string* row_scratch, std::string* qualifier_scratch);
 
 // Undoes AppendEscaped on a full escaped value including its terminator. Returns false if
 // malformed. Fast path: returns a view of `escaped` when no 0x00 occurs in the value.

@@ -94,7 +94,11 @@ CellVisibility::Verdict CellVisibility::Add(std::string_view key, uint64_t seq,
                                             std::string_view value) {
   CellKeyLayout layout;
   if (!ParseCellKeyLayout(key, &layout)) return Verdict::kMalformed;
+  return Add(key, layout, seq, value);
+}
 
+CellVisibility::Verdict CellVisibility::Add(std::string_view key, const CellKeyLayout& layout,
+                                            uint64_t seq, std::string_view value) {
   const int shared = have_prev_ ? SharedScopes(key, layout, prev_key_, prev_) : 0;
   if (shared < 1) row_tombstone_seq_ = 0;
   if (shared < 2) {

@@ -90,6 +90,10 @@ class CellVisibility {
   // Classifies the next entry. REQUIRES: (cell_key, seq) comes after the previous entry in
   // storage order (key ascending, then seq descending). `cell_key` and `value` are not retained.
   Verdict Add(std::string_view cell_key, uint64_t seq, std::string_view value);
+  // The same, for a key the caller has parsed already (ParseCellKeyLayout returned true and
+  // filled `layout` from `cell_key`), so that a reader that decodes the cell too parses once.
+  Verdict Add(std::string_view cell_key, const CellKeyLayout& layout, uint64_t seq,
+              std::string_view value);
 
   // Forgets all state, as if newly constructed (e.g. after a seek to another row).
   void Reset();

@@ -158,16 +158,18 @@ class CellCollector {
       return absl::DataLossError("malformed internal key in tablet data");
     }
     if (parsed.sequence > sequence_) return Status();  // written after the snapshot
-    model::CellVisibility::Verdict verdict =
-        visibility_.Add(parsed.user_key, parsed.sequence, value);
+    // One parse serves visibility and the decoding of the cell.
+    model::CellKeyLayout layout;
+    const model::CellVisibility::Verdict verdict =
+        model::ParseCellKeyLayout(parsed.user_key, &layout)
+            ? visibility_.Add(parsed.user_key, layout, parsed.sequence, value)
+            : model::CellVisibility::Verdict::kMalformed;
     if (verdict == model::CellVisibility::Verdict::kMalformed) {
       return absl::DataLossError("malformed cell key or tombstone in tablet data");
     }
     if (verdict != model::CellVisibility::Verdict::kVisible) return Status();
     model::CellKeyView cell;
-    if (!model::DecodeCellKey(parsed.user_key, &cell, &row_scratch_, &qualifier_scratch_)) {
-      return absl::DataLossError("malformed cell key in tablet data");
-    }
+    model::DecodeCellKey(parsed.user_key, layout, &cell, &row_scratch_, &qualifier_scratch_);
     if (!filter_.Accept(cell.family, cell.qualifier, cell.timestamp_micros)) return Status();
     if (row->empty()) row->row.key.assign(cell.row.data(), cell.row.size());
     model::Cell& out = row->Append();
@@ -327,8 +329,10 @@ class ScanIterator final : public RowIterator {
     while (iter_->Valid()) {
       std::string_view ukey = storage::ExtractUserKey(iter_->key());
       if (!range_.hi.empty() && ukey >= std::string_view(range_.hi)) break;
-      std::string_view prefix = model::RowPrefix(ukey);
-      if (prefix != current_prefix_) {
+      // A row part is prefix-free (it ends with a terminator that no escaped byte forms), so a
+      // key that starts with the current row's part is of that row: no search for its end.
+      if (current_prefix_.empty() || !ukey.starts_with(current_prefix_)) {
+        const std::string_view prefix = model::RowPrefix(ukey);
         if (!row_.empty()) {
           valid_ = true;
           ++returned_;
