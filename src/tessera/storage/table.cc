@@ -14,7 +14,8 @@ namespace tessera::storage {
 class TableIterator final : public Iterator {
  public:
   TableIterator(const Table* table, const TableReadOptions& read_options)
-      : table_(table), read_options_(read_options) {
+      : table_(table), read_options_(read_options), block_options_(read_options) {
+    if (read_options_.fill_cache_blocks == 0) block_options_.fill_cache = false;
     index_iter_.Init(table_->options_.comparator, table_->index_block_, table_->file_name_,
                      table_->footer_.index.offset);
   }
@@ -89,7 +90,11 @@ class TableIterator final : public Iterator {
     Status s = table_->DecodeIndexValue(index_iter_.value(), &handle);
     if (s.ok() && has_block_ && handle.offset == block_offset_) return;  // already there
     std::shared_ptr<const Block> block;
-    if (s.ok()) s = table_->GetDataBlock(handle, read_options_, &block);
+    bool from_file = false;
+    if (s.ok()) s = table_->GetDataBlock(handle, block_options_, &block, &from_file);
+    if (from_file && ++blocks_read_ >= read_options_.fill_cache_blocks) {
+      block_options_.fill_cache = false;
+    }
     if (!s.ok()) {
       if (status_.ok()) status_ = std::move(s);
       data_iter_.Clear();
@@ -132,6 +137,8 @@ class TableIterator final : public Iterator {
 
   const Table* const table_;
   const TableReadOptions read_options_;
+  TableReadOptions block_options_;  // read_options_, fill_cache off once the bound is reached
+  uint64_t blocks_read_ = 0;        // blocks this iterator read from the file
   BlockIter index_iter_;
   BlockIter data_iter_;
   bool has_block_ = false;  // data_iter_ is on the block at block_offset_
@@ -297,7 +304,7 @@ Status Table::DecodeIndexValue(std::string_view value, BlockHandle* handle) cons
 }
 
 Status Table::GetDataBlock(const BlockHandle& handle, const TableReadOptions& read_options,
-                           std::shared_ptr<const Block>* block) const {
+                           std::shared_ptr<const Block>* block, bool* from_file) const {
   ReadStats* stats = read_options.stats;
   if (file_contents_ != nullptr) {
     auto it = std::lower_bound(memory_blocks_.begin(), memory_blocks_.end(), handle.offset,
@@ -321,6 +328,7 @@ Status Table::GetDataBlock(const BlockHandle& handle, const TableReadOptions& re
   BlockContents contents;
   RETURN_IF_ERROR(ReadBlock(*file_, file_name_, handle, stats, &contents));
   ASSIGN_OR_RETURN(*block, Block::Create(std::move(contents), file_name_, handle.offset));
+  if (from_file != nullptr) *from_file = true;
   if (cache_ != nullptr && read_options.fill_cache)
     cache_->Insert(cache_id_, handle.offset, *block);
   return Status();

@@ -72,6 +72,11 @@ struct TableReadOptions {
   // Insert blocks read from the file into the block cache. Turn off for scans that should not
   // evict the working set (compactions, full-table scans).
   bool fill_cache = true;
+  // With fill_cache, an iterator inserts only the first this many blocks it reads from the
+  // file, and reads the rest without caching them: a long scan then neither evicts the working
+  // set nor pays for inserting and evicting a block per block it passes (a short scan, which
+  // is read again soon, is still cached). Point reads leave it unbounded.
+  uint64_t fill_cache_blocks = UINT64_MAX;
   // When not null, reads add to these counters. Must outlive the iterator. Not synchronized.
   ReadStats* stats = nullptr;
 };

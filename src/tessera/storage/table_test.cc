@@ -476,6 +476,45 @@ TEST(TableTest, CacheServesRepeatedReads) {
   EXPECT_EQ(s.blocks_from_cache, blocks);
 }
 
+TEST(TableTest, AnIteratorCachesOnlyTheFirstBlocksItsBoundAllows) {
+  MemFileSystem fs;
+  TableOptions options;
+  options.block_size = 1024;
+  Random rnd(43);
+  const KVMap model = RandomRowsForTesting(&rnd, 50, 20, 100);
+  ASSERT_TRUE(BuildTableForTesting(&fs, "/b.sst", options, model).ok());
+  BlockCache cache(8 << 20);
+  auto table = OpenTableForTesting(&fs, "/b.sst", options, &cache);
+  ASSERT_TRUE(table.ok());
+  const uint64_t blocks = (*table)->properties().num_data_blocks;
+  ASSERT_GT(blocks, 6u);
+
+  auto scan = [&](uint64_t bound) {
+    ReadStats stats;
+    TableReadOptions read_options;
+    read_options.stats = &stats;
+    read_options.fill_cache_blocks = bound;
+    auto it = (*table)->NewIterator(read_options);
+    size_t n = 0;
+    for (it->SeekToFirst(); it->Valid(); it->Next()) ++n;
+    EXPECT_EQ(n, model.size());
+    EXPECT_TRUE(it->status().ok()) << it->status();
+    return stats;
+  };
+  ReadStats s = scan(0);
+  EXPECT_EQ(s.blocks_read_from_file, blocks);
+  EXPECT_EQ(cache.GetStats().entries, 0u);
+  s = scan(3);
+  EXPECT_EQ(s.blocks_read_from_file, blocks);
+  EXPECT_EQ(cache.GetStats().entries, 3u);
+  // The three cached blocks count as hits, not reads: the bound counts reads from the file,
+  // so the next three blocks read are cached in turn.
+  s = scan(3);
+  EXPECT_EQ(s.blocks_from_cache, 3u);
+  EXPECT_EQ(s.blocks_read_from_file, blocks - 3);
+  EXPECT_EQ(cache.GetStats().entries, 6u);
+}
+
 TEST(TableTest, WarmBlocksForLoadsTheRange) {
   MemFileSystem fs;
   TableOptions options;

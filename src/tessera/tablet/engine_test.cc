@@ -444,6 +444,54 @@ TEST_F(EngineTest, AShortScanReadsOneFileOfALevel) {
   }
 }
 
+// A scan caches the first blocks it reads of a file and no more (row_reader.cc's
+// kScanCachedBlocks, 256): a long scan leaves the cache to the working set, a short one is
+// served from the cache when read again.
+TEST_F(EngineTest, ALongScanCachesOnlyItsFirstBlocksOfAFile) {
+  OpenWith(SmallUnthrottled());  // 1 KiB blocks
+  ASSERT_TRUE(engine_->CreateTablet(1, TabletDescriptor{"t", "", "", Schema()}).ok());
+  auto row = [](int i) { return absl::StrFormat("row%05d", i); };
+  Random rnd(11);
+  const int rows = 6000;
+  for (int i = 0; i < rows; ++i) {
+    model::RowMutation m(row(i));
+    std::string value(100, ' ');
+    for (char& c : value) c = static_cast<char>('a' + rnd.Uniform(26));  // compresses little
+    m.SetCell("cf", "q", 1000, value);
+    ASSERT_TRUE(engine_->Apply(1, m).ok());
+  }
+  ASSERT_TRUE(engine_->CompactTablet(1).ok());
+  StatusOr<std::vector<SstableInfo>> files = engine_->ListSstables(1);
+  ASSERT_TRUE(files.ok()) << files.status();
+  ASSERT_EQ(1u, files->size());
+  auto scan = [&](std::string_view start, uint64_t limit) {
+    const EngineStats before = engine_->GetStats();
+    auto it = engine_->Scan(1, model::RowRange{std::string(start), ""}, model::ReadSpec{},
+                            ScanOptions{.limit = limit});
+    EXPECT_TRUE(it.ok()) << it.status();
+    uint64_t n = 0;
+    for (; (*it)->Valid(); (*it)->Next()) ++n;
+    EXPECT_TRUE((*it)->status().ok()) << (*it)->status();
+    const EngineStats after = engine_->GetStats();
+    return std::tuple(n, after.block_cache_hits - before.block_cache_hits,
+                      after.block_cache_misses - before.block_cache_misses);
+  };
+  const auto [n1, hits1, misses1] = scan("", 0);
+  EXPECT_EQ(static_cast<uint64_t>(rows), n1);
+  ASSERT_GT(misses1, 600u) << "the file should span well over 256 blocks";
+  const auto [n2, hits2, misses2] = scan("", 0);
+  EXPECT_EQ(static_cast<uint64_t>(rows), n2);
+  EXPECT_EQ(256u, hits2) << "the first 256 blocks were cached, the rest not";
+  EXPECT_EQ(misses1 - 256, misses2);
+  // A short scan deeper in the file is cached whole, and read again from the cache.
+  const auto [n3, hits3, misses3] = scan(row(5000), 30);
+  EXPECT_EQ(30u, n3);
+  EXPECT_GT(misses3, 0u);
+  const auto [n4, hits4, misses4] = scan(row(5000), 30);
+  EXPECT_EQ(0u, misses4);
+  EXPECT_EQ(misses3 + hits3, hits4);
+}
+
 // Compaction by reads (docs/compaction.md): level-0 files below the trigger, which every read
 // of a deeper row must consult, go into level 1 once reads exhausted their budget -- by gets,
 // or by scans sampling what they pass. Size-tiered tables keep theirs.
