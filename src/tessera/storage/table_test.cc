@@ -454,46 +454,13 @@ TEST(TableTest, CacheServesRepeatedReads) {
   ASSERT_TRUE(table.ok());
   const uint64_t blocks = (*table)->properties().num_data_blocks;
 
-  auto scan = [&](bool fill_cache) {
+  ASSERT_GT(blocks, 6u);
+  auto scan = [&](bool fill_cache, uint64_t fill_cache_blocks = UINT64_MAX) {
     ReadStats stats;
     TableReadOptions read_options;
     read_options.stats = &stats;
     read_options.fill_cache = fill_cache;
-    auto it = (*table)->NewIterator(read_options);
-    size_t n = 0;
-    for (it->SeekToFirst(); it->Valid(); it->Next()) ++n;
-    EXPECT_EQ(n, model.size());
-    return stats;
-  };
-  ReadStats s = scan(/*fill_cache=*/false);
-  EXPECT_EQ(s.blocks_read_from_file, blocks);
-  EXPECT_EQ(cache.GetStats().entries, 0u);
-  s = scan(true);
-  EXPECT_EQ(s.blocks_read_from_file, blocks);
-  EXPECT_EQ(cache.GetStats().entries, blocks);
-  s = scan(true);
-  EXPECT_EQ(s.blocks_read_from_file, 0u);
-  EXPECT_EQ(s.blocks_from_cache, blocks);
-}
-
-TEST(TableTest, AnIteratorCachesOnlyTheFirstBlocksItsBoundAllows) {
-  MemFileSystem fs;
-  TableOptions options;
-  options.block_size = 1024;
-  Random rnd(43);
-  const KVMap model = RandomRowsForTesting(&rnd, 50, 20, 100);
-  ASSERT_TRUE(BuildTableForTesting(&fs, "/b.sst", options, model).ok());
-  BlockCache cache(8 << 20);
-  auto table = OpenTableForTesting(&fs, "/b.sst", options, &cache);
-  ASSERT_TRUE(table.ok());
-  const uint64_t blocks = (*table)->properties().num_data_blocks;
-  ASSERT_GT(blocks, 6u);
-
-  auto scan = [&](uint64_t bound) {
-    ReadStats stats;
-    TableReadOptions read_options;
-    read_options.stats = &stats;
-    read_options.fill_cache_blocks = bound;
+    read_options.fill_cache_blocks = fill_cache_blocks;
     auto it = (*table)->NewIterator(read_options);
     size_t n = 0;
     for (it->SeekToFirst(); it->Valid(); it->Next()) ++n;
@@ -501,18 +468,26 @@ TEST(TableTest, AnIteratorCachesOnlyTheFirstBlocksItsBoundAllows) {
     EXPECT_TRUE(it->status().ok()) << it->status();
     return stats;
   };
-  ReadStats s = scan(0);
+  ReadStats s = scan(/*fill_cache=*/false);
   EXPECT_EQ(s.blocks_read_from_file, blocks);
   EXPECT_EQ(cache.GetStats().entries, 0u);
-  s = scan(3);
+  s = scan(true, /*fill_cache_blocks=*/0);
+  EXPECT_EQ(cache.GetStats().entries, 0u);
+  // An iterator caches the first blocks it reads from the file, up to its bound; the blocks it
+  // finds cached do not count, so the next iterator caches the next three.
+  s = scan(true, 3);
   EXPECT_EQ(s.blocks_read_from_file, blocks);
   EXPECT_EQ(cache.GetStats().entries, 3u);
-  // The three cached blocks count as hits, not reads: the bound counts reads from the file,
-  // so the next three blocks read are cached in turn.
-  s = scan(3);
+  s = scan(true, 3);
   EXPECT_EQ(s.blocks_from_cache, 3u);
   EXPECT_EQ(s.blocks_read_from_file, blocks - 3);
   EXPECT_EQ(cache.GetStats().entries, 6u);
+  s = scan(true);
+  EXPECT_EQ(s.blocks_read_from_file, blocks - 6);
+  EXPECT_EQ(cache.GetStats().entries, blocks);
+  s = scan(true);
+  EXPECT_EQ(s.blocks_read_from_file, 0u);
+  EXPECT_EQ(s.blocks_from_cache, blocks);
 }
 
 TEST(TableTest, WarmBlocksForLoadsTheRange) {

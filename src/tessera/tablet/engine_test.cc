@@ -38,6 +38,20 @@ class EngineTest : public ::testing::Test {
     o.level0_compaction_files = min_files;
     OpenWith(o);
   }
+  // Writes rows row(0) .. row(rows - 1) of tablet 1, each one cell cf:q of `value_bytes`
+  // random letters (which compress little), then compacts the tablet.
+  static std::string ScanRow(int i) { return absl::StrFormat("row%05d", i); }
+  void PutIncompressibleRowsAndCompact(int rows, size_t value_bytes, uint32_t seed) {
+    Random rnd(seed);
+    for (int i = 0; i < rows; ++i) {
+      model::RowMutation m(ScanRow(i));
+      std::string value(value_bytes, ' ');
+      for (char& c : value) c = static_cast<char>('a' + rnd.Uniform(26));
+      m.SetCell("cf", "q", 1000, value);
+      ASSERT_TRUE(engine_->Apply(1, m).ok());
+    }
+    ASSERT_TRUE(engine_->CompactTablet(1).ok());
+  }
   // 32 KiB memtables, 1 KiB blocks, compaction not throttled.
   EngineOptions SmallUnthrottled() const {
     EngineOptions o;
@@ -411,16 +425,8 @@ TEST_F(EngineTest, AShortScanReadsOneFileOfALevel) {
   o.level_file_bytes = 8 << 10;
   OpenWith(o);
   ASSERT_TRUE(engine_->CreateTablet(1, TabletDescriptor{"t", "", "", Schema()}).ok());
-  auto row = [](int i) { return absl::StrFormat("row%05d", i); };
-  Random rnd(7);
-  for (int i = 0; i < 3000; ++i) {
-    model::RowMutation m(row(i));
-    std::string value(40, ' ');
-    for (char& c : value) c = static_cast<char>('a' + rnd.Uniform(26));  // compresses little
-    m.SetCell("cf", "q", 1000, value);
-    ASSERT_TRUE(engine_->Apply(1, m).ok());
-  }
-  ASSERT_TRUE(engine_->CompactTablet(1).ok());
+  auto row = ScanRow;
+  PutIncompressibleRowsAndCompact(3000, 40, 7);
   StatusOr<std::vector<SstableInfo>> files = engine_->ListSstables(1);
   ASSERT_TRUE(files.ok()) << files.status();
   ASSERT_GE(files->size(), 10u) << "one level of many files";
@@ -450,17 +456,9 @@ TEST_F(EngineTest, AShortScanReadsOneFileOfALevel) {
 TEST_F(EngineTest, ALongScanCachesOnlyItsFirstBlocksOfAFile) {
   OpenWith(SmallUnthrottled());  // 1 KiB blocks
   ASSERT_TRUE(engine_->CreateTablet(1, TabletDescriptor{"t", "", "", Schema()}).ok());
-  auto row = [](int i) { return absl::StrFormat("row%05d", i); };
-  Random rnd(11);
+  auto row = ScanRow;
   const int rows = 6000;
-  for (int i = 0; i < rows; ++i) {
-    model::RowMutation m(row(i));
-    std::string value(100, ' ');
-    for (char& c : value) c = static_cast<char>('a' + rnd.Uniform(26));  // compresses little
-    m.SetCell("cf", "q", 1000, value);
-    ASSERT_TRUE(engine_->Apply(1, m).ok());
-  }
-  ASSERT_TRUE(engine_->CompactTablet(1).ok());
+  PutIncompressibleRowsAndCompact(rows, 100, 11);
   StatusOr<std::vector<SstableInfo>> files = engine_->ListSstables(1);
   ASSERT_TRUE(files.ok()) << files.status();
   ASSERT_EQ(1u, files->size());
