@@ -14,8 +14,7 @@ namespace tessera::storage {
 class TableIterator final : public Iterator {
  public:
   TableIterator(const Table* table, const TableReadOptions& read_options)
-      : table_(table), read_options_(read_options), block_options_(read_options) {
-    if (read_options_.fill_cache_blocks == 0) block_options_.fill_cache = false;
+      : table_(table), read_options_(read_options) {
     index_iter_.Init(table_->options_.comparator, table_->index_block_, table_->file_name_,
                      table_->footer_.index.offset);
   }
@@ -91,10 +90,9 @@ class TableIterator final : public Iterator {
     if (s.ok() && has_block_ && handle.offset == block_offset_) return;  // already there
     std::shared_ptr<const Block> block;
     bool from_file = false;
-    if (s.ok()) s = table_->GetDataBlock(handle, block_options_, &block, &from_file);
-    if (from_file && ++blocks_read_ >= read_options_.fill_cache_blocks) {
-      block_options_.fill_cache = false;
-    }
+    if (blocks_read_ >= read_options_.fill_cache_blocks) read_options_.fill_cache = false;
+    if (s.ok()) s = table_->GetDataBlock(handle, read_options_, &block, &from_file);
+    if (from_file) ++blocks_read_;
     if (!s.ok()) {
       if (status_.ok()) status_ = std::move(s);
       data_iter_.Clear();
@@ -136,9 +134,8 @@ class TableIterator final : public Iterator {
   }
 
   const Table* const table_;
-  const TableReadOptions read_options_;
-  TableReadOptions block_options_;  // read_options_, fill_cache off once the bound is reached
-  uint64_t blocks_read_ = 0;        // blocks this iterator read from the file
+  TableReadOptions read_options_;  // fill_cache turned off once fill_cache_blocks are read
+  uint64_t blocks_read_ = 0;       // blocks this iterator read from the file
   BlockIter index_iter_;
   BlockIter data_iter_;
   bool has_block_ = false;  // data_iter_ is on the block at block_offset_

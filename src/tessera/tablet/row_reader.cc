@@ -298,9 +298,11 @@ class ReadSampler {
   uint64_t until_;  // bytes left before the next sample
 };
 
-// A scan caches the first blocks it reads of each file, no more (TableReadOptions): 1 MiB of
-// 4 KiB blocks, enough for the short scans that are read again, while a long one leaves the
-// cache to the working set and costs no insertion and eviction per block.
+// A forward scan caches the first blocks it reads of each file, no more (TableReadOptions):
+// 1 MiB of 4 KiB blocks, enough for the short scans that are read again, while a long one
+// leaves the cache to the working set and costs no insertion and eviction per block. A
+// reversed scan caches everything: it seeks back to each row's start, so at a block boundary
+// it returns to the block before the one its iterator holds, which must then be a cache hit.
 constexpr uint64_t kScanCachedBlocks = 256;
 
 class ScanIterator final : public RowIterator {
@@ -394,7 +396,6 @@ class ReverseScanIterator final : public RowIterator {
         collector_(snapshot_, spec_),
         sampler_(&snapshot_, std::move(charge), range_.hi) {
     storage::TableReadOptions ro;
-    ro.fill_cache_blocks = kScanCachedBlocks;
     iter_ = NewSnapshotIterator(snapshot_, range_, ro);
     if (range_.hi.empty()) {
       iter_->SeekToLast();
