@@ -139,6 +139,8 @@ int RunServe(int argc, char** argv) {
                  "threads running engine reads and writes for requests")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
+  AddSwitch(&app, "grpc-executor", &options.grpc_executor_threads,
+            "run gRPC's deferred callbacks on its executor threads (one more hand-off a call)");
   AddSwitch(&app, "inline-reads", &options.data.inline_reads,
             "serve ReadRows on gRPC's threads instead of the worker threads");
   AddSwitch(&app, "inline-writes", &options.data.inline_writes,

@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "tessera/client/row_merger.h"
 #include "tessera/replication/local_table_access.h"
+#include "tessera/server/grpc_executor.h"
 #include "tessera/tablet/engine.h"
 #include "tessera/util/clock.h"
 #include "tessera/util/coding.h"
@@ -84,6 +85,9 @@ struct ReadResult {
 // Parameter: whether the service runs its work on an executor (true) or inline (false).
 class DataServiceTest : public ::testing::TestWithParam<bool> {
  protected:
+  // As `tessera serve` runs gRPC: its deferred callbacks (OnDone) on the thread at hand.
+  static void SetUpTestSuite() { SetGrpcExecutorThreads(false); }
+
   void SetUp() override {
     char tmpl[] = "/tmp/tessera_data_service_test.XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);

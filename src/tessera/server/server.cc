@@ -17,6 +17,7 @@
 #include "tessera/cluster/status_service.h"
 #include "tessera/server/app_profile_levels.h"
 #include "tessera/server/cluster_definitions.h"
+#include "tessera/server/grpc_executor.h"
 #include "tessera/server/grpc_rpc_channel.h"
 #include "tessera/server/instance_admin_service.h"
 #include "tessera/server/tablet_admin_service.h"
@@ -185,6 +186,8 @@ cluster::ClusterNode* Server::node() const { return state_->core->node(); }
 NodeCore* Server::core() const { return state_->core.get(); }
 
 StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
+  // Before any channel of the node (lock service, gossip) or the server is made.
+  SetGrpcExecutorThreads(options.grpc_executor_threads);
   auto state = std::make_unique<State>();
   state->options = options;
   State* s = state.get();

@@ -47,6 +47,10 @@ struct ServerOptions {
   DataServiceOptions data;
   // Threads running engine reads and writes for the data service.
   int worker_threads = 16;
+  // gRPC's deferred callbacks (a streaming call's OnDone among them) on gRPC's executor
+  // threads instead of the thread at hand: one more hand-off per call. Process-wide
+  // (grpc_executor.h): the last server started in a process decides.
+  bool grpc_executor_threads = false;
   // Largest request or response message, in bytes.
   int max_message_bytes = 256 << 20;
   // On Shutdown, calls still running after this long are cancelled.
