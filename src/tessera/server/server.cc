@@ -269,6 +269,10 @@ Status Server::StartServices(State* s) {
     // its commit log on a worker (no --inline-writes).
     data_options.inline_writes = false;
   }
+  TLOG_INFO("server: ReadRows on {}, MutateRow on {}; gRPC's deferred callbacks {}",
+            data_options.inline_reads ? "gRPC's threads" : "the worker threads",
+            data_options.inline_writes ? "gRPC's threads" : "the worker threads",
+            options.grpc_executor_threads ? "on its executor threads" : "inline");
   s->profile_levels = std::make_unique<AppProfileLevels>(
       [core](const std::string& instance, const std::string& id) {
         return core->profiles()->Get(AppProfileName{instance, id});
