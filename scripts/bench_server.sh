@@ -19,7 +19,7 @@
 #    "server_cpu_s", "server_cpu_us_per_op", "client_cpu_us_per_op" (the load generator's),
 #    "rss_mb", "peak_rss_mb", "latency_us": {TYPE:
 #    {"p50","p99","p999"}}, "bench": <tessera bench's own JSON line>}
-#   {"kind":"ratio", "workload", "throughput_tessera_over_emulator",
+#   {"kind":"ratio", "server" (tessera or tessera-periodic), "workload", "throughput_tessera_over_emulator",
 #    "cpu_per_op_tessera_over_emulator"}          (throughput: above 1 is faster; CPU: below 1
 #                                                  is cheaper)
 #   {"kind":"memory", "phase": "after_workloads"|"memcheck", "server", "rows", "rss_mb",
@@ -31,7 +31,7 @@
 #   TESSERA_NO_BUILD []          non-empty: use the binary as it is, do not build
 #   TESSERA [$BUILD_DIR/src/tessera/cli/tessera]
 #   TESSERA_CBTEMULATOR [the Google Cloud CLI's cbtemulator]
-#   BENCH_SERVERS [tessera,emulator]
+#   BENCH_SERVERS [tessera,tessera-periodic,emulator]  tessera-periodic: `--sync periodic`
 #   BENCH_WORKLOADS [A,B,C,D,E,F]   the load always runs first
 #   BENCH_RECORDS [50000]  BENCH_OPERATIONS [20000]  BENCH_DURATION_S [30] (per workload)
 #   BENCH_THREADS [8]  BENCH_FIELDS [10]  BENCH_VALUE_SIZE [100]
@@ -54,7 +54,7 @@ EMULATOR="${TESSERA_CBTEMULATOR:-/usr/lib/google-cloud-sdk/platform/bigtable-emu
 if [[ ! -x $EMULATOR ]] && command -v cbtemulator >/dev/null 2>&1; then
   EMULATOR="$(command -v cbtemulator)"
 fi
-SERVERS="${BENCH_SERVERS:-tessera,emulator}"
+SERVERS="${BENCH_SERVERS:-tessera,tessera-periodic,emulator}"
 WORKLOADS="${BENCH_WORKLOADS:-A,B,C,D,E,F}"
 MEMCHECK_ROWS="${BENCH_MEMCHECK_ROWS:-220000}"
 read -r -a SERVE_ARGS <<<"${BENCH_SERVE_ARGS:-}"
@@ -66,9 +66,9 @@ declare -a RUN_SERVERS=()
 IFS=',' read -r -a wanted <<<"$SERVERS"
 for s in "${wanted[@]}"; do
   case "$s" in
-    tessera)
+    tessera | tessera-periodic)
       if "$TESSERA" --help | grep -q '^  serve '; then
-        RUN_SERVERS+=(tessera)
+        RUN_SERVERS+=("$s")
       else
         say "SKIPPED tessera: $TESSERA has no serve command (emulator only; no ratios)"
       fi
@@ -81,7 +81,7 @@ for s in "${wanted[@]}"; do
       fi
       ;;
     *)
-      say "unknown server \"$s\" in BENCH_SERVERS (tessera, emulator)"
+      say "unknown server \"$s\" in BENCH_SERVERS (tessera, tessera-periodic, emulator)"
       exit 2
       ;;
   esac
@@ -98,6 +98,8 @@ declare -A PIDS=()
 start() {
   if [[ $1 == tessera ]]; then
     start_server tessera "$2" --sync batch "${SERVE_ARGS[@]}"
+  elif [[ $1 == tessera-periodic ]]; then
+    start_server tessera "$2" --sync periodic "${SERVE_ARGS[@]}"
   else
     start_server emulator "$2"
   fi
@@ -128,6 +130,7 @@ done
 
 if ((MEMCHECK_ROWS > 0)); then
   for server in "${RUN_SERVERS[@]}"; do
+    [[ $server == tessera-periodic ]] && continue  # the same memory as tessera's
     start "$server" "$WORK/memcheck-$server"
     say "$server: memory check, $MEMCHECK_ROWS rows of one 100-byte cell"
     before="$(cpu_ticks "${PIDS[$server]}")"
@@ -164,18 +167,20 @@ workloads = []
 for (_, w) in runs:
     if w not in workloads:
         workloads.append(w)
-ratios = {}
-for w in workloads:
-    t, e = flat.get(("tessera", w)), flat.get(("emulator", w))
-    if not t or not e or not t["throughput"] or not e["throughput"]:
-        continue
-    cpu = None
-    if t["server_cpu_us_per_op"] is not None and e["server_cpu_us_per_op"]:
-        cpu = t["server_cpu_us_per_op"] / e["server_cpu_us_per_op"]
-    ratios[w] = {"kind": "ratio", "workload": w,
-                 "throughput_tessera_over_emulator": t["throughput"] / e["throughput"],
-                 "cpu_per_op_tessera_over_emulator": cpu}
-    out.append(ratios[w])
+servers = ("tessera", "tessera-periodic", "emulator")
+ratios = {}  # (tessera server, workload) -> ratio line
+for tessera in servers[:2]:
+    for w in workloads:
+        t, e = flat.get((tessera, w)), flat.get(("emulator", w))
+        if not t or not e or not t["throughput"] or not e["throughput"]:
+            continue
+        cpu = None
+        if t["server_cpu_us_per_op"] is not None and e["server_cpu_us_per_op"]:
+            cpu = t["server_cpu_us_per_op"] / e["server_cpu_us_per_op"]
+        ratios[(tessera, w)] = {"kind": "ratio", "server": tessera, "workload": w,
+                                "throughput_tessera_over_emulator": t["throughput"] / e["throughput"],
+                                "cpu_per_op_tessera_over_emulator": cpu}
+        out.append(ratios[(tessera, w)])
 for m in memory:
     rec = {"kind": "memory", "phase": m["memory"], "server": m["server"], "rows": m["rows"],
            "rss_mb": m["rss_kb"] / 1024, "peak_rss_mb": m["hwm_kb"] / 1024}
@@ -187,32 +192,33 @@ for m in memory:
 write_lines(out, out_path)
 
 print()
-print(f"{'workload':<9}{'server':<10}{'ops/s':>10}{'srv cpu us/op':>15}{'client us/op':>14}"
+print(f"{'workload':<9}{'server':<18}{'ops/s':>10}{'srv cpu us/op':>15}{'client us/op':>14}"
       f"{'p50 us':>9}{'p99 us':>9}{'errors':>8}")
 for w in workloads:
-    for server in ("tessera", "emulator"):
+    for server in servers:
         r = flat.get((server, w))
         if not r:
             continue
         main = main_latency(r)
-        print(f"{w:<9}{server:<10}{fmt(r['throughput'], '10.0f')}"
+        print(f"{w:<9}{server:<18}{fmt(r['throughput'], '10.0f')}"
               f"{fmt(r['server_cpu_us_per_op'], '15.1f')}"
               f"{fmt(r['client_cpu_us_per_op'], '14.1f')}"
               f"{fmt(main and main['p50'], '9.0f')}{fmt(main and main['p99'], '9.0f')}"
               f"{fmt(r['errors'], '8d')}")
 if ratios:
     print()
-    print(f"{'workload':<9}{'throughput x':>14}{'cpu/op x':>10}   (tessera vs emulator: "
-          f"throughput ratio, and emulator CPU/op over tessera CPU/op; above 1 is better)")
-    for w, r in ratios.items():
+    print(f"{'workload':<9}{'server':<18}{'throughput x':>14}{'cpu/op x':>10}   (tessera vs "
+          f"emulator: throughput ratio, and emulator CPU/op over tessera CPU/op; above 1 is "
+          f"better)")
+    for (tessera, w), r in sorted(ratios.items(), key=lambda kv: kv[0][0] != "tessera"):
         cpu = r["cpu_per_op_tessera_over_emulator"]
-        print(f"{w:<9}{r['throughput_tessera_over_emulator']:>14.2f}"
+        print(f"{w:<9}{tessera:<18}{r['throughput_tessera_over_emulator']:>14.2f}"
               f"{fmt(1 / cpu if cpu else None, '10.2f')}")
 if memory:
     print()
-    print(f"{'memory':<17}{'server':<10}{'rows':>8}{'RSS MiB':>10}{'peak MiB':>10}")
+    print(f"{'memory':<17}{'server':<18}{'rows':>8}{'RSS MiB':>10}{'peak MiB':>10}")
     for m in memory:
-        print(f"{m['memory']:<17}{m['server']:<10}{m['rows']:>8}{m['rss_kb'] / 1024:>10.1f}"
+        print(f"{m['memory']:<17}{m['server']:<18}{m['rows']:>8}{m['rss_kb'] / 1024:>10.1f}"
               f"{m['hwm_kb'] / 1024:>10.1f}")
 PY
 

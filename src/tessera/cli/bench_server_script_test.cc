@@ -1,6 +1,6 @@
 // scripts/bench_server.sh end to end, with tiny sizes: both servers start, every workload runs
 // without error against each, and the script prints the run, ratio and memory lines that
-// `make bench` reports. Slow (it starts four servers); skipped, loudly, without the emulator.
+// `make bench` reports. Slow (it starts five servers); skipped, loudly, without the emulator.
 #include <unistd.h>
 
 #include <chrono>
@@ -33,7 +33,7 @@ TEST(BenchServerScriptTest, ComparesBothServersOnEveryWorkload) {
   if (HasFatalFailure()) return;
 
   std::map<std::string, std::set<std::string>> runs;  // server -> workloads
-  std::set<std::string> ratios;
+  std::map<std::string, std::set<std::string>> ratios;  // tessera server -> workloads
   std::map<std::string, int> memory;  // phase -> lines
   for (const nlohmann::json& j : lines) {
     const std::string line = j.dump();
@@ -44,7 +44,7 @@ TEST(BenchServerScriptTest, ComparesBothServersOnEveryWorkload) {
       runs[j["server"]].insert(j["workload"]);
     } else if (kind == "ratio") {
       EXPECT_GT(j["throughput_tessera_over_emulator"].get<double>(), 0) << line;
-      ratios.insert(j["workload"]);
+      ratios[j["server"]].insert(j["workload"]);
     } else if (kind == "memory") {
       EXPECT_GT(j["rss_mb"].get<double>(), 1) << line;
       memory[j["phase"]]++;
@@ -52,9 +52,11 @@ TEST(BenchServerScriptTest, ComparesBothServersOnEveryWorkload) {
   }
   const std::set<std::string> all = {"load", "A", "B", "C", "D", "E", "F"};
   EXPECT_EQ(runs["tessera"], all) << out;
+  EXPECT_EQ(runs["tessera-periodic"], all) << out;  // --sync periodic
   EXPECT_EQ(runs["emulator"], all) << out;
-  EXPECT_EQ(ratios, all) << out;
-  EXPECT_EQ(memory["after_workloads"], 2) << out;
+  EXPECT_EQ(ratios["tessera"], all) << out;
+  EXPECT_EQ(ratios["tessera-periodic"], all) << out;
+  EXPECT_EQ(memory["after_workloads"], 3) << out;
   EXPECT_EQ(memory["memcheck"], 2) << out;
 }
 
