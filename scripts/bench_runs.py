@@ -8,7 +8,7 @@ Other raw lines (a "memory" key) are passed through to the caller.
 import json
 
 # The operation type whose latency stands for a workload in a table: the first present.
-MAIN_TYPES = ("READ", "SCAN", "BATCH-INSERT")
+MAIN_TYPES = ("READ", "SCAN", "BATCH-INSERT", "PING")
 
 
 def read_raw(path):

@@ -32,7 +32,7 @@
 #   TESSERA [$BUILD_DIR/src/tessera/cli/tessera]
 #   TESSERA_CBTEMULATOR [the Google Cloud CLI's cbtemulator]
 #   BENCH_SERVERS [tessera,tessera-periodic,emulator]  tessera-periodic: `--sync periodic`
-#   BENCH_WORKLOADS [A,B,C,D,E,F]   the load always runs first
+#   BENCH_WORKLOADS [A,B,C,D,E,F,ping]   the load always runs first
 #   BENCH_RECORDS [50000]  BENCH_OPERATIONS [20000]  BENCH_DURATION_S [30] (per workload)
 #   BENCH_THREADS [8]  BENCH_FIELDS [10]  BENCH_VALUE_SIZE [100]
 #   BENCH_MEMCHECK_ROWS [220000] (0: skip the memory check)
@@ -55,7 +55,7 @@ if [[ ! -x $EMULATOR ]] && command -v cbtemulator >/dev/null 2>&1; then
   EMULATOR="$(command -v cbtemulator)"
 fi
 SERVERS="${BENCH_SERVERS:-tessera,tessera-periodic,emulator}"
-WORKLOADS="${BENCH_WORKLOADS:-A,B,C,D,E,F}"
+WORKLOADS="${BENCH_WORKLOADS:-A,B,C,D,E,F,ping}"
 MEMCHECK_ROWS="${BENCH_MEMCHECK_ROWS:-220000}"
 read -r -a SERVE_ARGS <<<"${BENCH_SERVE_ARGS:-}"
 OUT="${BENCH_SERVER_OUT:-$BUILD_DIR/server_bench.jsonl}"

@@ -80,7 +80,9 @@ int RunBench(int argc, char** argv) {
   app.add_option("--split", f.splits,
                  "initial split keys when the table is created (comma list, or repeat)")
       ->delimiter(',');
-  app.add_option("--workload", f.workloads, "comma list of load, A, B, C, D, E, F, run in order")
+  app.add_option(
+         "--workload", f.workloads,
+         "comma list of load, A, B, C, D, E, F (YCSB's) and ping (PingAndWarm alone), run in order")
       ->capture_default_str();
   app.add_option("--records", f.run.records, "records loaded by `load` and chosen from after")
       ->capture_default_str();

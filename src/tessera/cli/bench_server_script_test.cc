@@ -50,7 +50,7 @@ TEST(BenchServerScriptTest, ComparesBothServersOnEveryWorkload) {
       memory[j["phase"]]++;
     }
   }
-  const std::set<std::string> all = {"load", "A", "B", "C", "D", "E", "F"};
+  const std::set<std::string> all = {"load", "A", "B", "C", "D", "E", "F", "ping"};
   EXPECT_EQ(runs["tessera"], all) << out;
   EXPECT_EQ(runs["tessera-periodic"], all) << out;  // --sync periodic
   EXPECT_EQ(runs["emulator"], all) << out;

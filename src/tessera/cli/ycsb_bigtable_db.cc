@@ -45,6 +45,7 @@ class BigtableDb final : public YcsbDb {
 
     write_.set_table_name(table_name_);
     batch_.set_table_name(table_name_);
+    ping_.set_name(target.InstanceName());
   }
 
   StatusOr<int> Read(std::string_view key) override {
@@ -113,6 +114,13 @@ class BigtableDb final : public YcsbDb {
     return statuses;
   }
 
+  Status Ping() override {
+    grpc::ClientContext context;
+    context.set_deadline(Deadline(rpc_timeout_));
+    v2::PingAndWarmResponse response;
+    return FromGrpc(stub_->PingAndWarm(&context, ping_, &response));
+  }
+
  private:
   // Milliseconds since the epoch, in microseconds: what a MILLIS-granularity table accepts.
   static int64_t NowMillisInMicros() {
@@ -172,6 +180,7 @@ class BigtableDb final : public YcsbDb {
   v2::ReadRowsResponse response_;
   v2::MutateRowRequest write_;
   v2::MutateRowsRequest batch_;
+  v2::PingAndWarmRequest ping_;
 };
 
 }  // namespace

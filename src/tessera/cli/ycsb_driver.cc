@@ -140,6 +140,9 @@ class Worker {
         case OpType::kReadModifyWrite:
           ok = DoReadModifyWrite(keys.Next(&rng_));
           break;
+        case OpType::kPing:
+          ok = DoPing();
+          break;
         case OpType::kBatchInsert:
           break;  // not a transaction
       }
@@ -183,6 +186,12 @@ class Worker {
     const Clock::time_point start = Clock::now();
     StatusOr<int> rows = db_->Scan(key_, length);
     return Finish(OpType::kScan, start, rows.status(), rows.ok() && *rows == 0);
+  }
+
+  bool DoPing() {
+    const Clock::time_point start = Clock::now();
+    const Status s = db_->Ping();
+    return Finish(OpType::kPing, start, s, false);
   }
 
   bool DoReadModifyWrite(uint64_t keynum) {

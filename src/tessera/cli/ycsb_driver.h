@@ -59,6 +59,8 @@ class YcsbDb {
   virtual Status Write(std::string_view key, std::span<const FieldWrite> fields) = 0;
   // Writes many rows in one call, each atomically; returns one status per row, in order.
   virtual std::vector<Status> WriteBatch(std::span<const RowWrite> rows) = 0;
+  // A call that touches no row: what the store costs for a call alone.
+  virtual Status Ping() = 0;
 };
 
 // Makes the YcsbDb of thread `thread` (0-based).

@@ -1,5 +1,6 @@
 #include "tessera/cli/ycsb_driver.h"
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <string>
@@ -47,6 +48,8 @@ class FakeStore {
     return rows_[key].size();
   }
 
+  std::atomic<uint64_t> pings{0};
+
  private:
   absl::Mutex mu_;
   std::map<std::string, std::map<int, std::string>> rows_ ABSL_GUARDED_BY(mu_);
@@ -68,6 +71,10 @@ class FakeDb : public YcsbDb {
     std::vector<Status> out;
     for (const RowWrite& r : rows) out.push_back(store_->Write(r.key, r.fields));
     return out;
+  }
+  Status Ping() override {
+    store_->pings.fetch_add(1, std::memory_order_relaxed);
+    return Status();
   }
 
  private:
@@ -143,10 +150,25 @@ TEST(DriverTest, WorkloadsRunTheirMixWithoutErrors) {
     EXPECT_NEAR(Calls(*r, OpType::kRead) / n, w.read + w.read_modify_write, 0.05);
     EXPECT_EQ(Calls(*r, OpType::kBatchInsert), 0u);
   }
+  EXPECT_EQ(store.pings.load(), 0u);
   // D and E inserted new records with every field, and Last() covers them.
   EXPECT_GT(inserts.Last(), 2000u);
   EXPECT_EQ(store.size(), inserts.Last() + 1);
   EXPECT_EQ(store.FieldsOf(KeyName(inserts.Last())), 3u);
+}
+
+// ping makes its calls and nothing else: no record is read or written.
+TEST(DriverTest, PingOnlyPings) {
+  FakeStore store;
+  AcknowledgedCounter inserts(2000);
+  StatusOr<WorkloadResult> r = RunWorkload(Spec("ping"), SmallRun(), FactoryFor(&store), &inserts);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->ops, 4000u);
+  EXPECT_EQ(r->errors, 0u);
+  EXPECT_EQ(Calls(*r, OpType::kPing), 4000u);
+  EXPECT_EQ(store.pings.load(), 4000u);
+  EXPECT_EQ(Calls(*r, OpType::kRead) + Calls(*r, OpType::kUpdate) + Calls(*r, OpType::kScan), 0u);
+  EXPECT_EQ(store.size(), 0u);
 }
 
 TEST(DriverTest, FailedCallsAreCountedByKind) {

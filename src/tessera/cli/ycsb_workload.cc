@@ -19,6 +19,8 @@ std::string_view OpTypeName(OpType type) {
       return "READ-MODIFY-WRITE";
     case OpType::kBatchInsert:
       return "BATCH-INSERT";
+    case OpType::kPing:
+      return "PING";
   }
   return "?";
 }
@@ -57,6 +59,7 @@ const std::vector<WorkloadSpec>& AllWorkloads() {
        .distribution = D::kLatest},
       {.name = "E", .description = "short ranges", .insert = 0.05, .scan = 0.95},
       {.name = "F", .description = "read-modify-write", .read = 0.5, .read_modify_write = 0.5},
+      {.name = "ping", .description = "PingAndWarm only", .ping = 1.0},
   };
   return kWorkloads;
 }
@@ -80,8 +83,9 @@ StatusOr<std::vector<WorkloadSpec>> ParseWorkloadList(std::string_view list) {
     }
     if (found == nullptr) {
       return absl::InvalidArgumentError(
-          item.empty() ? StrCat("empty workload name in \"", list, "\"")
-                       : StrCat("unknown workload \"", item, "\" (load, A, B, C, D, E or F)"));
+          item.empty()
+              ? StrCat("empty workload name in \"", list, "\"")
+              : StrCat("unknown workload \"", item, "\" (load, A, B, C, D, E, F or ping)"));
     }
     out.push_back(*found);
     if (comma == std::string_view::npos) break;
@@ -91,25 +95,27 @@ StatusOr<std::vector<WorkloadSpec>> ParseWorkloadList(std::string_view list) {
 }
 
 OperationChooser::OperationChooser(const WorkloadSpec& spec) {
-  const double parts[5] = {spec.read, spec.update, spec.insert, spec.scan, spec.read_modify_write};
+  const double parts[kParts] = {
+      spec.read, spec.update, spec.insert, spec.scan, spec.read_modify_write, spec.ping};
   double total = 0;
   for (double p : parts) total += p;
   double sum = 0;
-  for (int i = 0; i < 5; i++) {
+  for (int i = 0; i < kParts; i++) {
     sum += parts[i];
     cumulative_[i] = sum / total;
   }
 }
 
 OpType OperationChooser::Next(Random* rng) {
-  static constexpr OpType kTypes[5] = {OpType::kRead, OpType::kUpdate, OpType::kInsert,
-                                       OpType::kScan, OpType::kReadModifyWrite};
+  static constexpr OpType kTypes[kParts] = {
+      OpType::kRead, OpType::kUpdate,          OpType::kInsert,
+      OpType::kScan, OpType::kReadModifyWrite, OpType::kPing};
   const double u = NextDouble(rng);
-  for (int i = 0; i < 5; i++) {
+  for (int i = 0; i < kParts; i++) {
     if (u < cumulative_[i]) return kTypes[i];
   }
   // Rounding can leave the last cumulative a hair under 1: the last type with a share.
-  for (int i = 4; i >= 0; i--) {
+  for (int i = kParts - 1; i >= 0; i--) {
     if (i == 0 || cumulative_[i] > cumulative_[i - 1]) return kTypes[i];
   }
   return kTypes[0];

@@ -9,6 +9,8 @@
 //   E     short ranges      95 % scan,  5 % insert                 zipfian (start key),
 //                                                                  length uniform in [1, max]
 //   F     read-modify-write 50 % read, 50 % read-modify-write      zipfian
+//   ping  not YCSB's: 100 % PingAndWarm, a call that touches no row (the cost of a call
+//         itself, to set the others against)
 //
 // A read returns every field of one row; an update writes one field chosen uniformly (YCSB's
 // readallfields=true, writeallfields=false); an insert writes every field of a new record; a
@@ -31,9 +33,10 @@ namespace tessera::cli::ycsb {
 
 // What a timed call does. kReadModifyWrite is the whole transaction; its read and its update
 // are also counted as kRead and kUpdate, as YCSB counts them.
-enum class OpType { kRead, kUpdate, kInsert, kScan, kReadModifyWrite, kBatchInsert };
-inline constexpr int kOpTypeCount = 6;
-// YCSB's names: READ, UPDATE, INSERT, SCAN, READ-MODIFY-WRITE; BATCH-INSERT for a load batch.
+enum class OpType { kRead, kUpdate, kInsert, kScan, kReadModifyWrite, kBatchInsert, kPing };
+inline constexpr int kOpTypeCount = 7;
+// YCSB's names: READ, UPDATE, INSERT, SCAN, READ-MODIFY-WRITE; BATCH-INSERT for a load batch,
+// PING for a PingAndWarm.
 std::string_view OpTypeName(OpType type);
 
 enum class Distribution { kUniform, kZipfian, kLatest };
@@ -42,7 +45,7 @@ std::string_view DistributionName(Distribution d);
 StatusOr<Distribution> ParseDistribution(std::string_view name);
 
 struct WorkloadSpec {
-  std::string_view name;  // "load", "A" ... "F"
+  std::string_view name;  // "load", "A" ... "F", "ping"
   std::string_view description;
   bool load = false;  // the bulk load; the proportions below are unused
   double read = 0;
@@ -50,10 +53,11 @@ struct WorkloadSpec {
   double insert = 0;
   double scan = 0;
   double read_modify_write = 0;
+  double ping = 0;
   Distribution distribution = Distribution::kZipfian;
 };
 
-// load, A, B, C, D, E, F.
+// load, A, B, C, D, E, F, ping.
 const std::vector<WorkloadSpec>& AllWorkloads();
 // A comma-separated list of workload names ("load,A,C"; case does not matter), in order.
 // InvalidArgument naming the first unknown or empty name.
@@ -67,7 +71,8 @@ class OperationChooser {
   OpType Next(Random* rng);
 
  private:
-  std::array<double, 5> cumulative_;  // read, update, insert, scan, read-modify-write
+  static constexpr int kParts = 6;
+  std::array<double, kParts> cumulative_;  // read, update, insert, scan, read-modify-write, ping
 };
 
 // Picks the record a read, update, scan or read-modify-write touches: YCSB's key chooser over

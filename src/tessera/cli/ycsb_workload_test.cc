@@ -32,7 +32,7 @@ TEST(WorkloadListTest, RejectsUnknownAndEmptyNames) {
 TEST(WorkloadListTest, DefinitionsAreYcsbs) {
   std::map<std::string_view, const WorkloadSpec*> by_name;
   for (const WorkloadSpec& w : AllWorkloads()) by_name[w.name] = &w;
-  ASSERT_EQ(by_name.size(), 7u);
+  ASSERT_EQ(by_name.size(), 8u);
   EXPECT_EQ(by_name["A"]->read, 0.5);
   EXPECT_EQ(by_name["A"]->update, 0.5);
   EXPECT_EQ(by_name["B"]->read, 0.95);
@@ -42,6 +42,8 @@ TEST(WorkloadListTest, DefinitionsAreYcsbs) {
   EXPECT_EQ(by_name["E"]->scan, 0.95);
   EXPECT_EQ(by_name["E"]->distribution, Distribution::kZipfian);
   EXPECT_EQ(by_name["F"]->read_modify_write, 0.5);
+  EXPECT_EQ(by_name["ping"]->ping, 1.0);  // ours, not YCSB's
+  EXPECT_EQ(by_name["ping"]->read, 0.0);
 }
 
 TEST(DistributionTest, Parses) {
@@ -66,6 +68,7 @@ TEST(OperationChooserTest, MixesMatchTheWorkloads) {
     EXPECT_NEAR(share(OpType::kInsert), w.insert, 0.005) << w.name;
     EXPECT_NEAR(share(OpType::kScan), w.scan, 0.005) << w.name;
     EXPECT_NEAR(share(OpType::kReadModifyWrite), w.read_modify_write, 0.005) << w.name;
+    EXPECT_NEAR(share(OpType::kPing), w.ping, 0.005) << w.name;
   }
 }
 
