@@ -198,6 +198,10 @@ class ClusterNode {
   enum class Loop { kJoin, kGossip, kCoordinator };
   struct LoopState {
     TimerId timer = 0;     // the next step's timer (0 = none scheduled)
+    // Step tasks handed to the executor that have neither started RunStep's check nor been
+    // cancelled: a task the executor has begun (Cancel fails) may not have reached RunStep yet,
+    // and Stop must wait for it as for a running step.
+    int scheduled = 0;
     bool running = false;  // a step is running now
     bool wake = false;     // run again as soon as the running step ends
   };

@@ -32,13 +32,17 @@ void ClusterNode::Stop() {
     stopping_ = true;
     for (Loop loop : {Loop::kJoin, Loop::kGossip, Loop::kCoordinator}) {
       LoopState& state = StateOf(loop);
-      if (state.timer != 0) ExecutorOf(loop)->Cancel(state.timer);
+      if (state.timer != 0 && ExecutorOf(loop)->Cancel(state.timer)) --state.scheduled;
       state.timer = 0;
     }
-    // A step that is running finishes (it sees stopping_ and schedules nothing).
+    // A step that is running finishes, and one about to start returns at once (both see
+    // stopping_ and schedule nothing).
     mu_.Await(absl::Condition(
         +[](ClusterNode* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
-          return !self->join_.running && !self->gossip_.running && !self->coordinator_.running;
+          for (const LoopState* s : {&self->join_, &self->gossip_, &self->coordinator_}) {
+            if (s->running || s->scheduled > 0) return false;
+          }
+          return true;
         },
         this));
   }
@@ -63,13 +67,16 @@ Executor* ClusterNode::ExecutorOf(Loop loop) const {
 }
 
 void ClusterNode::ScheduleLocked(Loop loop, int64_t delay_us) {
-  StateOf(loop).timer = ExecutorOf(loop)->ScheduleAfter(delay_us, [this, loop] { RunStep(loop); });
+  LoopState& state = StateOf(loop);
+  ++state.scheduled;
+  state.timer = ExecutorOf(loop)->ScheduleAfter(delay_us, [this, loop] { RunStep(loop); });
 }
 
 void ClusterNode::RunStep(Loop loop) {
   {
     absl::MutexLock lock(&mu_);
     LoopState& state = StateOf(loop);
+    --state.scheduled;
     if (stopping_ || state.running) return;
     state.running = true;
     state.timer = 0;
@@ -104,7 +111,10 @@ void ClusterNode::Wake() {
     return;
   }
   // A timer that can no longer be cancelled is about to run anyway.
-  if (state.timer != 0 && env_.executor->Cancel(state.timer)) ScheduleLocked(Loop::kCoordinator, 0);
+  if (state.timer != 0 && env_.executor->Cancel(state.timer)) {
+    --state.scheduled;
+    ScheduleLocked(Loop::kCoordinator, 0);
+  }
 }
 
 int64_t ClusterNode::JoinStep() {
