@@ -240,9 +240,9 @@ TEST(CliProcessTest, WritesRunInlineByDefaultOnlyWithPeriodicSync) {
   const std::string port_file = dir.path() + "/port";
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{}, "MutateRow on the worker threads"},
-      {{"--sync", "periodic"}, "MutateRow on gRPC's threads"},
+      {{"--sync", "periodic"}, "MutateRow on the loop"},
       {{"--sync", "periodic", "--no-inline-writes"}, "MutateRow on the worker threads"},
-      {{"--inline-writes"}, "MutateRow on gRPC's threads"},
+      {{"--inline-writes"}, "MutateRow on the loop"},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     std::vector<std::string> argv = {

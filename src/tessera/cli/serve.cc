@@ -70,8 +70,8 @@ int RunServe(int argc, char** argv) {
 
   server::ServerOptions options;
   options.engine.dir = "./data";
-  // Most reads are served from the block cache or memtables: answering them on gRPC's thread
-  // saves two thread hand-offs per read (measured: about a quarter of the server's CPU per
+  // Most reads are served from the block cache or memtables: answering them on the gRPC loop's
+  // thread saves two thread hand-offs per read (measured: about a quarter of the server's CPU per
   // point read). Writes wait for group commit and stay on the worker threads.
   options.data.inline_reads = true;
   std::string sync = "batch";
@@ -139,15 +139,20 @@ int RunServe(int argc, char** argv) {
                  "threads running engine reads and writes for requests")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
+  app.add_option("--io-threads", options.io_threads,
+                 "threads polling gRPC's completion queues, each serving the calls of its own "
+                 "queue (docs/rpc.md: on 2 cores one is cheapest; more for a bigger machine)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   AddSwitch(&app, "grpc-executor", &options.grpc_executor_threads,
             "run gRPC's deferred callbacks on its executor threads (one more hand-off a call)");
   AddSwitch(&app, "inline-reads", &options.data.inline_reads,
-            "serve ReadRows on gRPC's threads instead of the worker threads");
+            "serve ReadRows on the gRPC loop's thread instead of the worker threads");
   // Unset: inline with --sync periodic, whose writes wait for no fdatasync (measured: 5-20 %
   // less server CPU per operation on workloads A and F), on the workers with batch.
   CLI::Option* inline_writes = app.add_flag(
       "--inline-writes,!--no-inline-writes", options.data.inline_writes,
-      "apply MutateRow on gRPC's threads instead of the worker threads (default: on with "
+      "apply MutateRow on the gRPC loop's thread instead of the worker threads (default: on with "
       "--sync periodic, off with batch)");
   // --- cluster ---
   cluster::NodeOptions& node = options.cluster.node;

@@ -7,6 +7,10 @@
 
 namespace tessera::cluster {
 
+namespace {
+const std::string kExchangeMethod = "/tessera.v1.Gossip/Exchange";
+}  // namespace
+
 struct GrpcTransport::Call {
   NodeId to;
   grpc::ClientContext context;
@@ -43,7 +47,7 @@ void GrpcTransport::Deliver(std::string_view bytes) {
 
 void GrpcTransport::Send(const NodeId& to, std::string bytes) {
   Call* call = nullptr;
-  ::tessera::v1::Gossip::Stub* stub = nullptr;
+  grpc::GenericStub* stub = nullptr;
   {
     absl::MutexLock lock(&mu_);
     if (shut_down_) return;
@@ -57,7 +61,7 @@ void GrpcTransport::Send(const NodeId& to, std::string bytes) {
       args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
       Peer peer;
       peer.channel = grpc::CreateCustomChannel(to, grpc::InsecureChannelCredentials(), args);
-      peer.stub = ::tessera::v1::Gossip::NewStub(peer.channel);
+      peer.stub = std::make_unique<grpc::GenericStub>(peer.channel);
       it = peers_.emplace(to, std::move(peer)).first;
     }
     Peer& peer = it->second;
@@ -75,8 +79,8 @@ void GrpcTransport::Send(const NodeId& to, std::string bytes) {
     calls_.emplace(call, std::move(owned));
     stub = peer.stub.get();
   }
-  stub->async()->Exchange(&call->context, &call->packet, &call->reply,
-                          [this, call](grpc::Status status) { Finish(call, status); });
+  rpc::CallUnary(options_.loop, stub, kExchangeMethod, &call->context, call->packet, &call->reply,
+                 [this, call](grpc::Status status) { Finish(call, status); });
 }
 
 void GrpcTransport::Finish(Call* call, const grpc::Status& status) {
@@ -117,10 +121,15 @@ void GrpcTransport::Shutdown() {
       +[](int* delivering) { return *delivering == 0; }, &delivering_));
 }
 
-grpc::ServerUnaryReactor* GossipService::Exchange(grpc::CallbackServerContext* context,
+void GossipService::Register(rpc::Services* services) {
+  services->Add(::tessera::v1::Gossip::service_full_name(), "Exchange", this,
+                &GossipService::Exchange);
+}
+
+rpc::UnaryReactor* GossipService::Exchange(rpc::ServerContext* context,
                                                   const ::tessera::v1::GossipPacket* request,
                                                   ::tessera::v1::GossipReply* /*reply*/) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  rpc::UnaryReactor* reactor = context->DefaultReactor();
   // The gossiper decodes the payload, refuses a stranger itself (logging and counting it), and
   // answers through its own Sends; the reply only tells a stranger why nobody talks to it.
   transport_->Deliver(request->payload());

@@ -12,7 +12,7 @@
 // answers FAILED_PRECONDITION naming its cluster; the sender records it (Refusals()), which is
 // how a node configured with the wrong cluster name learns why no seed talks to it.
 //
-// Thread-safety: all methods are thread-safe. The receiver runs on gRPC's callback threads.
+// Thread-safety: all methods are thread-safe. The receiver runs on the gRPC loop's thread.
 // Lifetime: Shutdown() (or the destructor) cancels pending calls and waits for their callbacks;
 // the GossipService must be unregistered (its server shut down) before the transport dies.
 #pragma once
@@ -26,6 +26,8 @@
 #include "absl/synchronization/mutex.h"
 #include "grpcpp/grpcpp.h"
 #include "tessera/cluster/transport.h"
+#include "tessera/rpc/client.h"
+#include "tessera/rpc/server.h"
 #include "tessera/v1/cluster.grpc.pb.h"
 
 namespace tessera::cluster {
@@ -34,6 +36,7 @@ struct GrpcTransportOptions {
   std::string cluster_name;  // sent with every packet; packets with another are refused
   int64_t call_timeout_ms = 2000;
   int max_in_flight_per_peer = 4;
+  rpc::Loop* loop = nullptr;  // the calls run here; required, must outlive the transport
 };
 
 class GrpcTransport final : public Transport {
@@ -61,7 +64,7 @@ class GrpcTransport final : public Transport {
  private:
   struct Peer {
     std::shared_ptr<grpc::Channel> channel;
-    std::unique_ptr<::tessera::v1::Gossip::Stub> stub;
+    std::unique_ptr<grpc::GenericStub> stub;
     int in_flight = 0;
   };
   struct Call;
@@ -81,13 +84,16 @@ class GrpcTransport final : public Transport {
 };
 
 // The receiving end: checks the cluster name and hands the payload to the transport.
-class GossipService final : public ::tessera::v1::Gossip::CallbackService {
+class GossipService final {
  public:
   explicit GossipService(GrpcTransport* transport) : transport_(transport) {}
 
-  grpc::ServerUnaryReactor* Exchange(grpc::CallbackServerContext* context,
+  // Registers Exchange (on the loop: delivering a packet waits for nothing).
+  void Register(rpc::Services* services);
+
+  rpc::UnaryReactor* Exchange(rpc::ServerContext* context,
                                      const ::tessera::v1::GossipPacket* request,
-                                     ::tessera::v1::GossipReply* reply) override;
+                                     ::tessera::v1::GossipReply* reply);
 
  private:
   GrpcTransport* const transport_;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tessera/testing/rpc_server.h"
 #include "tessera/testing/test_support.h"
 
 namespace tessera::cluster {
@@ -15,20 +16,20 @@ using ::tessera::testing::WaitFor;
 
 // One transport with its receiving server on a free 127.0.0.1 port.
 struct Endpoint {
-  explicit Endpoint(std::string cluster) : transport(GrpcTransportOptions{cluster, 500, 2}),
-                                           service(&transport) {
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    builder.RegisterService(&service);
-    server = builder.BuildAndStart();
+  explicit Endpoint(std::string cluster)
+      : transport(GrpcTransportOptions{cluster, 500, 2, server.loop()}), service(&transport) {
+    service.Register(server.services());
+    EXPECT_TRUE(server.Start().ok());
+    port = server.port();
     transport.SetReceiver([this](std::string_view bytes) {
       std::lock_guard<std::mutex> lock(mu);
       received.emplace_back(bytes);
     });
   }
   ~Endpoint() {
-    server->Shutdown();
+    server.StopServing();
     transport.Shutdown();
+    server.Shutdown();
   }
   std::string address() const { return "127.0.0.1:" + std::to_string(port); }
   size_t count() {
@@ -36,9 +37,9 @@ struct Endpoint {
     return received.size();
   }
 
+  ::tessera::testing::RpcServer server;  // first: the transport runs on its loop
   GrpcTransport transport;
   GossipService service;
-  std::unique_ptr<grpc::Server> server;
   int port = 0;
   std::mutex mu;
   std::vector<std::string> received;

@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "tessera/cluster/grpc_transport.h"
 #include "tessera/coord/embedded_lock_service.h"
+#include "tessera/testing/rpc_server.h"
 #include "tessera/testing/test_support.h"
 #include "tessera/util/executor.h"
 
@@ -22,12 +23,13 @@ using ::tessera::testing::WaitFor;
 class TestNode {
  public:
   TestNode(std::string cluster, const std::string& dir)
-      : dir_(dir), transport_(GrpcTransportOptions{cluster, 500, 4}), service_(&transport_) {
+      : dir_(dir),
+        transport_(GrpcTransportOptions{cluster, 500, 4, server_.loop()}),
+        service_(&transport_) {
     std::filesystem::create_directories(dir_);
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
-    builder.RegisterService(&service_);
-    server_ = builder.BuildAndStart();
+    service_.Register(server_.services());
+    EXPECT_TRUE(server_.Start().ok());
+    port_ = server_.port();
     options_.cluster_name = std::move(cluster);
     options_.endpoint = "127.0.0.1:" + std::to_string(port_);
     options_.data_dir = dir_;
@@ -42,8 +44,9 @@ class TestNode {
   }
   ~TestNode() {
     node_.reset();
-    server_->Shutdown();
+    server_.StopServing();
     transport_.Shutdown();
+    server_.Shutdown();
   }
 
   Status Start(coord::LockService* ls, NodeHooks hooks = {}) {
@@ -64,9 +67,9 @@ class TestNode {
   std::string dir_;
   SystemEnv env_{2};
   std::unique_ptr<Executor> gossip_executor_ = NewThreadPoolExecutor(1);
+  ::tessera::testing::RpcServer server_;  // before the transport, which runs on its loop
   GrpcTransport transport_;
   GossipService service_;
-  std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   NodeOptions options_;
   std::unique_ptr<ClusterNode> node_;

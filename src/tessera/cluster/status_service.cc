@@ -2,12 +2,19 @@
 
 namespace tessera::cluster {
 
-grpc::ServerUnaryReactor* ClusterAdminService::GetClusterStatus(
-    grpc::CallbackServerContext* context, const ::tessera::v1::GetClusterStatusRequest*,
+void ClusterAdminService::Register(rpc::Services* services, Executor* executor) {
+  constexpr const char* kService = ::tessera::v1::ClusterAdmin::service_full_name();
+  services->Add(kService, "GetClusterStatus", this, &ClusterAdminService::GetClusterStatus,
+                executor);
+  services->Add(kService, "RemoveNode", this, &ClusterAdminService::RemoveNode, executor);
+}
+
+rpc::UnaryReactor* ClusterAdminService::GetClusterStatus(
+    rpc::ServerContext* context, const ::tessera::v1::GetClusterStatusRequest*,
     ::tessera::v1::ClusterStatus* response) {
   // The status reads the lock service (a network round trip with etcd), so it runs here, on a
   // callback thread; it is an operator's call, rare and small.
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  rpc::UnaryReactor* reactor = context->DefaultReactor();
   ClusterNode* node = node_.load();
   if (node == nullptr) {
     reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
@@ -19,11 +26,11 @@ grpc::ServerUnaryReactor* ClusterAdminService::GetClusterStatus(
   return reactor;
 }
 
-grpc::ServerUnaryReactor* ClusterAdminService::RemoveNode(
-    grpc::CallbackServerContext* context, const ::tessera::v1::RemoveNodeRequest* request,
+rpc::UnaryReactor* ClusterAdminService::RemoveNode(
+    rpc::ServerContext* context, const ::tessera::v1::RemoveNodeRequest* request,
     ::tessera::v1::RemoveNodeResponse* response) {
   // Reads and writes the lock service: a network round trip, rare (an operator's call).
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  rpc::UnaryReactor* reactor = context->DefaultReactor();
   ClusterNode* node = node_.load();
   if (node == nullptr) {
     reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,

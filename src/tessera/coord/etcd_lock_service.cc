@@ -18,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "etcdserverpb/rpc.grpc.pb.h"
+#include "tessera/rpc/client.h"
 #include "tessera/util/logging.h"
 
 namespace tessera::coord {
@@ -143,16 +144,21 @@ class EtcdLockService::Client {
       : options_(options),
         files_root_(StrCat(options.key_root, "f/")),
         locks_root_(StrCat(options.key_root, "l/")),
+        loop_(options.loop != nullptr
+                  ? std::shared_ptr<rpc::Loop>(options.loop, [](rpc::Loop*) {})
+                  : std::shared_ptr<rpc::Loop>(rpc::Loop::ClientOnly(1))),
         channel_(std::move(channel)),
         kv_(pb::KV::NewStub(channel_)),
         lease_(pb::Lease::NewStub(channel_)),
-        watch_(pb::Watch::NewStub(channel_)) {}
+        watch_(std::make_unique<grpc::GenericStub>(channel_)) {}
 
   const EtcdLockServiceOptions& options() const { return options_; }
   int64_t NowMicros() const { return options_.clock->MonotonicMicros(); }
   pb::KV::Stub* kv() { return kv_.get(); }
   pb::Lease::Stub* lease() { return lease_.get(); }
-  pb::Watch::Stub* watch() { return watch_.get(); }
+  // Watch streams run on the loop (rpc/client.h).
+  grpc::GenericStub* watch() { return watch_.get(); }
+  const std::shared_ptr<rpc::Loop>& loop() const { return loop_; }
   const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
 
   const std::string& Root(WatchTarget target) const {
@@ -169,10 +175,13 @@ class EtcdLockService::Client {
   const EtcdLockServiceOptions options_;
   const std::string files_root_;
   const std::string locks_root_;
+  // The options' loop, or one of the service's own (a tool, a test), which lives until the
+  // last watch thread is done with it.
+  const std::shared_ptr<rpc::Loop> loop_;
   const std::shared_ptr<grpc::Channel> channel_;
   const std::unique_ptr<pb::KV::Stub> kv_;
   const std::unique_ptr<pb::Lease::Stub> lease_;
-  const std::unique_ptr<pb::Watch::Stub> watch_;
+  const std::unique_ptr<grpc::GenericStub> watch_;
 };
 
 namespace {
@@ -190,20 +199,22 @@ FileInfo ToFileInfo(std::string_view name, const mvccpb::KeyValue& kv) {
   return info;
 }
 
-// One etcd Watch stream on gRPC's callback API, read by a thread of ours that blocks on the
-// stream's own mutex. A thread blocked in a synchronous Read would wait inside gRPC's polling,
-// which on Linux (the epoll1 engine) is shared by every connection of the process: it is woken
-// to do the I/O of calls that are not its own and hand them over, one more thread switch per
-// message between nodes (measured: about 40 % of a loaded node's wake-ups, docs/bench.md).
+// One etcd Watch stream on the gRPC loop (rpc/client.h), read by a thread of ours that blocks
+// on the stream's own mutex. A thread blocked in a synchronous Read would wait inside gRPC's
+// polling, which on Linux (the epoll1 engine) is shared by every connection of the process: it
+// is woken to do the I/O of calls that are not its own and hand them over, one more thread
+// switch per message between nodes (measured: about 40 % of a loaded node's wake-ups,
+// docs/bench.md).
 //
 // Thread-safe. The reactor deletes itself when gRPC is done with the stream; what the reader
 // needs after that lives in the shared State. The ClientContext must outlive Finish().
 class WatchStream {
  public:
   // Opens the stream on `ctx` and sends `first`.
-  WatchStream(pb::Watch::Stub* stub, grpc::ClientContext* ctx, pb::WatchRequest first)
+  WatchStream(grpc::GenericStub* stub, rpc::Loop* loop, grpc::ClientContext* ctx,
+              pb::WatchRequest first)
       : state_(std::make_shared<State>()) {
-    new Reactor(stub, ctx, std::move(first), state_);
+    new Reactor(stub, loop, ctx, std::move(first), state_);
   }
 
   // Blocks until the next response (true) or the end of the stream (false; see Finish).
@@ -234,12 +245,12 @@ class WatchStream {
     grpc::Status status ABSL_GUARDED_BY(mu);
   };
 
-  class Reactor final : public grpc::ClientBidiReactor<pb::WatchRequest, pb::WatchResponse> {
+  class Reactor final : public rpc::ClientBidiReactor<pb::WatchRequest, pb::WatchResponse> {
    public:
-    Reactor(pb::Watch::Stub* stub, grpc::ClientContext* ctx, pb::WatchRequest first,
-            std::shared_ptr<State> state)
+    Reactor(grpc::GenericStub* stub, rpc::Loop* loop, grpc::ClientContext* ctx,
+            pb::WatchRequest first, std::shared_ptr<State> state)
         : first_(std::move(first)), state_(std::move(state)) {
-      stub->async()->Watch(ctx, this);
+      Start(stub, "/etcdserverpb.Watch/Watch", ctx, loop);
       StartWrite(&first_);
       StartRead(&incoming_);
       StartCall();
@@ -275,13 +286,15 @@ class WatchStream {
 
 // One watch: its etcd stream, the thread that reads it and runs the callback. Shared by the
 // Watch handle, the session (which tells it of expiry or close) and the thread itself. The
-// thread uses only what the core owns (its own stub on a shared channel), so a thread left to
-// finish after its Watch was destroyed from its own callback needs nothing else to live.
+// thread uses only what the core owns (its own stub on a shared channel, a share of the loop),
+// so a thread left to finish after its Watch was destroyed from its own callback needs nothing
+// else to live.
 class WatchCore {
  public:
   WatchCore(Client* client, WatchOptions options, WatchCallback callback)
       : rpc_timeout_ms_(client->options().rpc_timeout_ms),
-        stub_(pb::Watch::NewStub(client->channel())),
+        stub_(std::make_unique<grpc::GenericStub>(client->channel())),
+        loop_(client->loop()),
         options_(std::move(options)),
         callback_(std::move(callback)),
         root_(client->Root(options_.target)),
@@ -391,7 +404,7 @@ class WatchCore {
     create->set_key(key_);
     if (!range_end_.empty()) create->set_range_end(range_end_);
     create->set_start_revision(next_revision_);
-    WatchStream stream(stub_.get(), &ctx, std::move(request));
+    WatchStream stream(stub_.get(), loop_.get(), &ctx, std::move(request));
     Next next = Next::kContinue;
     pb::WatchResponse response;
     while (next == Next::kContinue && stream.Read(&response)) next = Handle(response);
@@ -481,7 +494,8 @@ class WatchCore {
   }
 
   const int64_t rpc_timeout_ms_;
-  const std::unique_ptr<pb::Watch::Stub> stub_;
+  const std::unique_ptr<grpc::GenericStub> stub_;
+  const std::shared_ptr<rpc::Loop> loop_;
   const WatchOptions options_;
   const WatchCallback callback_;
   const std::string root_;
@@ -883,7 +897,7 @@ class EtcdSession final : public Session {
     create->set_key(key);
     create->set_start_revision(start_revision);
     create->add_filters(pb::WatchCreateRequest::NOPUT);
-    WatchStream stream(client_->watch(), &ctx, std::move(request));
+    WatchStream stream(client_->watch(), client_->loop().get(), &ctx, std::move(request));
     bool deleted = false;
     pb::WatchResponse response;
     while (!deleted && stream.Read(&response)) {

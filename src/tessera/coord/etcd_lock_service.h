@@ -33,6 +33,7 @@
 #include <string>
 
 #include "tessera/coord/lock_service.h"
+#include "tessera/rpc/loop.h"
 #include "tessera/util/clock.h"
 
 namespace tessera::coord {
@@ -52,6 +53,9 @@ struct EtcdLockServiceOptions {
   // Measures lease deadlines (MonotonicMicros); must advance in real time, since etcd does.
   // Must outlive the service.
   Clock* clock = SystemClock();
+  // Where the watch streams run (rpc/loop.h): the node's gRPC loop in a server. Null: the
+  // service runs a loop of its own.
+  rpc::Loop* loop = nullptr;
 };
 
 class EtcdLockService final : public LockService {

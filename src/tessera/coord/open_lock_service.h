@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tessera/coord/lock_service.h"
+#include "tessera/rpc/loop.h"
 #include "tessera/util/clock.h"
 #include "tessera/util/file_system.h"
 #include "tessera/util/host_port.h"
@@ -25,6 +26,8 @@ struct LockServiceConfig {
   std::string data_dir;
   // etcd: prefix of every key (put the cluster name in it when clusters share an etcd).
   std::string key_root = "/tessera/";
+  // etcd: the gRPC loop its watches run on (null: the service's own; etcd_lock_service.h).
+  rpc::Loop* loop = nullptr;
 };
 
 // A lock-service address, read: the embedded backend, or the members of an etcd cluster.

@@ -388,66 +388,81 @@ StatusOr<admin::CheckConsistencyResponse> AdminService::DoCheckConsistency(
 // every admin call, reads too, as it refuses data calls (issue 9: ListTables answered while
 // reads were refused).
 
+void AdminService::Register(rpc::Services* services, Executor* executor) {
+  constexpr const char* kService = Admin::service_full_name();
+  services->Add(kService, "CreateTable", this, &AdminService::CreateTable, executor);
+  services->Add(kService, "ListTables", this, &AdminService::ListTables, executor);
+  services->Add(kService, "GetTable", this, &AdminService::GetTable, executor);
+  services->Add(kService, "UpdateTable", this, &AdminService::UpdateTable, executor);
+  services->Add(kService, "DeleteTable", this, &AdminService::DeleteTable, executor);
+  services->Add(kService, "ModifyColumnFamilies", this, &AdminService::ModifyColumnFamilies,
+                executor);
+  services->Add(kService, "DropRowRange", this, &AdminService::DropRowRange, executor);
+  services->Add(kService, "GenerateConsistencyToken", this,
+                &AdminService::GenerateConsistencyToken, executor);
+  services->Add(kService, "CheckConsistency", this, &AdminService::CheckConsistency, executor);
+}
+
 Status AdminService::CheckServing() const { return serving_check_ ? serving_check_() : Status(); }
 
-grpc::ServerUnaryReactor* AdminService::CreateTable(grpc::CallbackServerContext* context,
+rpc::UnaryReactor* AdminService::CreateTable(rpc::ServerContext* context,
                                                     const admin::CreateTableRequest* request,
                                                     admin::Table* response) {
   if (Status serving = CheckServing(); !serving.ok()) return Reply(context, serving);
   return Reply(context, DoCreateTable(*request), response);
 }
 
-grpc::ServerUnaryReactor* AdminService::ListTables(grpc::CallbackServerContext* context,
+rpc::UnaryReactor* AdminService::ListTables(rpc::ServerContext* context,
                                                    const admin::ListTablesRequest* request,
                                                    admin::ListTablesResponse* response) {
   if (Status serving = CheckServing(); !serving.ok()) return Reply(context, serving);
   return Reply(context, DoListTables(*request), response);
 }
 
-grpc::ServerUnaryReactor* AdminService::GetTable(grpc::CallbackServerContext* context,
+rpc::UnaryReactor* AdminService::GetTable(rpc::ServerContext* context,
                                                  const admin::GetTableRequest* request,
                                                  admin::Table* response) {
   if (Status serving = CheckServing(); !serving.ok()) return Reply(context, serving);
   return Reply(context, DoGetTable(*request), response);
 }
 
-grpc::ServerUnaryReactor* AdminService::UpdateTable(grpc::CallbackServerContext* context,
+rpc::UnaryReactor* AdminService::UpdateTable(rpc::ServerContext* context,
                                                     const admin::UpdateTableRequest* request,
                                                     ::google::longrunning::Operation* response) {
   if (Status serving = CheckServing(); !serving.ok()) return Reply(context, serving);
   return Reply(context, DoUpdateTable(*request), response);
 }
 
-grpc::ServerUnaryReactor* AdminService::DeleteTable(grpc::CallbackServerContext* context,
+rpc::UnaryReactor* AdminService::DeleteTable(rpc::ServerContext* context,
                                                     const admin::DeleteTableRequest* request,
                                                     ::google::protobuf::Empty*) {
   if (Status serving = CheckServing(); !serving.ok()) return Reply(context, serving);
   return Reply(context, DoDeleteTable(*request));
 }
 
-grpc::ServerUnaryReactor* AdminService::ModifyColumnFamilies(
-    grpc::CallbackServerContext* context, const admin::ModifyColumnFamiliesRequest* request,
+rpc::UnaryReactor* AdminService::ModifyColumnFamilies(
+    rpc::ServerContext* context, const admin::ModifyColumnFamiliesRequest* request,
     admin::Table* response) {
   if (Status serving = CheckServing(); !serving.ok()) return Reply(context, serving);
   return Reply(context, DoModifyColumnFamilies(*request), response);
 }
 
-grpc::ServerUnaryReactor* AdminService::DropRowRange(grpc::CallbackServerContext* context,
+rpc::UnaryReactor* AdminService::DropRowRange(rpc::ServerContext* context,
                                                      const admin::DropRowRangeRequest* request,
                                                      ::google::protobuf::Empty*) {
   if (Status serving = CheckServing(); !serving.ok()) return Reply(context, serving);
   return Reply(context, DoDropRowRange(*request));
 }
 
-grpc::ServerUnaryReactor* AdminService::GenerateConsistencyToken(
-    grpc::CallbackServerContext* context, const admin::GenerateConsistencyTokenRequest* request,
+rpc::UnaryReactor* AdminService::GenerateConsistencyToken(
+    rpc::ServerContext* context, const admin::GenerateConsistencyTokenRequest* request,
     admin::GenerateConsistencyTokenResponse* response) {
   if (Status serving = CheckServing(); !serving.ok()) return Reply(context, serving);
   return Reply(context, DoGenerateConsistencyToken(*request), response);
 }
 
-grpc::ServerUnaryReactor* AdminService::CheckConsistency(
-    grpc::CallbackServerContext* context, const admin::CheckConsistencyRequest* request,
+rpc::UnaryReactor* AdminService::CheckConsistency(
+    rpc::ServerContext* context, const admin::CheckConsistencyRequest* request,
     admin::CheckConsistencyResponse* response) {
   if (Status serving = CheckServing(); !serving.ok()) return Reply(context, serving);
   return Reply(context, DoCheckConsistency(*request), response);

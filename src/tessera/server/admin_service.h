@@ -21,9 +21,9 @@
 // that is not replicated (a single node, or a node's own table) gets a version-1 token, which
 // is consistent at once, as is every version-1 token.
 //
-// Thread-safety: gRPC calls the handlers concurrently; all state is in the catalog (and the
-// definitions). Handlers run on gRPC's callback threads and block on engine I/O (schema changes
-// are rare and small) and, in cluster mode, on the lock service.
+// Thread-safety: the handlers run concurrently; all state is in the catalog (and the
+// definitions). Handlers run on the executor given to Register and block on engine I/O (schema
+// changes are rare and small) and, in cluster mode, on the lock service and other nodes.
 #pragma once
 
 #include <functional>
@@ -36,6 +36,8 @@
 #include "tessera/replication/consistency_tokens.h"
 #include "tessera/catalog/table_placement.h"
 #include "tessera/replication/table_access.h"
+#include "tessera/rpc/server.h"
+#include "tessera/util/executor.h"
 
 namespace tessera::server {
 
@@ -49,8 +51,7 @@ struct PlacementDefaults {
   std::function<StatusOr<catalog::ClusterView>()> cluster;
 };
 
-class AdminService final
-    : public ::google::bigtable::admin::v2::BigtableTableAdmin::CallbackService {
+class AdminService final {
  public:
   using Admin = ::google::bigtable::admin::v2::BigtableTableAdmin;
 
@@ -81,41 +82,45 @@ class AdminService final
         tokens_(std::move(tokens)),
         placement_(std::move(placement)) {}
 
-  grpc::ServerUnaryReactor* CreateTable(
-      grpc::CallbackServerContext* context,
+  // Registers every method of BigtableTableAdmin; the handlers run on `executor`, since they
+  // wait for the engine, the lock service and other nodes.
+  void Register(rpc::Services* services, Executor* executor);
+
+  rpc::UnaryReactor* CreateTable(
+      rpc::ServerContext* context,
       const ::google::bigtable::admin::v2::CreateTableRequest* request,
-      ::google::bigtable::admin::v2::Table* response) override;
-  grpc::ServerUnaryReactor* ListTables(
-      grpc::CallbackServerContext* context,
+      ::google::bigtable::admin::v2::Table* response);
+  rpc::UnaryReactor* ListTables(
+      rpc::ServerContext* context,
       const ::google::bigtable::admin::v2::ListTablesRequest* request,
-      ::google::bigtable::admin::v2::ListTablesResponse* response) override;
-  grpc::ServerUnaryReactor* GetTable(grpc::CallbackServerContext* context,
+      ::google::bigtable::admin::v2::ListTablesResponse* response);
+  rpc::UnaryReactor* GetTable(rpc::ServerContext* context,
                                      const ::google::bigtable::admin::v2::GetTableRequest* request,
-                                     ::google::bigtable::admin::v2::Table* response) override;
-  grpc::ServerUnaryReactor* UpdateTable(
-      grpc::CallbackServerContext* context,
+                                     ::google::bigtable::admin::v2::Table* response);
+  rpc::UnaryReactor* UpdateTable(
+      rpc::ServerContext* context,
       const ::google::bigtable::admin::v2::UpdateTableRequest* request,
-      ::google::longrunning::Operation* response) override;
-  grpc::ServerUnaryReactor* DeleteTable(
-      grpc::CallbackServerContext* context,
+      ::google::longrunning::Operation* response);
+  rpc::UnaryReactor* DeleteTable(
+      rpc::ServerContext* context,
       const ::google::bigtable::admin::v2::DeleteTableRequest* request,
-      ::google::protobuf::Empty* response) override;
-  grpc::ServerUnaryReactor* ModifyColumnFamilies(
-      grpc::CallbackServerContext* context,
+      ::google::protobuf::Empty* response);
+  rpc::UnaryReactor* ModifyColumnFamilies(
+      rpc::ServerContext* context,
       const ::google::bigtable::admin::v2::ModifyColumnFamiliesRequest* request,
-      ::google::bigtable::admin::v2::Table* response) override;
-  grpc::ServerUnaryReactor* DropRowRange(
-      grpc::CallbackServerContext* context,
+      ::google::bigtable::admin::v2::Table* response);
+  rpc::UnaryReactor* DropRowRange(
+      rpc::ServerContext* context,
       const ::google::bigtable::admin::v2::DropRowRangeRequest* request,
-      ::google::protobuf::Empty* response) override;
-  grpc::ServerUnaryReactor* GenerateConsistencyToken(
-      grpc::CallbackServerContext* context,
+      ::google::protobuf::Empty* response);
+  rpc::UnaryReactor* GenerateConsistencyToken(
+      rpc::ServerContext* context,
       const ::google::bigtable::admin::v2::GenerateConsistencyTokenRequest* request,
-      ::google::bigtable::admin::v2::GenerateConsistencyTokenResponse* response) override;
-  grpc::ServerUnaryReactor* CheckConsistency(
-      grpc::CallbackServerContext* context,
+      ::google::bigtable::admin::v2::GenerateConsistencyTokenResponse* response);
+  rpc::UnaryReactor* CheckConsistency(
+      rpc::ServerContext* context,
       const ::google::bigtable::admin::v2::CheckConsistencyRequest* request,
-      ::google::bigtable::admin::v2::CheckConsistencyResponse* response) override;
+      ::google::bigtable::admin::v2::CheckConsistencyResponse* response);
 
   // The handlers' logic, callable without gRPC (tests, the shell's embedded mode).
   StatusOr<::google::bigtable::admin::v2::Table> DoCreateTable(

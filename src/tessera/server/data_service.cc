@@ -64,7 +64,7 @@ StatusOr<model::RowSet> RowSetFromProto(const v2::RowSet& set) {
 
 // Decodes the client's "bigtable-features" header (base64 of FeatureFlags); defaults if absent
 // or unreadable.
-v2::FeatureFlags ClientFeatures(const grpc::CallbackServerContext* ctx) {
+v2::FeatureFlags ClientFeatures(const rpc::ServerContext* ctx) {
   v2::FeatureFlags flags;
   const auto& md = ctx->client_metadata();
   auto it = md.find("bigtable-features");
@@ -83,7 +83,7 @@ int HexDigit(char c) {
 
 // The app_profile_id of the client's "x-goog-request-params" header (URL-encoded
 // key=value pairs joined by '&'); "" if absent.
-std::string HeaderAppProfile(const grpc::CallbackServerContext* ctx) {
+std::string HeaderAppProfile(const rpc::ServerContext* ctx) {
   const auto& md = ctx->client_metadata();
   auto it = md.find("x-goog-request-params");
   if (it == md.end()) return "";
@@ -200,7 +200,7 @@ class DataService::Impl {
   }
 
   // How a request on `table` runs: its app profile's levels and the client's deadline.
-  StatusOr<replication::AccessOptions> OptionsFor(const grpc::CallbackServerContext* ctx,
+  StatusOr<replication::AccessOptions> OptionsFor(const rpc::ServerContext* ctx,
                                                   const catalog::TableInfo& table,
                                                   std::string_view app_profile_id) const {
     replication::AccessOptions options;
@@ -226,7 +226,7 @@ class DataService::Impl {
 
   // Checks and builds on the calling thread, then applies it (TableAccess::MutateAsync: on the
   // executor unless inline_writes) and gives `done` the outcome.
-  void MutateRow(const grpc::CallbackServerContext* ctx, const v2::MutateRowRequest& req,
+  void MutateRow(const rpc::ServerContext* ctx, const v2::MutateRowRequest& req,
                  std::function<void(Status)> done) {
     StatusOr<TablePtr> table = ResolveWritableTable(req.table_name(), req.authorized_view_name());
     if (!table.ok()) return done(table.status());
@@ -250,20 +250,20 @@ class DataService::Impl {
 
   // As MutateRow: checked and built on the calling thread, then applied
   // (TableAccess::CheckAndMutateAsync, ReadModifyWriteAsync) on the executor.
-  void CheckAndMutateRow(const grpc::CallbackServerContext* ctx,
+  void CheckAndMutateRow(const rpc::ServerContext* ctx,
                          const v2::CheckAndMutateRowRequest& req,
                          std::function<void(StatusOr<bool>)> done);
   // `done` runs once `resp` holds the row (or with the error).
-  void ReadModifyWriteRow(const grpc::CallbackServerContext* ctx,
+  void ReadModifyWriteRow(const rpc::ServerContext* ctx,
                           const v2::ReadModifyWriteRowRequest& req,
                           v2::ReadModifyWriteRowResponse* resp, std::function<void(Status)> done);
   Status SampleRowKeys(const v2::SampleRowKeysRequest& req,
                        std::vector<v2::SampleRowKeysResponse>* out);
 
  private:
-  StatusOr<CheckAndMutateArgs> BuildCheckAndMutate(const grpc::CallbackServerContext* ctx,
+  StatusOr<CheckAndMutateArgs> BuildCheckAndMutate(const rpc::ServerContext* ctx,
                                                    const v2::CheckAndMutateRowRequest& req);
-  StatusOr<ReadModifyWriteArgs> BuildReadModifyWrite(const grpc::CallbackServerContext* ctx,
+  StatusOr<ReadModifyWriteArgs> BuildReadModifyWrite(const rpc::ServerContext* ctx,
                                                      const v2::ReadModifyWriteRowRequest& req);
   // Where a single-row write waits for this node's commit log: the executor, or the calling
   // gRPC thread with inline_writes (TableAccess's asynchronous forms, `blocking`).
@@ -277,7 +277,7 @@ class DataService::Impl {
   std::atomic<uint64_t> seed_counter_{0};
 };
 
-void DataService::Impl::CheckAndMutateRow(const grpc::CallbackServerContext* ctx,
+void DataService::Impl::CheckAndMutateRow(const rpc::ServerContext* ctx,
                                           const v2::CheckAndMutateRowRequest& req,
                                           std::function<void(StatusOr<bool>)> done) {
   StatusOr<CheckAndMutateArgs> args = BuildCheckAndMutate(ctx, req);
@@ -289,7 +289,7 @@ void DataService::Impl::CheckAndMutateRow(const grpc::CallbackServerContext* ctx
 }
 
 StatusOr<CheckAndMutateArgs> DataService::Impl::BuildCheckAndMutate(
-    const grpc::CallbackServerContext* ctx, const v2::CheckAndMutateRowRequest& req) {
+    const rpc::ServerContext* ctx, const v2::CheckAndMutateRowRequest& req) {
   ASSIGN_OR_RETURN(TablePtr table, ResolveWritableTable(req.table_name(), req.authorized_view_name()));
   ASSIGN_OR_RETURN(replication::AccessOptions options,
                    OptionsFor(ctx, *table, req.app_profile_id()));
@@ -323,7 +323,7 @@ StatusOr<CheckAndMutateArgs> DataService::Impl::BuildCheckAndMutate(
   return args;
 }
 
-void DataService::Impl::ReadModifyWriteRow(const grpc::CallbackServerContext* ctx,
+void DataService::Impl::ReadModifyWriteRow(const rpc::ServerContext* ctx,
                                            const v2::ReadModifyWriteRowRequest& req,
                                            v2::ReadModifyWriteRowResponse* resp,
                                            std::function<void(Status)> done) {
@@ -340,7 +340,7 @@ void DataService::Impl::ReadModifyWriteRow(const grpc::CallbackServerContext* ct
 }
 
 StatusOr<ReadModifyWriteArgs> DataService::Impl::BuildReadModifyWrite(
-    const grpc::CallbackServerContext* ctx, const v2::ReadModifyWriteRowRequest& req) {
+    const rpc::ServerContext* ctx, const v2::ReadModifyWriteRowRequest& req) {
   ASSIGN_OR_RETURN(TablePtr table, ResolveWritableTable(req.table_name(), req.authorized_view_name()));
   ASSIGN_OR_RETURN(replication::AccessOptions options,
                    OptionsFor(ctx, *table, req.app_profile_id()));
@@ -409,11 +409,12 @@ namespace {
 // Writes a prepared list of responses one at a time, then finishes. `Prepare` runs on the
 // executor and fills the list (or fails the call).
 template <typename Response>
-class ListWriter final : public grpc::ServerWriteReactor<Response> {
+class ListWriter final : public rpc::WriteReactor<Response> {
  public:
   using Prepare = std::function<Status(std::vector<Response>*)>;
 
-  ListWriter(DataService::Impl* impl, Prepare prepare) : impl_(impl) {
+  ListWriter(rpc::ServerContext* ctx, DataService::Impl* impl, Prepare prepare)
+      : rpc::WriteReactor<Response>(ctx), impl_(impl) {
     impl_->Run([this, prepare = std::move(prepare)] {
       Status s = prepare(&responses_);
       if (!s.ok()) {
@@ -456,11 +457,11 @@ class ListWriter final : public grpc::ServerWriteReactor<Response> {
 // MutateRows: one commit, and on a cluster one call to the tablet's primary). An entry that
 // does not build fails alone. The tablets are spread over a few executor tasks so that their
 // writes run, and group-commit, together; one response with a status per entry.
-class MutateRowsReactor final : public grpc::ServerWriteReactor<v2::MutateRowsResponse> {
+class MutateRowsReactor final : public rpc::WriteReactor<v2::MutateRowsResponse> {
  public:
-  MutateRowsReactor(DataService::Impl* impl, const grpc::CallbackServerContext* ctx,
+  MutateRowsReactor(DataService::Impl* impl, rpc::ServerContext* ctx,
                     const v2::MutateRowsRequest* req)
-      : impl_(impl), ctx_(ctx), req_(req) {
+      : rpc::WriteReactor<v2::MutateRowsResponse>(ctx), impl_(impl), ctx_(ctx), req_(req) {
     impl_->Run([this] { Start(); });
   }
 
@@ -569,7 +570,7 @@ class MutateRowsReactor final : public grpc::ServerWriteReactor<v2::MutateRowsRe
   }
 
   DataService::Impl* const impl_;
-  const grpc::CallbackServerContext* const ctx_;
+  const rpc::ServerContext* const ctx_;
   const v2::MutateRowsRequest* const req_;
   TablePtr table_;
   replication::AccessOptions options_;
@@ -587,11 +588,12 @@ class MutateRowsReactor final : public grpc::ServerWriteReactor<v2::MutateRowsRe
 // after Finish() — and Finish() is called exactly once, as the last action of a step or of
 // OnWriteDone. Steps and OnWriteDone never overlap (each starts the other), so the scan state
 // needs no lock; `cancelled_` is the only field OnCancel touches.
-class ReadRowsReactor final : public grpc::ServerWriteReactor<v2::ReadRowsResponse> {
+class ReadRowsReactor final : public rpc::WriteReactor<v2::ReadRowsResponse> {
  public:
-  ReadRowsReactor(DataService::Impl* impl, grpc::CallbackServerContext* ctx,
+  ReadRowsReactor(DataService::Impl* impl, rpc::ServerContext* ctx,
                   const v2::ReadRowsRequest* req)
-      : impl_(impl),
+      : rpc::WriteReactor<v2::ReadRowsResponse>(ctx),
+        impl_(impl),
         ctx_(ctx),
         req_(req),
         chunker_(ChunkerOptions{.max_chunk_value_bytes = impl->options().read_chunk_bytes,
@@ -734,7 +736,7 @@ class ReadRowsReactor final : public grpc::ServerWriteReactor<v2::ReadRowsRespon
   }
 
   DataService::Impl* const impl_;
-  const grpc::CallbackServerContext* const ctx_;
+  const rpc::ServerContext* const ctx_;
   const v2::ReadRowsRequest* const req_;
   std::atomic<bool> cancelled_{false};
   bool send_last_scanned_ = false;
@@ -763,38 +765,49 @@ DataService::DataService(catalog::TableCatalog* catalog, replication::TableAcces
 
 DataService::~DataService() = default;
 
-grpc::ServerWriteReactor<v2::ReadRowsResponse>* DataService::ReadRows(
-    grpc::CallbackServerContext* context, const v2::ReadRowsRequest* request) {
+void DataService::Register(rpc::Services* services) {
+  constexpr const char* kService = v2::Bigtable::service_full_name();
+  services->Add(kService, "ReadRows", this, &DataService::ReadRows);
+  services->Add(kService, "SampleRowKeys", this, &DataService::SampleRowKeys);
+  services->Add(kService, "MutateRow", this, &DataService::MutateRow);
+  services->Add(kService, "MutateRows", this, &DataService::MutateRows);
+  services->Add(kService, "CheckAndMutateRow", this, &DataService::CheckAndMutateRow);
+  services->Add(kService, "PingAndWarm", this, &DataService::PingAndWarm);
+  services->Add(kService, "ReadModifyWriteRow", this, &DataService::ReadModifyWriteRow);
+}
+
+rpc::WriteReactor<v2::ReadRowsResponse>* DataService::ReadRows(
+    rpc::ServerContext* context, const v2::ReadRowsRequest* request) {
   return new ReadRowsReactor(impl_.get(), context, request);
 }
 
-grpc::ServerWriteReactor<v2::SampleRowKeysResponse>* DataService::SampleRowKeys(
-    grpc::CallbackServerContext* context, const v2::SampleRowKeysRequest* request) {
+rpc::WriteReactor<v2::SampleRowKeysResponse>* DataService::SampleRowKeys(
+    rpc::ServerContext* context, const v2::SampleRowKeysRequest* request) {
   Impl* impl = impl_.get();
   return new ListWriter<v2::SampleRowKeysResponse>(
-      impl, [impl, request](std::vector<v2::SampleRowKeysResponse>* out) {
+      context, impl, [impl, request](std::vector<v2::SampleRowKeysResponse>* out) {
         return impl->SampleRowKeys(*request, out);
       });
 }
 
-grpc::ServerUnaryReactor* DataService::MutateRow(grpc::CallbackServerContext* context,
+rpc::UnaryReactor* DataService::MutateRow(rpc::ServerContext* context,
                                                  const v2::MutateRowRequest* request,
                                                  v2::MutateRowResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  rpc::UnaryReactor* reactor = context->DefaultReactor();
   impl_->MutateRow(context, *request,
                    [reactor](const Status& s) { reactor->Finish(ToGrpcStatus(s)); });
   return reactor;
 }
 
-grpc::ServerWriteReactor<v2::MutateRowsResponse>* DataService::MutateRows(
-    grpc::CallbackServerContext* context, const v2::MutateRowsRequest* request) {
+rpc::WriteReactor<v2::MutateRowsResponse>* DataService::MutateRows(
+    rpc::ServerContext* context, const v2::MutateRowsRequest* request) {
   return new MutateRowsReactor(impl_.get(), context, request);
 }
 
-grpc::ServerUnaryReactor* DataService::CheckAndMutateRow(
-    grpc::CallbackServerContext* context, const v2::CheckAndMutateRowRequest* request,
+rpc::UnaryReactor* DataService::CheckAndMutateRow(
+    rpc::ServerContext* context, const v2::CheckAndMutateRowRequest* request,
     v2::CheckAndMutateRowResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  rpc::UnaryReactor* reactor = context->DefaultReactor();
   impl_->CheckAndMutateRow(context, *request, [response, reactor](StatusOr<bool> matched) {
     if (matched.ok()) response->set_predicate_matched(*matched);
     reactor->Finish(ToGrpcStatus(matched.status()));
@@ -802,10 +815,10 @@ grpc::ServerUnaryReactor* DataService::CheckAndMutateRow(
   return reactor;
 }
 
-grpc::ServerUnaryReactor* DataService::PingAndWarm(grpc::CallbackServerContext* context,
+rpc::UnaryReactor* DataService::PingAndWarm(rpc::ServerContext* context,
                                                    const v2::PingAndWarmRequest* request,
                                                    v2::PingAndWarmResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  rpc::UnaryReactor* reactor = context->DefaultReactor();
   // Nothing to warm from an instance name alone; the checks are cheap enough to run here. A node
   // that does not serve says so here too, so a client's channel priming sees it.
   const DataServiceOptions& options = impl_->options();
@@ -815,10 +828,10 @@ grpc::ServerUnaryReactor* DataService::PingAndWarm(grpc::CallbackServerContext* 
   return reactor;
 }
 
-grpc::ServerUnaryReactor* DataService::ReadModifyWriteRow(
-    grpc::CallbackServerContext* context, const v2::ReadModifyWriteRowRequest* request,
+rpc::UnaryReactor* DataService::ReadModifyWriteRow(
+    rpc::ServerContext* context, const v2::ReadModifyWriteRowRequest* request,
     v2::ReadModifyWriteRowResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  rpc::UnaryReactor* reactor = context->DefaultReactor();
   impl_->ReadModifyWriteRow(context, *request, response,
                             [reactor](const Status& s) { reactor->Finish(ToGrpcStatus(s)); });
   return reactor;

@@ -27,9 +27,10 @@
 // UNIMPLEMENTED for authorized and materialized views; engine errors keep their code
 // (UNAVAILABLE only for real I/O trouble, RESOURCE_EXHAUSTED, DATA_LOSS).
 //
-// Threads: the RPC handlers return at once; the work (engine reads and writes, which may wait
-// for disk) runs on the injected Executor, so gRPC's own threads never block on I/O. With a
-// null executor the work runs inline on gRPC's callback threads (simpler, for tests and tools).
+// Threads: the RPC handlers start on the node's gRPC loop (rpc/loop.h) and return at once; the
+// work (engine reads and writes, which may wait for disk) runs on the injected Executor, so the
+// loop never blocks on I/O — except reads with inline_reads, served from memtables and the
+// block cache. With a null executor the work runs inline on the loop (tests and tools).
 //
 // Thread-safety: gRPC calls the handlers from many threads at once; the service is safe for
 // that. Its own state is constant after construction.
@@ -43,6 +44,7 @@
 #include "google/bigtable/v2/bigtable.grpc.pb.h"
 #include "tessera/catalog/table_catalog.h"
 #include "tessera/replication/table_access.h"
+#include "tessera/rpc/server.h"
 #include "tessera/server/app_profile_levels.h"
 #include "tessera/util/clock.h"
 #include "tessera/util/executor.h"
@@ -74,12 +76,12 @@ struct DataServiceOptions {
       profile_levels;
 
   // --- performance ---
-  // ReadRows steps run on gRPC's callback thread instead of the executor. Saves two thread
+  // ReadRows steps run on the gRPC loop's thread instead of the executor. Saves two thread
   // hand-offs per read (most reads are served from the block cache); a read that must go to
   // disk then holds a gRPC thread for that long. A step that waits for another node
   // (RowStream::SetWaker) holds none: it goes on from the thread the answer arrives on.
   bool inline_reads = false;
-  // MutateRow applies its write on gRPC's callback thread instead of the executor: no
+  // MutateRow applies its write on the gRPC loop's thread instead of the executor: no
   // hand-off, but the thread waits for the commit log's group commit (fdatasync in batch
   // mode). Either way a wait for other nodes holds no thread (TableAccess::MutateAsync).
   bool inline_writes = false;
@@ -100,41 +102,44 @@ struct DataServiceOptions {
   int mutate_rows_parallelism = 8;
 };
 
-class DataService final : public google::bigtable::v2::Bigtable::CallbackService {
+class DataService final {
  public:
   // `catalog`, `access` and `clock` must outlive the service. `executor` (may be null: work
   // inline) must outlive every RPC the service runs, i.e. stay alive until the gRPC server has
   // shut down.
   DataService(catalog::TableCatalog* catalog, replication::TableAccess* access, Clock* clock,
               Executor* executor, DataServiceOptions options = DataServiceOptions());
-  ~DataService() override;
+  ~DataService();
 
   DataService(const DataService&) = delete;
   DataService& operator=(const DataService&) = delete;
 
-  grpc::ServerWriteReactor<google::bigtable::v2::ReadRowsResponse>* ReadRows(
-      grpc::CallbackServerContext* context,
-      const google::bigtable::v2::ReadRowsRequest* request) override;
-  grpc::ServerWriteReactor<google::bigtable::v2::SampleRowKeysResponse>* SampleRowKeys(
-      grpc::CallbackServerContext* context,
-      const google::bigtable::v2::SampleRowKeysRequest* request) override;
-  grpc::ServerUnaryReactor* MutateRow(grpc::CallbackServerContext* context,
+  // Registers every method of google.bigtable.v2.Bigtable; handlers start on the loop thread.
+  void Register(rpc::Services* services);
+
+  rpc::WriteReactor<google::bigtable::v2::ReadRowsResponse>* ReadRows(
+      rpc::ServerContext* context,
+      const google::bigtable::v2::ReadRowsRequest* request);
+  rpc::WriteReactor<google::bigtable::v2::SampleRowKeysResponse>* SampleRowKeys(
+      rpc::ServerContext* context,
+      const google::bigtable::v2::SampleRowKeysRequest* request);
+  rpc::UnaryReactor* MutateRow(rpc::ServerContext* context,
                                       const google::bigtable::v2::MutateRowRequest* request,
-                                      google::bigtable::v2::MutateRowResponse* response) override;
-  grpc::ServerWriteReactor<google::bigtable::v2::MutateRowsResponse>* MutateRows(
-      grpc::CallbackServerContext* context,
-      const google::bigtable::v2::MutateRowsRequest* request) override;
-  grpc::ServerUnaryReactor* CheckAndMutateRow(
-      grpc::CallbackServerContext* context,
+                                      google::bigtable::v2::MutateRowResponse* response);
+  rpc::WriteReactor<google::bigtable::v2::MutateRowsResponse>* MutateRows(
+      rpc::ServerContext* context,
+      const google::bigtable::v2::MutateRowsRequest* request);
+  rpc::UnaryReactor* CheckAndMutateRow(
+      rpc::ServerContext* context,
       const google::bigtable::v2::CheckAndMutateRowRequest* request,
-      google::bigtable::v2::CheckAndMutateRowResponse* response) override;
-  grpc::ServerUnaryReactor* PingAndWarm(
-      grpc::CallbackServerContext* context, const google::bigtable::v2::PingAndWarmRequest* request,
-      google::bigtable::v2::PingAndWarmResponse* response) override;
-  grpc::ServerUnaryReactor* ReadModifyWriteRow(
-      grpc::CallbackServerContext* context,
+      google::bigtable::v2::CheckAndMutateRowResponse* response);
+  rpc::UnaryReactor* PingAndWarm(
+      rpc::ServerContext* context, const google::bigtable::v2::PingAndWarmRequest* request,
+      google::bigtable::v2::PingAndWarmResponse* response);
+  rpc::UnaryReactor* ReadModifyWriteRow(
+      rpc::ServerContext* context,
       const google::bigtable::v2::ReadModifyWriteRowRequest* request,
-      google::bigtable::v2::ReadModifyWriteRowResponse* response) override;
+      google::bigtable::v2::ReadModifyWriteRowResponse* response);
 
   // The implementation, shared with the reactors (data_service.cc).
   class Impl;

@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "tessera/client/row_merger.h"
 #include "tessera/replication/local_table_access.h"
+#include "tessera/testing/rpc_server.h"
 #include "tessera/server/grpc_executor.h"
 #include "tessera/tablet/engine.h"
 #include "tessera/util/clock.h"
@@ -114,14 +115,12 @@ class DataServiceTest : public ::testing::TestWithParam<bool> {
     service_ = std::make_unique<DataService>(
         catalog_.get(), access != nullptr ? access : access_.get(), &clock_, executor_.get(),
         options);
-    grpc::ServerBuilder builder;
-    int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    builder.SetMaxReceiveMessageSize(256 << 20);
-    builder.RegisterService(service_.get());
-    server_ = builder.BuildAndStart();
-    ASSERT_NE(server_, nullptr);
-    ASSERT_NE(port, 0);
+    server_ = std::make_unique<testing::RpcServer>();
+    server_->builder()->SetMaxReceiveMessageSize(256 << 20);
+    service_->Register(server_->services());
+    Status started = server_->Start();
+    ASSERT_TRUE(started.ok()) << started;
+    const int port = server_->port();
     grpc::ChannelArguments args;
     // As the official clients set it: Go and Java 256 MiB, Node and Python unlimited.
     args.SetMaxReceiveMessageSize(256 << 20);
@@ -135,8 +134,7 @@ class DataServiceTest : public ::testing::TestWithParam<bool> {
     stub_.reset();
     channel_.reset();
     if (server_ != nullptr) {
-      server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
-      server_->Wait();
+      server_->Shutdown(5000);
       server_.reset();
     }
     executor_.reset();
@@ -229,7 +227,7 @@ class DataServiceTest : public ::testing::TestWithParam<bool> {
   std::unique_ptr<replication::LocalTableAccess> access_;
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<DataService> service_;
-  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<testing::RpcServer> server_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v2::Bigtable::Stub> stub_;
 };

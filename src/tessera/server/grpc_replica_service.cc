@@ -31,10 +31,11 @@ struct Claim {
 // One served unary call. Finished exactly once: by the Responder, by a refusal, or by OnCancel
 // when the caller gave up; gRPC deletes it (OnDone) only after that, so whoever claims the
 // finish may still use it until it calls Finish.
-class ServeReactor final : public grpc::ServerUnaryReactor {
+class ServeReactor final : public rpc::UnaryReactor {
  public:
-  ServeReactor(grpc::CallbackServerContext* context, v1::ReplicaReply* reply)
-      : context_(context), reply_(reply), claim_(std::make_shared<Claim>()) {}
+  ServeReactor(rpc::ServerContext* context, v1::ReplicaReply* reply)
+      : rpc::UnaryReactor(context),
+        context_(context), reply_(reply), claim_(std::make_shared<Claim>()) {}
 
   replication::RpcChannel::Responder Responder() {
     return [this, claim = claim_](StatusOr<std::string> result) {
@@ -58,7 +59,7 @@ class ServeReactor final : public grpc::ServerUnaryReactor {
   void OnDone() override { delete this; }
 
  private:
-  grpc::CallbackServerContext* const context_;
+  rpc::ServerContext* const context_;
   v1::ReplicaReply* const reply_;
   const std::shared_ptr<Claim> claim_;
 };
@@ -69,7 +70,7 @@ grpc::Status OtherCluster(const GrpcRpcChannel& channel, std::string_view theirs
       StrCat("this node belongs to cluster '", channel.cluster_name(), "', not '", theirs, "'"));
 }
 
-std::string MetadataValue(const grpc::CallbackServerContext& context, std::string_view key) {
+std::string MetadataValue(const rpc::ServerContext& context, std::string_view key) {
   auto it = context.client_metadata().find(grpc::string_ref(key.data(), key.size()));
   if (it == context.client_metadata().end()) return "";
   return std::string(it->second.data(), it->second.size());
@@ -80,10 +81,13 @@ std::string MetadataValue(const grpc::CallbackServerContext& context, std::strin
 // The stream's state lives in `Shared`, which Responders keep: an answer after the stream has
 // finished is dropped. Finish is called once no write is outstanding and the caller is gone
 // (its half-close, a failed read, or cancellation); gRPC then deletes the reactor (OnDone).
-class StreamReactor final : public grpc::ServerBidiReactor<v1::ReplicaFrames, v1::ReplicaFrames> {
+class StreamReactor final : public rpc::BidiReactor<v1::ReplicaFrames, v1::ReplicaFrames> {
  public:
-  StreamReactor(GrpcRpcChannel* channel, std::string from)
-      : channel_(channel), from_(std::move(from)), shared_(std::make_shared<Shared>(this)) {}
+  StreamReactor(rpc::ServerContext* context, GrpcRpcChannel* channel, std::string from)
+      : rpc::BidiReactor<v1::ReplicaFrames, v1::ReplicaFrames>(context),
+        channel_(channel),
+        from_(std::move(from)),
+        shared_(std::make_shared<Shared>(this)) {}
 
   void Begin() { StartRead(&in_); }
   void Refuse(const grpc::Status& status) {
@@ -104,17 +108,11 @@ class StreamReactor final : public grpc::ServerBidiReactor<v1::ReplicaFrames, v1
     for (v1::ReplicaFrame& frame : *in_.mutable_frames()) frames.push_back(std::move(frame));
     in_.Clear();
     StartRead(&in_);  // the next message may be served on another thread meanwhile
-    // All but the last call go to the executor, so that one that blocks holds up no other.
-    for (size_t i = 0; i < frames.size(); ++i) {
-      v1::ReplicaFrame& frame = frames[i];
-      replication::RpcChannel::Responder respond = Responder(frame.id());
-      if (i + 1 < frames.size()) {
-        channel_->ServeLater(from_, std::move(*frame.mutable_method()),
-                             std::move(*frame.mutable_payload()), std::move(respond));
-      } else {
-        channel_->Serve(from_, frame.method(), std::move(*frame.mutable_payload()),
-                        std::move(respond));
-      }
+    // Every call goes to the executor: one that blocks (on its commit log) holds up neither
+    // the loop, which serves every call of the node, nor another call.
+    for (v1::ReplicaFrame& frame : frames) {
+      channel_->ServeLater(from_, std::move(*frame.mutable_method()),
+                           std::move(*frame.mutable_payload()), Responder(frame.id()));
     }
   }
   void OnWriteDone(bool ok) override {
@@ -210,7 +208,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<v1::ReplicaFrames, v1
 
 }  // namespace
 
-grpc::ServerUnaryReactor* ReplicaService::Call(grpc::CallbackServerContext* context,
+rpc::UnaryReactor* ReplicaService::Call(rpc::ServerContext* context,
                                                const v1::ReplicaCall* request,
                                                v1::ReplicaReply* reply) {
   auto* reactor = new ServeReactor(context, reply);
@@ -218,13 +216,20 @@ grpc::ServerUnaryReactor* ReplicaService::Call(grpc::CallbackServerContext* cont
     reactor->Refuse(OtherCluster(*channel_, request->cluster_name()));
     return reactor;
   }
-  channel_->Serve(request->from(), request->method(), request->payload(), reactor->Responder());
+  channel_->ServeLater(request->from(), request->method(), request->payload(),
+                       reactor->Responder());
   return reactor;
 }
 
-grpc::ServerBidiReactor<v1::ReplicaFrames, v1::ReplicaFrames>* ReplicaService::Stream(
-    grpc::CallbackServerContext* context) {
-  auto* reactor = new StreamReactor(channel_, MetadataValue(*context, kStreamFromKey));
+void ReplicaService::Register(rpc::Services* services) {
+  constexpr const char* kService = v1::Replica::service_full_name();
+  services->Add(kService, "Call", this, &ReplicaService::Call);
+  services->Add(kService, "Stream", this, &ReplicaService::Stream);
+}
+
+rpc::BidiReactor<v1::ReplicaFrames, v1::ReplicaFrames>* ReplicaService::Stream(
+    rpc::ServerContext* context) {
+  auto* reactor = new StreamReactor(context, channel_, MetadataValue(*context, kStreamFromKey));
   const std::string cluster = MetadataValue(*context, kStreamClusterKey);
   if (cluster != channel_->cluster_name()) {
     reactor->Refuse(OtherCluster(*channel_, cluster));

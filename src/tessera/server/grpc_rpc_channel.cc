@@ -19,6 +19,8 @@ constexpr size_t kMessageBudgetBytes = 4 << 20;
 constexpr absl::Duration kTimerIdleTick = absl::Milliseconds(100);
 // gRPC's words for a call that found no connection to the peer (its pick_first policy).
 constexpr std::string_view kNoConnection = "failed to connect to all addresses";
+// The stream's method path.
+const std::string kStreamMethod = "/tessera.v1.Replica/Stream";
 
 size_t FrameBytes(const v1::ReplicaFrame& frame) {
   return frame.payload().size() + frame.method().size() + frame.message().size() +
@@ -48,13 +50,13 @@ void PackReplicaFrames(std::vector<v1::ReplicaFrame>* queue, v1::ReplicaFrames* 
 // is released once the stream has ended and no write is wanted. OnDone then hands the stream
 // back to the channel, which deletes it.
 class GrpcRpcChannel::PeerStream final
-    : public grpc::ClientBidiReactor<v1::ReplicaFrames, v1::ReplicaFrames> {
+    : public rpc::ClientBidiReactor<v1::ReplicaFrames, v1::ReplicaFrames> {
  public:
   PeerStream(GrpcRpcChannel* owner, std::string to) : to(std::move(to)), owner_(owner) {}
 
   // Starts the call with the first message (`out`; `writing` is set).
-  void Begin(v1::Replica::Stub* stub) {
-    stub->async()->Stream(&context, this);
+  void Begin(grpc::GenericStub* stub) {
+    Start(stub, kStreamMethod, &context, owner_->loop_);
     AddHold();
     StartRead(&in_);
     StartWrite(&out);
@@ -111,8 +113,9 @@ class GrpcRpcChannel::PeerStream final
   v1::ReplicaFrames in_;  // touched only by the reading side (one read at a time)
 };
 
-GrpcRpcChannel::GrpcRpcChannel(GrpcRpcChannelOptions options, Executor* executor)
-    : options_(std::move(options)), executor_(executor), handlers_(options_.self) {
+GrpcRpcChannel::GrpcRpcChannel(GrpcRpcChannelOptions options, Executor* executor,
+                               rpc::Loop* loop)
+    : options_(std::move(options)), executor_(executor), loop_(loop), handlers_(options_.self) {
   timer_ = std::thread([this] { ExpireCalls(); });
 }
 
@@ -133,7 +136,7 @@ GrpcRpcChannel::Peer& GrpcRpcChannel::PeerLocked(const std::string& to) {
   args.SetMaxReceiveMessageSize(options_.max_message_bytes);
   Peer peer;
   peer.channel = grpc::CreateCustomChannel(to, grpc::InsecureChannelCredentials(), args);
-  peer.stub = v1::Replica::NewStub(peer.channel);
+  peer.stub = std::make_unique<grpc::GenericStub>(peer.channel);
   return peers_.emplace(to, std::move(peer)).first->second;
 }
 
@@ -151,7 +154,7 @@ void GrpcRpcChannel::Start(const std::string& to, std::string_view method, std::
                            int64_t timeout_us, Done done, bool inline_done) {
   PeerStream* begin = nullptr;  // a new stream, to start
   PeerStream* write = nullptr;  // an idle stream, to write on
-  v1::Replica::Stub* stub = nullptr;
+  grpc::GenericStub* stub = nullptr;
   {
     absl::MutexLock lock(&mu_);
     if (shut_down_) {

@@ -27,12 +27,11 @@
 //
 // Callbacks: every `done` of Call runs as a task on the Executor given at construction — never
 // on a gRPC thread, never inside Call() — so a callback may call Call() and take the caller's
-// locks. CallInline's runs on the gRPC thread that read the answer (rpc_channel.h says what
-// such a callback may do).
-// Handlers run on gRPC's server threads: the last call of each message read runs on the thread
-// that read it, the others of the same message as tasks of the executor, so that a handler
-// that blocks (on its commit log, say) holds up no other call of the stream. A handler may
-// answer later, from any thread; answers to a stream that has ended are dropped.
+// locks. CallInline's runs on the loop thread that read the answer (rpc_channel.h says what
+// such a callback may do). Streams run on the node's gRPC loop (rpc/loop.h).
+// Handlers run as tasks of the executor, each call of a message its own, so that a handler
+// that blocks (on its commit log, say) holds up neither the loop nor another call. A handler
+// may answer later, from any thread; answers to a stream that has ended are dropped.
 //
 // Thread-safety: all methods are thread-safe.
 // Lifetime: Shutdown() (or the destructor) cancels the streams and waits until every `done`
@@ -58,6 +57,8 @@
 #include "grpcpp/grpcpp.h"
 #include "tessera/replication/handler_slot.h"
 #include "tessera/replication/rpc_channel.h"
+#include "tessera/rpc/client.h"
+#include "tessera/rpc/server.h"
 #include "tessera/util/executor.h"
 #include "tessera/v1/replica.grpc.pb.h"
 
@@ -75,8 +76,9 @@ struct GrpcRpcChannelOptions {
 
 class GrpcRpcChannel final : public replication::RpcChannel {
  public:
-  // `executor` runs the callbacks and must outlive the channel.
-  GrpcRpcChannel(GrpcRpcChannelOptions options, Executor* executor);
+  // `executor` runs the callbacks and must outlive the channel; the streams run on `loop`,
+  // which must too.
+  GrpcRpcChannel(GrpcRpcChannelOptions options, Executor* executor, rpc::Loop* loop);
   ~GrpcRpcChannel() override;
 
   GrpcRpcChannel(const GrpcRpcChannel&) = delete;
@@ -85,7 +87,7 @@ class GrpcRpcChannel final : public replication::RpcChannel {
   const std::string& self() const override { return options_.self; }
   void Call(const std::string& to, std::string_view method, std::string request, int64_t timeout_us,
             Done done) override;
-  // `done` runs on gRPC's callback thread that completes the call (a call refused at once still
+  // `done` runs on the loop thread that completes the call (a call refused at once still
   // completes on the executor, never inside CallInline).
   void CallInline(const std::string& to, std::string_view method, std::string request,
                   int64_t timeout_us, Done done) override;
@@ -113,7 +115,7 @@ class GrpcRpcChannel final : public replication::RpcChannel {
   class PeerStream;
   struct Peer {
     std::shared_ptr<grpc::Channel> channel;
-    std::unique_ptr<::tessera::v1::Replica::Stub> stub;
+    std::unique_ptr<grpc::GenericStub> stub;
     PeerStream* stream = nullptr;  // the stream new calls go on (null: none yet, or it failed)
     int in_flight = 0;
   };
@@ -122,7 +124,7 @@ class GrpcRpcChannel final : public replication::RpcChannel {
     PeerStream* stream = nullptr;
     absl::Time deadline;
     int64_t timeout_us = 0;
-    bool inline_done = false;  // CallInline: `done` runs on the gRPC thread that read the answer
+    bool inline_done = false;  // CallInline: `done` runs on the loop thread that read the answer
     Done done;
   };
 
@@ -154,6 +156,7 @@ class GrpcRpcChannel final : public replication::RpcChannel {
 
   const GrpcRpcChannelOptions options_;
   Executor* const executor_;
+  rpc::Loop* const loop_;
   replication::HandlerSlot handlers_;
 
   mutable absl::Mutex mu_;
@@ -175,16 +178,19 @@ class GrpcRpcChannel final : public replication::RpcChannel {
 // The serving end of both methods: refuses another cluster's calls or streams with
 // FAILED_PRECONDITION and hands the calls to the channel's handler, answering each when its
 // Responder is called.
-class ReplicaService final : public ::tessera::v1::Replica::CallbackService {
+class ReplicaService final {
  public:
   // `channel` must outlive the service's server.
   explicit ReplicaService(GrpcRpcChannel* channel) : channel_(channel) {}
 
-  grpc::ServerUnaryReactor* Call(grpc::CallbackServerContext* context,
+  // Registers both methods (on the loop: they hand every call to the channel's executor).
+  void Register(rpc::Services* services);
+
+  rpc::UnaryReactor* Call(rpc::ServerContext* context,
                                  const ::tessera::v1::ReplicaCall* request,
-                                 ::tessera::v1::ReplicaReply* reply) override;
-  grpc::ServerBidiReactor<::tessera::v1::ReplicaFrames, ::tessera::v1::ReplicaFrames>* Stream(
-      grpc::CallbackServerContext* context) override;
+                                 ::tessera::v1::ReplicaReply* reply);
+  rpc::BidiReactor<::tessera::v1::ReplicaFrames, ::tessera::v1::ReplicaFrames>* Stream(
+      rpc::ServerContext* context);
 
  private:
   GrpcRpcChannel* const channel_;

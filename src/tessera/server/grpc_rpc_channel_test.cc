@@ -10,6 +10,7 @@
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 #include "tessera/testing/child_process.h"
+#include "tessera/testing/rpc_server.h"
 #include "tessera/testing/test_support.h"
 #include "tessera/util/executor.h"
 
@@ -33,24 +34,24 @@ struct Node {
     address = at;
     const int port = std::stoi(address.substr(address.rfind(':') + 1));
     executor = NewThreadPoolExecutor(2);
+    server = std::make_unique<::tessera::testing::RpcServer>();
     channel = std::make_unique<GrpcRpcChannel>(
         GrpcRpcChannelOptions{.self = address,
                               .cluster_name = cluster,
                               .max_in_flight_per_peer = max_in_flight_per_peer,
                               .max_message_bytes = max_message_bytes},
-        executor.get());
+        executor.get(), server->loop());
     service = std::make_unique<ReplicaService>(channel.get());
-    grpc::ServerBuilder builder;
-    int bound = 0;
-    builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &bound);
-    builder.RegisterService(service.get());
-    server = builder.BuildAndStart();
-    EXPECT_EQ(bound, port);
+    service->Register(server->services());
+    Status started = server->Start(address);
+    EXPECT_TRUE(started.ok()) << started;
+    EXPECT_EQ(server->port(), port);
   }
   ~Node() {
     // Calls still held by a handler are cancelled (their reactors finish CANCELLED).
-    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    server->StopServing(1000);
     channel->Shutdown();
+    server->Shutdown();
   }
 
   // Holds every request's Responder instead of answering.
@@ -70,7 +71,7 @@ struct Node {
   std::unique_ptr<Executor> executor;
   std::unique_ptr<GrpcRpcChannel> channel;
   std::unique_ptr<ReplicaService> service;
-  std::unique_ptr<grpc::Server> server;
+  std::unique_ptr<::tessera::testing::RpcServer> server;
   absl::Mutex mu;
   std::vector<RpcChannel::Responder> held ABSL_GUARDED_BY(mu);
 };

@@ -1,5 +1,5 @@
 // absl::Status <-> grpc::Status. The codes have the same numbers; the message is kept. And
-// Reply, which finishes a callback-API unary call with a status or a result.
+// Reply, which finishes a unary call (rpc/server.h) with a status or a result.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-#include "grpcpp/server_context.h"
+#include "tessera/rpc/server.h"
 #include "grpcpp/support/status.h"
 #include "tessera/util/status.h"
 
@@ -25,17 +25,17 @@ inline Status FromGrpcStatus(const grpc::Status& s) {
 
 // Finishes a unary call with the status of `result` (on OK its value is moved into *response).
 template <typename T>
-grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context, StatusOr<T> result,
+rpc::UnaryReactor* Reply(rpc::ServerContext* context, StatusOr<T> result,
                                 T* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  rpc::UnaryReactor* reactor = context->DefaultReactor();
   if (result.ok()) *response = *std::move(result);
   reactor->Finish(ToGrpcStatus(result.status()));
   return reactor;
 }
 
-inline grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context,
+inline rpc::UnaryReactor* Reply(rpc::ServerContext* context,
                                        const Status& status) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  rpc::UnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(ToGrpcStatus(status));
   return reactor;
 }

@@ -20,7 +20,7 @@ constexpr std::string_view kProjects = "projects/";
 constexpr std::string_view kInstances = "/instances/";
 constexpr std::string_view kClusters = "/clusters/";
 
-grpc::ServerUnaryReactor* Unsupported(grpc::CallbackServerContext* context, std::string_view rpc,
+rpc::UnaryReactor* Unsupported(rpc::ServerContext* context, std::string_view rpc,
                                       std::string_view why) {
   return Reply(context, absl::UnimplementedError(
                             tessera::StrCat(rpc, " is not supported by Tessera: ", why)));
@@ -348,64 +348,86 @@ Status InstanceAdminService::CheckServing() const {
   return serving_check_ ? serving_check_() : Status();
 }
 
-grpc::ServerUnaryReactor* InstanceAdminService::ListInstances(
-    grpc::CallbackServerContext* context, const admin::ListInstancesRequest* request,
+void InstanceAdminService::Register(rpc::Services* services, Executor* executor) {
+  constexpr const char* kService =
+      ::google::bigtable::admin::v2::BigtableInstanceAdmin::service_full_name();
+  services->Add(kService, "ListInstances", this, &InstanceAdminService::ListInstances, executor);
+  services->Add(kService, "GetInstance", this, &InstanceAdminService::GetInstance, executor);
+  services->Add(kService, "ListClusters", this, &InstanceAdminService::ListClusters, executor);
+  services->Add(kService, "GetCluster", this, &InstanceAdminService::GetCluster, executor);
+  services->Add(kService, "CreateAppProfile", this, &InstanceAdminService::CreateAppProfile, executor);
+  services->Add(kService, "GetAppProfile", this, &InstanceAdminService::GetAppProfile, executor);
+  services->Add(kService, "ListAppProfiles", this, &InstanceAdminService::ListAppProfiles, executor);
+  services->Add(kService, "UpdateAppProfile", this, &InstanceAdminService::UpdateAppProfile, executor);
+  services->Add(kService, "DeleteAppProfile", this, &InstanceAdminService::DeleteAppProfile, executor);
+  services->Add(kService, "CreateInstance", this, &InstanceAdminService::CreateInstance, executor);
+  services->Add(kService, "UpdateInstance", this, &InstanceAdminService::UpdateInstance, executor);
+  services->Add(kService, "PartialUpdateInstance", this, &InstanceAdminService::PartialUpdateInstance, executor);
+  services->Add(kService, "DeleteInstance", this, &InstanceAdminService::DeleteInstance, executor);
+  services->Add(kService, "CreateCluster", this, &InstanceAdminService::CreateCluster, executor);
+  services->Add(kService, "UpdateCluster", this, &InstanceAdminService::UpdateCluster, executor);
+  services->Add(kService, "PartialUpdateCluster", this, &InstanceAdminService::PartialUpdateCluster, executor);
+  services->Add(kService, "DeleteCluster", this, &InstanceAdminService::DeleteCluster, executor);
+}
+
+rpc::UnaryReactor* InstanceAdminService::ListInstances(
+    rpc::ServerContext* context, const admin::ListInstancesRequest* request,
     admin::ListInstancesResponse* response) {
   if (Status serving = CheckServing(); !serving.ok()) return Reply(context, serving);
   return Reply(context, DoListInstances(*request), response);
 }
 
-grpc::ServerUnaryReactor* InstanceAdminService::GetInstance(
-    grpc::CallbackServerContext* context, const admin::GetInstanceRequest* request,
+rpc::UnaryReactor* InstanceAdminService::GetInstance(
+    rpc::ServerContext* context, const admin::GetInstanceRequest* request,
     admin::Instance* response) {
   if (Status serving = CheckServing(); !serving.ok()) return Reply(context, serving);
   return Reply(context, DoGetInstance(*request), response);
 }
 
-grpc::ServerUnaryReactor* InstanceAdminService::ListClusters(
-    grpc::CallbackServerContext* context, const admin::ListClustersRequest* request,
+rpc::UnaryReactor* InstanceAdminService::ListClusters(
+    rpc::ServerContext* context, const admin::ListClustersRequest* request,
     admin::ListClustersResponse* response) {
   if (Status serving = CheckServing(); !serving.ok()) return Reply(context, serving);
   return Reply(context, DoListClusters(*request), response);
 }
 
-grpc::ServerUnaryReactor* InstanceAdminService::GetCluster(grpc::CallbackServerContext* context,
+rpc::UnaryReactor* InstanceAdminService::GetCluster(rpc::ServerContext* context,
                                                            const admin::GetClusterRequest* request,
                                                            admin::Cluster* response) {
   if (Status serving = CheckServing(); !serving.ok()) return Reply(context, serving);
   return Reply(context, DoGetCluster(*request), response);
 }
 
-grpc::ServerUnaryReactor* InstanceAdminService::CreateAppProfile(
-    grpc::CallbackServerContext* context, const admin::CreateAppProfileRequest* request,
+rpc::UnaryReactor* InstanceAdminService::CreateAppProfile(
+    rpc::ServerContext* context, const admin::CreateAppProfileRequest* request,
     admin::AppProfile* response) {
   if (Status serving = CheckServing(); !serving.ok()) return Reply(context, serving);
   return Reply(context, DoCreateAppProfile(*request), response);
 }
 
-grpc::ServerUnaryReactor* InstanceAdminService::GetAppProfile(
-    grpc::CallbackServerContext* context, const admin::GetAppProfileRequest* request,
+rpc::UnaryReactor* InstanceAdminService::GetAppProfile(
+    rpc::ServerContext* context, const admin::GetAppProfileRequest* request,
     admin::AppProfile* response) {
   if (Status serving = CheckServing(); !serving.ok()) return Reply(context, serving);
   return Reply(context, DoGetAppProfile(*request), response);
 }
 
-grpc::ServerUnaryReactor* InstanceAdminService::ListAppProfiles(
-    grpc::CallbackServerContext* context, const admin::ListAppProfilesRequest* request,
+rpc::UnaryReactor* InstanceAdminService::ListAppProfiles(
+    rpc::ServerContext* context, const admin::ListAppProfilesRequest* request,
     admin::ListAppProfilesResponse* response) {
   if (Status serving = CheckServing(); !serving.ok()) return Reply(context, serving);
   return Reply(context, DoListAppProfiles(*request), response);
 }
 
-grpc::ServerUnaryReactor* InstanceAdminService::UpdateAppProfile(
-    grpc::CallbackServerContext* context, const admin::UpdateAppProfileRequest* request,
+rpc::UnaryReactor* InstanceAdminService::UpdateAppProfile(
+    rpc::ServerContext* context, const admin::UpdateAppProfileRequest* request,
     ::google::longrunning::Operation* response) {
   if (Status serving = CheckServing(); !serving.ok()) return Reply(context, serving);
   return Reply(context, DoUpdateAppProfile(*request), response);
 }
 
-grpc::ServerUnaryReactor* InstanceAdminService::DeleteAppProfile(
-    grpc::CallbackServerContext* context, const admin::DeleteAppProfileRequest* request,
+rpc::UnaryReactor* InstanceAdminService::DeleteAppProfile(
+    rpc::ServerContext* context, const admin::DeleteAppProfileRequest* request,
     ::google::protobuf::Empty*) {
   if (Status serving = CheckServing(); !serving.ok()) return Reply(context, serving);
   return Reply(context, DoDeleteAppProfile(*request));
@@ -419,49 +441,49 @@ constexpr std::string_view kOneCluster =
     "the lock service (see docs/cluster_membership.md)";
 }  // namespace
 
-grpc::ServerUnaryReactor* InstanceAdminService::CreateInstance(grpc::CallbackServerContext* context,
+rpc::UnaryReactor* InstanceAdminService::CreateInstance(rpc::ServerContext* context,
                                                                const admin::CreateInstanceRequest*,
                                                                ::google::longrunning::Operation*) {
   return Unsupported(context, "CreateInstance", kNoInstanceObjects);
 }
 
-grpc::ServerUnaryReactor* InstanceAdminService::UpdateInstance(grpc::CallbackServerContext* context,
+rpc::UnaryReactor* InstanceAdminService::UpdateInstance(rpc::ServerContext* context,
                                                                const admin::Instance*,
                                                                admin::Instance*) {
   return Unsupported(context, "UpdateInstance", kNoInstanceObjects);
 }
 
-grpc::ServerUnaryReactor* InstanceAdminService::PartialUpdateInstance(
-    grpc::CallbackServerContext* context, const admin::PartialUpdateInstanceRequest*,
+rpc::UnaryReactor* InstanceAdminService::PartialUpdateInstance(
+    rpc::ServerContext* context, const admin::PartialUpdateInstanceRequest*,
     ::google::longrunning::Operation*) {
   return Unsupported(context, "PartialUpdateInstance", kNoInstanceObjects);
 }
 
-grpc::ServerUnaryReactor* InstanceAdminService::DeleteInstance(grpc::CallbackServerContext* context,
+rpc::UnaryReactor* InstanceAdminService::DeleteInstance(rpc::ServerContext* context,
                                                                const admin::DeleteInstanceRequest*,
                                                                ::google::protobuf::Empty*) {
   return Unsupported(context, "DeleteInstance", kNoInstanceObjects);
 }
 
-grpc::ServerUnaryReactor* InstanceAdminService::CreateCluster(grpc::CallbackServerContext* context,
+rpc::UnaryReactor* InstanceAdminService::CreateCluster(rpc::ServerContext* context,
                                                               const admin::CreateClusterRequest*,
                                                               ::google::longrunning::Operation*) {
   return Unsupported(context, "CreateCluster", kOneCluster);
 }
 
-grpc::ServerUnaryReactor* InstanceAdminService::UpdateCluster(grpc::CallbackServerContext* context,
+rpc::UnaryReactor* InstanceAdminService::UpdateCluster(rpc::ServerContext* context,
                                                               const admin::Cluster*,
                                                               ::google::longrunning::Operation*) {
   return Unsupported(context, "UpdateCluster", kOneCluster);
 }
 
-grpc::ServerUnaryReactor* InstanceAdminService::PartialUpdateCluster(
-    grpc::CallbackServerContext* context, const admin::PartialUpdateClusterRequest*,
+rpc::UnaryReactor* InstanceAdminService::PartialUpdateCluster(
+    rpc::ServerContext* context, const admin::PartialUpdateClusterRequest*,
     ::google::longrunning::Operation*) {
   return Unsupported(context, "PartialUpdateCluster", kOneCluster);
 }
 
-grpc::ServerUnaryReactor* InstanceAdminService::DeleteCluster(grpc::CallbackServerContext* context,
+rpc::UnaryReactor* InstanceAdminService::DeleteCluster(rpc::ServerContext* context,
                                                               const admin::DeleteClusterRequest*,
                                                               ::google::protobuf::Empty*) {
   return Unsupported(context, "DeleteCluster", kOneCluster);

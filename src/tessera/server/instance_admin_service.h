@@ -36,7 +36,9 @@
 
 #include "google/bigtable/admin/v2/bigtable_instance_admin.grpc.pb.h"
 #include "tessera/catalog/table_catalog.h"
+#include "tessera/rpc/server.h"
 #include "tessera/server/app_profile_store.h"
+#include "tessera/util/executor.h"
 
 namespace tessera::server {
 
@@ -48,11 +50,10 @@ struct ClusterView {
   bool serving = true;         // this node holds its lock-service session
 };
 
-class InstanceAdminService final
-    : public ::google::bigtable::admin::v2::BigtableInstanceAdmin::CallbackService {
+class InstanceAdminService final {
  public:
   // `catalog` and `profiles` must outlive the service. `cluster` is called on each cluster
-  // call, on gRPC's threads, so it must be thread-safe.
+  // call, on the handlers' executor, so it must be thread-safe.
   // `serving_check` is asked before every served gRPC call (not before the Do* methods); a
   // non-OK status is the call's answer, as for the table-admin service.
   // `profile_changed` (may be null) runs after an app profile was created, updated or deleted
@@ -67,6 +68,10 @@ class InstanceAdminService final
         cluster_(std::move(cluster)),
         serving_check_(std::move(serving_check)),
         profile_changed_(std::move(profile_changed)) {}
+
+  // Registers every method of BigtableInstanceAdmin; the handlers run on `executor` (they
+  // read and write the lock service).
+  void Register(rpc::Services* services, Executor* executor);
 
   // --- The logic, callable without gRPC (tests) ---
   StatusOr<::google::bigtable::admin::v2::ListInstancesResponse> DoListInstances(
@@ -88,74 +93,74 @@ class InstanceAdminService final
   Status DoDeleteAppProfile(const ::google::bigtable::admin::v2::DeleteAppProfileRequest& request);
 
   // --- gRPC handlers: served ---
-  grpc::ServerUnaryReactor* ListInstances(
-      grpc::CallbackServerContext* context,
+  rpc::UnaryReactor* ListInstances(
+      rpc::ServerContext* context,
       const ::google::bigtable::admin::v2::ListInstancesRequest* request,
-      ::google::bigtable::admin::v2::ListInstancesResponse* response) override;
-  grpc::ServerUnaryReactor* GetInstance(
-      grpc::CallbackServerContext* context,
+      ::google::bigtable::admin::v2::ListInstancesResponse* response);
+  rpc::UnaryReactor* GetInstance(
+      rpc::ServerContext* context,
       const ::google::bigtable::admin::v2::GetInstanceRequest* request,
-      ::google::bigtable::admin::v2::Instance* response) override;
-  grpc::ServerUnaryReactor* ListClusters(
-      grpc::CallbackServerContext* context,
+      ::google::bigtable::admin::v2::Instance* response);
+  rpc::UnaryReactor* ListClusters(
+      rpc::ServerContext* context,
       const ::google::bigtable::admin::v2::ListClustersRequest* request,
-      ::google::bigtable::admin::v2::ListClustersResponse* response) override;
-  grpc::ServerUnaryReactor* GetCluster(
-      grpc::CallbackServerContext* context,
+      ::google::bigtable::admin::v2::ListClustersResponse* response);
+  rpc::UnaryReactor* GetCluster(
+      rpc::ServerContext* context,
       const ::google::bigtable::admin::v2::GetClusterRequest* request,
-      ::google::bigtable::admin::v2::Cluster* response) override;
-  grpc::ServerUnaryReactor* CreateAppProfile(
-      grpc::CallbackServerContext* context,
+      ::google::bigtable::admin::v2::Cluster* response);
+  rpc::UnaryReactor* CreateAppProfile(
+      rpc::ServerContext* context,
       const ::google::bigtable::admin::v2::CreateAppProfileRequest* request,
-      ::google::bigtable::admin::v2::AppProfile* response) override;
-  grpc::ServerUnaryReactor* GetAppProfile(
-      grpc::CallbackServerContext* context,
+      ::google::bigtable::admin::v2::AppProfile* response);
+  rpc::UnaryReactor* GetAppProfile(
+      rpc::ServerContext* context,
       const ::google::bigtable::admin::v2::GetAppProfileRequest* request,
-      ::google::bigtable::admin::v2::AppProfile* response) override;
-  grpc::ServerUnaryReactor* ListAppProfiles(
-      grpc::CallbackServerContext* context,
+      ::google::bigtable::admin::v2::AppProfile* response);
+  rpc::UnaryReactor* ListAppProfiles(
+      rpc::ServerContext* context,
       const ::google::bigtable::admin::v2::ListAppProfilesRequest* request,
-      ::google::bigtable::admin::v2::ListAppProfilesResponse* response) override;
-  grpc::ServerUnaryReactor* UpdateAppProfile(
-      grpc::CallbackServerContext* context,
+      ::google::bigtable::admin::v2::ListAppProfilesResponse* response);
+  rpc::UnaryReactor* UpdateAppProfile(
+      rpc::ServerContext* context,
       const ::google::bigtable::admin::v2::UpdateAppProfileRequest* request,
-      ::google::longrunning::Operation* response) override;
-  grpc::ServerUnaryReactor* DeleteAppProfile(
-      grpc::CallbackServerContext* context,
+      ::google::longrunning::Operation* response);
+  rpc::UnaryReactor* DeleteAppProfile(
+      rpc::ServerContext* context,
       const ::google::bigtable::admin::v2::DeleteAppProfileRequest* request,
-      ::google::protobuf::Empty* response) override;
+      ::google::protobuf::Empty* response);
 
   // --- gRPC handlers: UNIMPLEMENTED, naming the RPC ---
-  grpc::ServerUnaryReactor* CreateInstance(
-      grpc::CallbackServerContext* context,
+  rpc::UnaryReactor* CreateInstance(
+      rpc::ServerContext* context,
       const ::google::bigtable::admin::v2::CreateInstanceRequest* request,
-      ::google::longrunning::Operation* response) override;
-  grpc::ServerUnaryReactor* UpdateInstance(
-      grpc::CallbackServerContext* context, const ::google::bigtable::admin::v2::Instance* request,
-      ::google::bigtable::admin::v2::Instance* response) override;
-  grpc::ServerUnaryReactor* PartialUpdateInstance(
-      grpc::CallbackServerContext* context,
+      ::google::longrunning::Operation* response);
+  rpc::UnaryReactor* UpdateInstance(
+      rpc::ServerContext* context, const ::google::bigtable::admin::v2::Instance* request,
+      ::google::bigtable::admin::v2::Instance* response);
+  rpc::UnaryReactor* PartialUpdateInstance(
+      rpc::ServerContext* context,
       const ::google::bigtable::admin::v2::PartialUpdateInstanceRequest* request,
-      ::google::longrunning::Operation* response) override;
-  grpc::ServerUnaryReactor* DeleteInstance(
-      grpc::CallbackServerContext* context,
+      ::google::longrunning::Operation* response);
+  rpc::UnaryReactor* DeleteInstance(
+      rpc::ServerContext* context,
       const ::google::bigtable::admin::v2::DeleteInstanceRequest* request,
-      ::google::protobuf::Empty* response) override;
-  grpc::ServerUnaryReactor* CreateCluster(
-      grpc::CallbackServerContext* context,
+      ::google::protobuf::Empty* response);
+  rpc::UnaryReactor* CreateCluster(
+      rpc::ServerContext* context,
       const ::google::bigtable::admin::v2::CreateClusterRequest* request,
-      ::google::longrunning::Operation* response) override;
-  grpc::ServerUnaryReactor* UpdateCluster(grpc::CallbackServerContext* context,
+      ::google::longrunning::Operation* response);
+  rpc::UnaryReactor* UpdateCluster(rpc::ServerContext* context,
                                           const ::google::bigtable::admin::v2::Cluster* request,
-                                          ::google::longrunning::Operation* response) override;
-  grpc::ServerUnaryReactor* PartialUpdateCluster(
-      grpc::CallbackServerContext* context,
+                                          ::google::longrunning::Operation* response);
+  rpc::UnaryReactor* PartialUpdateCluster(
+      rpc::ServerContext* context,
       const ::google::bigtable::admin::v2::PartialUpdateClusterRequest* request,
-      ::google::longrunning::Operation* response) override;
-  grpc::ServerUnaryReactor* DeleteCluster(
-      grpc::CallbackServerContext* context,
+      ::google::longrunning::Operation* response);
+  rpc::UnaryReactor* DeleteCluster(
+      rpc::ServerContext* context,
       const ::google::bigtable::admin::v2::DeleteClusterRequest* request,
-      ::google::protobuf::Empty* response) override;
+      ::google::protobuf::Empty* response);
 
  private:
   Status CheckServing() const;

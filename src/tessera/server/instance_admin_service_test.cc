@@ -9,7 +9,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tessera/coord/embedded_lock_service.h"
-#include "tessera/server/unimplemented_service.h"
+#include "tessera/testing/rpc_server.h"
 #include "tessera/testing/mem_tables.h"
 #include "tessera/util/clock.h"
 #include "tessera/util/mem_file_system.h"
@@ -43,15 +43,11 @@ class Node {
     store_->Attach(session_.get());
     service = std::make_unique<InstanceAdminService>(catalog_.get(), store_.get(),
                                                      [this] { return view_; });
-    grpc::ServerBuilder builder;
-    int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    builder.RegisterService(service.get());
-    builder.RegisterCallbackGenericService(&unimplemented_);
-    server_ = builder.BuildAndStart();
-    ASSERT_NE(server_, nullptr);
-    channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
-                                  grpc::InsecureChannelCredentials());
+    server_ = std::make_unique<testing::RpcServer>();
+    service->Register(server_->services(), /*executor=*/nullptr);
+    Status started = server_->Start();
+    ASSERT_TRUE(started.ok()) << started;
+    channel = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
     stub = admin::BigtableInstanceAdmin::NewStub(channel);
   }
 
@@ -59,7 +55,7 @@ class Node {
     stub.reset();
     channel.reset();
     if (server_ != nullptr) {
-      server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+      server_->Shutdown(5000);
       server_.reset();
     }
     service.reset();
@@ -86,12 +82,11 @@ class Node {
   coord::LockService* const service_;
   MemFileSystem fs_;
   ManualClock clock_;
-  UnimplementedService unimplemented_;
   std::unique_ptr<tablet::Engine> engine_;
   std::unique_ptr<catalog::TableCatalog> catalog_;
   std::unique_ptr<coord::Session> session_;
   std::unique_ptr<AppProfileStore> store_;
-  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<testing::RpcServer> server_;
 };
 
 // A unary call through a stub method, as a StatusOr.
@@ -448,7 +443,7 @@ TEST_F(InstanceAdminServiceTest, UnsupportedRpcsAnswerUnimplementedNamingThemsel
   EXPECT_EQ(s.error_message(),
             "GetIamPolicy (google.bigtable.admin.v2.BigtableInstanceAdmin) is not supported by "
             "Tessera");
-  EXPECT_EQ(UnimplementedMessage("odd"), "method \"odd\" is not supported by Tessera");
+  EXPECT_EQ(rpc::UnimplementedMessage("odd"), "method \"odd\" is not supported by Tessera");
 }
 
 }  // namespace

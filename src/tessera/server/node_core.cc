@@ -73,6 +73,7 @@ Status NodeCore::OpenParts() {
     lsc.data_dir = options_.engine.dir;
     // Clusters sharing one etcd stay apart.
     lsc.key_root = tessera::StrCat("/tessera/", options_.cluster.node.cluster_name, "/");
+    lsc.loop = env_.rpc_loop;
     ASSIGN_OR_RETURN(own_lock_service_, coord::OpenLockService(lsc, env.fs, env.clock));
     lock_service_ = own_lock_service_.get();
   }

@@ -52,6 +52,7 @@
 #include "tessera/replication/local_table_access.h"
 #include "tessera/replication/replicated_store.h"
 #include "tessera/replication/rpc_channel.h"
+#include "tessera/rpc/loop.h"
 #include "tessera/server/admin_service.h"
 #include "tessera/replication/consistency.h"
 #include "tessera/server/app_profile_store.h"
@@ -117,6 +118,9 @@ struct NodeCoreEnv {
   // env.executor. A server gives it threads of its own, so that a slow lock-service call of
   // the master's step never holds up the node's rounds (its session's renewal among them).
   Executor* replica_executor = nullptr;
+  // The process's gRPC loop (rpc/loop.h), where an etcd lock service runs its watches. Null:
+  // the lock service runs its own (a simulation uses none).
+  rpc::Loop* rpc_loop = nullptr;
 };
 
 class NodeCore {

@@ -21,7 +21,8 @@
 #include "tessera/server/grpc_rpc_channel.h"
 #include "tessera/server/instance_admin_service.h"
 #include "tessera/server/tablet_admin_service.h"
-#include "tessera/server/unimplemented_service.h"
+#include "tessera/rpc/loop.h"
+#include "tessera/rpc/server.h"
 #include "tessera/util/env.h"
 #include "tessera/util/executor.h"
 #include "tessera/util/host_port.h"
@@ -66,27 +67,31 @@ std::string ListenFailure(const std::string& listen) {
 
 // The replication protocol's service, registered before the node's address (and so its
 // channel) is known: calls wait for nothing, they are refused until the channel is made.
-class LateReplicaService final : public ::tessera::v1::Replica::CallbackService {
+class LateReplicaService final {
  public:
   void Set(std::unique_ptr<ReplicaService> service) {
     absl::MutexLock l(&mu_);
     service_ = std::move(service);
   }
-  grpc::ServerUnaryReactor* Call(grpc::CallbackServerContext* context,
-                                 const ::tessera::v1::ReplicaCall* request,
-                                 ::tessera::v1::ReplicaReply* reply) override {
+  void Register(rpc::Services* services) {
+    constexpr const char* kService = ::tessera::v1::Replica::service_full_name();
+    services->Add(kService, "Call", this, &LateReplicaService::Call);
+    services->Add(kService, "Stream", this, &LateReplicaService::Stream);
+  }
+  rpc::UnaryReactor* Call(rpc::ServerContext* context, const ::tessera::v1::ReplicaCall* request,
+                          ::tessera::v1::ReplicaReply* reply) {
     ReplicaService* service = nullptr;
     {
       absl::MutexLock l(&mu_);
       service = service_.get();
     }
     if (service != nullptr) return service->Call(context, request, reply);
-    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    rpc::UnaryReactor* reactor = context->DefaultReactor();
     reactor->Finish(NotYet());
     return reactor;
   }
-  grpc::ServerBidiReactor<::tessera::v1::ReplicaFrames, ::tessera::v1::ReplicaFrames>* Stream(
-      grpc::CallbackServerContext* context) override {
+  rpc::BidiReactor<::tessera::v1::ReplicaFrames, ::tessera::v1::ReplicaFrames>* Stream(
+      rpc::ServerContext* context) {
     ReplicaService* service = nullptr;
     {
       absl::MutexLock l(&mu_);
@@ -94,13 +99,13 @@ class LateReplicaService final : public ::tessera::v1::Replica::CallbackService 
     }
     if (service != nullptr) return service->Stream(context);
     // A reactor that only refuses: finished at once, deleted when gRPC is done with it.
-    class Refusal final : public grpc::ServerBidiReactor<::tessera::v1::ReplicaFrames,
-                                                         ::tessera::v1::ReplicaFrames> {
+    class Refusal final
+        : public rpc::BidiReactor<::tessera::v1::ReplicaFrames, ::tessera::v1::ReplicaFrames> {
      public:
-      Refusal() { Finish(NotYet()); }
+      explicit Refusal(rpc::ServerContext* context) : BidiReactor(context) { Finish(NotYet()); }
       void OnDone() override { delete this; }
     };
-    return new Refusal();
+    return new Refusal(context);
   }
 
  private:
@@ -114,6 +119,14 @@ class LateReplicaService final : public ::tessera::v1::Replica::CallbackService 
 
 struct Server::State {
   ServerOptions options;
+  // The gRPC server's settings and ports, from Start until the server is built (the loop's
+  // queues are added to it first: the lock service's watches run on them from the start).
+  std::unique_ptr<grpc::ServerBuilder> builder;
+  // Every gRPC call of the node, served and made, completes here (rpc/loop.h). Shut down last.
+  std::unique_ptr<rpc::Loop> loop;
+  // The admin services' handlers, which wait for the lock service and other nodes.
+  std::unique_ptr<Executor> admin_executor;
+  rpc::Services services;
   // The node's election and re-registration steps, and the tasks of the lock service's
   // mirrors, run here.
   std::unique_ptr<SystemEnv> cluster_env;
@@ -126,7 +139,6 @@ struct Server::State {
   std::unique_ptr<AppProfileLevels> profile_levels;
   std::unique_ptr<DataService> data;
   std::unique_ptr<InstanceAdminService> instance_admin;
-  std::unique_ptr<UnimplementedService> unimplemented;
   std::unique_ptr<cluster::GrpcTransport> transport;
   std::unique_ptr<cluster::GossipService> gossip_service;
   std::unique_ptr<cluster::ClusterAdminService> cluster_admin;
@@ -134,7 +146,7 @@ struct Server::State {
   // The replication protocol (cluster schema only): its callbacks' threads and its service.
   std::unique_ptr<Executor> replica_executor;
   std::unique_ptr<LateReplicaService> replica_service;
-  std::unique_ptr<grpc::Server> grpc_server;
+  std::unique_ptr<rpc::Server> rpc_server;
   int port = 0;
   std::string address;
   bool shut_down = false;
@@ -146,10 +158,9 @@ struct Server::State {
 Status Server::State::Stop() {
   // Peers learn of a clean stop while this node still answers, and mark it down at once.
   if (core != nullptr) core->AnnounceShutdown();
-  if (grpc_server != nullptr) {
-    grpc_server->Shutdown(std::chrono::system_clock::now() +
-                          std::chrono::milliseconds(options.shutdown_grace_ms));
-    grpc_server->Wait();
+  if (rpc_server != nullptr) {
+    rpc_server->Shutdown(std::chrono::system_clock::now() +
+                         std::chrono::milliseconds(options.shutdown_grace_ms));
   }
   // The session closes: the directory entry and the master lock go at once.
   if (cluster_admin != nullptr) cluster_admin->SetNode(nullptr);
@@ -159,18 +170,21 @@ Status Server::State::Stop() {
   if (transport != nullptr) transport->Shutdown();
   // Work already handed to the workers finishes before the engine closes.
   workers.reset();
-  grpc_server.reset();
+  rpc_server.reset();
+  admin_executor.reset();
   instance_admin.reset();
-  unimplemented.reset();
   data.reset();
   cluster_admin.reset();
   tablet_admin.reset();
   gossip_service.reset();
   transport.reset();
-  if (core == nullptr) return Status();
-  Status closed = core->Close();  // the replication channel goes here, its callbacks run
+  Status closed;
+  if (core != nullptr) closed = core->Close();  // the replication channel goes here, its
+                                                // callbacks run; the lock service closes
   replica_service.reset();
   replica_executor.reset();
+  builder.reset();
+  if (loop != nullptr) loop->Shutdown();  // every call of the node has ended
   return closed;
 }
 
@@ -191,11 +205,14 @@ StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   auto state = std::make_unique<State>();
   state->options = options;
   State* s = state.get();
+  s->builder = std::make_unique<grpc::ServerBuilder>();
+  s->loop = rpc::Loop::ForServer(s->builder.get(), std::max(1, options.io_threads));
   s->cluster_env = std::make_unique<SystemEnv>(/*threads=*/2);
   s->gossip_executor = NewThreadPoolExecutor(1);
   s->options.cluster.node.gossip_executor = s->gossip_executor.get();
   // The real machine: the engine on its own threads, the lock service the options name.
   NodeCoreEnv env{.env = s->cluster_env->env()};
+  env.rpc_loop = s->loop.get();
   // A cluster replicates its tables over the Replica service on the node's one port.
   s->replica_executor = NewThreadPoolExecutor(4);
   env.replica_executor = s->replica_executor.get();
@@ -207,7 +224,8 @@ StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
     o.self = self;
     o.cluster_name = cluster_name;
     o.max_message_bytes = static_cast<int>(max_bytes);
-    auto channel = std::make_unique<GrpcRpcChannel>(o, s->replica_executor.get());
+    auto channel =
+        std::make_unique<GrpcRpcChannel>(o, s->replica_executor.get(), s->loop.get());
     s->replica_service->Set(std::make_unique<ReplicaService>(channel.get()));
     return std::unique_ptr<replication::RpcChannel>(std::move(channel));
   };
@@ -233,7 +251,7 @@ Status Server::StartServices(State* s) {
   NodeCore* core = s->core.get();
   s->transport = std::make_unique<cluster::GrpcTransport>(cluster::GrpcTransportOptions{
       options.cluster.node.cluster_name,
-      std::max<int64_t>(1000, 2 * options.cluster.node.gossip.interval_ms), 4});
+      std::max<int64_t>(1000, 2 * options.cluster.node.gossip.interval_ms), 4, s->loop.get()});
   s->gossip_service = std::make_unique<cluster::GossipService>(s->transport.get());
   s->cluster_admin = std::make_unique<cluster::ClusterAdminService>();
   s->tablet_admin = std::make_unique<TabletAdminService>(core);
@@ -260,19 +278,18 @@ Status Server::StartServices(State* s) {
     };
   }
   if (core->cluster_definitions() != nullptr) {
-    // A replicated node's operations wait for other nodes, whose answers arrive on gRPC's
-    // callback threads, so no callback thread may wait for one: enough waiting calls would
-    // hold every callback thread and the answers (the failover's seals among them) would
-    // never be served, as the chaos tests once found with reads. No operation waits on a
+    // A replicated node's operations wait for other nodes, whose answers arrive on the gRPC
+    // loop, so the loop may never wait for one: its answers (the failover's seals among
+    // them) would never be served, as the chaos tests once found with reads. No operation waits on a
     // thread for another node (a waker for the read stream, TableAccess's asynchronous
     // writes), so reads keep --inline-reads; a write this node applies as primary waits for
     // its commit log on a worker (no --inline-writes).
     data_options.inline_writes = false;
   }
-  TLOG_INFO("server: ReadRows on {}, MutateRow on {}; gRPC's deferred callbacks {}",
-            data_options.inline_reads ? "gRPC's threads" : "the worker threads",
-            data_options.inline_writes ? "gRPC's threads" : "the worker threads",
-            options.grpc_executor_threads ? "on its executor threads" : "inline");
+  TLOG_INFO("server: gRPC on {} loop thread{}; ReadRows on {}, MutateRow on {}",
+            s->loop->size(), s->loop->size() == 1 ? "" : "s",
+            data_options.inline_reads ? "the loop" : "the worker threads",
+            data_options.inline_writes ? "the loop" : "the worker threads");
   s->profile_levels = std::make_unique<AppProfileLevels>(
       [core](const std::string& instance, const std::string& id) {
         return core->profiles()->Get(AppProfileName{instance, id});
@@ -304,9 +321,9 @@ Status Server::StartServices(State* s) {
       [levels = s->profile_levels.get()](const AppProfileName& name) {
         levels->Forget(name.instance, name.id);
       });
-  s->unimplemented = std::make_unique<UnimplementedService>();
+  s->admin_executor = NewThreadPoolExecutor(4);
 
-  grpc::ServerBuilder builder;
+  grpc::ServerBuilder& builder = *s->builder;
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &s->port);
   // gRPC sets SO_REUSEPORT by default, so a second server on a port in use would start and
   // share it with the first, the two answering alternately; refuse as any server does.
@@ -320,19 +337,23 @@ Status Server::StartServices(State* s) {
   // Our own keepalive: notice dead clients of long streams.
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20000);
-  builder.RegisterService(s->data.get());
-  builder.RegisterService(core->admin());
-  builder.RegisterService(s->instance_admin.get());
-  builder.RegisterService(s->gossip_service.get());
-  builder.RegisterService(s->cluster_admin.get());
-  builder.RegisterService(s->tablet_admin.get());
-  builder.RegisterService(s->replica_service.get());
-  builder.RegisterCallbackGenericService(s->unimplemented.get());
-  s->grpc_server = builder.BuildAndStart();
-  if (s->grpc_server == nullptr || s->port == 0) {
+  Executor* admin = s->admin_executor.get();
+  s->data->Register(&s->services);
+  core->admin()->Register(&s->services, admin);
+  s->instance_admin->Register(&s->services, admin);
+  s->gossip_service->Register(&s->services);
+  s->cluster_admin->Register(&s->services, admin);
+  s->tablet_admin->Register(&s->services, admin);
+  s->replica_service->Register(&s->services);
+  StatusOr<std::unique_ptr<rpc::Server>> server =
+      rpc::Server::Start(&builder, &s->services, s->loop.get());
+  if (!server.ok() && !absl::IsUnavailable(server.status())) return server.status();
+  if (!server.ok() || s->port == 0) {
     return absl::UnavailableError(
         tessera::StrCat("cannot listen on ", options.listen, ": ", ListenFailure(options.listen)));
   }
+  s->rpc_server = *std::move(server);
+  s->builder.reset();
   const std::string& listen = options.listen;
   s->address = tessera::StrCat(listen.substr(0, listen.rfind(':')), ":", s->port);
 

@@ -3,7 +3,7 @@
 // machine (SystemEnv), with the Bigtable data, table-admin and instance-admin services on one
 // gRPC port (insecure h2c, as the official emulator: clients reach it through
 // BIGTABLE_EMULATOR_HOST), a fallback that answers every undeclared method UNIMPLEMENTED naming
-// it, and the worker threads that run engine I/O off gRPC's threads. App profiles live in the lock
+// it, and the worker threads that run engine I/O off the gRPC loop (rpc/loop.h). App profiles live in the lock
 // service (embedded or etcd) and are reachable once the node has registered
 // (server/app_profile_store.h).
 //
@@ -47,6 +47,9 @@ struct ServerOptions {
   DataServiceOptions data;
   // Threads running engine reads and writes for the data service.
   int worker_threads = 16;
+  // Threads of the gRPC loop (rpc/loop.h), each polling a completion queue of its own and
+  // running the calls that arrive on it (docs/rpc.md: one is cheapest on a small machine).
+  int io_threads = 1;
   // gRPC's deferred callbacks (a streaming call's OnDone among them) on gRPC's executor
   // threads instead of the thread at hand: one more hand-off per call. Process-wide
   // (grpc_executor.h): the last server started in a process decides.

@@ -10,11 +10,17 @@
 
 namespace tessera::server {
 
-grpc::ServerUnaryReactor* TabletAdminService::GetTablets(
-    grpc::CallbackServerContext* context, const ::tessera::v1::GetTabletsRequest* request,
+void TabletAdminService::Register(rpc::Services* services, Executor* executor) {
+  constexpr const char* kService = ::tessera::v1::TabletAdmin::service_full_name();
+  services->Add(kService, "GetTablets", this, &TabletAdminService::GetTablets, executor);
+  services->Add(kService, "GetRing", this, &TabletAdminService::GetRing, executor);
+}
+
+rpc::UnaryReactor* TabletAdminService::GetTablets(
+    rpc::ServerContext* context, const ::tessera::v1::GetTabletsRequest* request,
     ::tessera::v1::NodeTablets* response) {
   // Reads in-memory state only (the replica states, the catalog, the engine's counters).
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  rpc::UnaryReactor* reactor = context->DefaultReactor();
   const std::string& only = request->table_name();
   if (!only.empty()) {
     if (StatusOr<catalog::TableName> name = catalog::TableName::Parse(only); !name.ok()) {
@@ -41,11 +47,11 @@ grpc::ServerUnaryReactor* TabletAdminService::GetTablets(
   return reactor;
 }
 
-grpc::ServerUnaryReactor* TabletAdminService::GetRing(grpc::CallbackServerContext* context,
+rpc::UnaryReactor* TabletAdminService::GetRing(rpc::ServerContext* context,
                                                       const v1::GetRingRequest* /*request*/,
                                                       v1::Ring* response) {
   // One listing of the lock service's `nodes/` and `tokens/`: a short blocking call.
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  rpc::UnaryReactor* reactor = context->DefaultReactor();
   catalog::RingStore* ring = core_->ring();
   if (ring == nullptr) {
     reactor->Finish(
