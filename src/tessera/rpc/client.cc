@@ -2,23 +2,15 @@
 
 #include <utility>
 
-#include "grpcpp/impl/codegen/proto_utils.h"
+#include "tessera/rpc/codec.h"
 
 namespace tessera::rpc {
 
 namespace {
 
 using google::protobuf::MessageLite;
-
-bool Parse(grpc::ByteBuffer* buffer, MessageLite* into) {
-  return grpc::SerializationTraits<MessageLite>::Deserialize(buffer, into).ok();
-}
-
-void Serialize(const MessageLite& message, grpc::ByteBuffer* into) {
-  bool own = false;
-  into->Clear();
-  (void)grpc::SerializationTraits<MessageLite>::Serialize(message, into, &own);
-}
+using internal::Parse;
+using internal::Serialize;
 
 // One unary call: deletes itself once `done` has run.
 class UnaryCall final : public Tag {

@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "google/protobuf/descriptor.h"
-#include "grpcpp/impl/codegen/proto_utils.h"
+#include "tessera/rpc/codec.h"
 #include "grpcpp/support/proto_buffer_writer.h"
 
 namespace tessera::rpc {
@@ -16,16 +16,8 @@ namespace {
 constexpr int kSlotsPerQueue = 8;
 
 using google::protobuf::MessageLite;
-
-bool Parse(grpc::ByteBuffer* buffer, MessageLite* into) {
-  return grpc::SerializationTraits<MessageLite>::Deserialize(buffer, into).ok();
-}
-
-void Serialize(const MessageLite& message, grpc::ByteBuffer* into) {
-  bool own = false;
-  into->Clear();
-  (void)grpc::SerializationTraits<MessageLite>::Serialize(message, into, &own);
-}
+using internal::Parse;
+using internal::Serialize;
 
 }  // namespace
 
