@@ -36,7 +36,14 @@ std::string UnimplementedMessage(std::string_view path) {
 class ServerCall final : public ServerContext {
  public:
   ServerCall(Server* server, int queue) : server_(server), queue_(queue), arena_(ArenaFor(this)) {}
-  ~ServerCall() { server_->CallGone(); }
+
+  // Frees `call`, then tells its server: the server's Shutdown waits for that, and the call's
+  // gRPC context must be gone before the server may be.
+  static void Free(ServerCall* call) {
+    Server* server = call->server_;
+    delete call;
+    server->CallGone();
+  }
 
   void Request() {
     ctx_.AsyncNotifyWhenDone(&done_tag_);
@@ -98,7 +105,7 @@ class ServerCall final : public ServerContext {
   // A call has arrived (ok), or the server is shutting down (not ok).
   void OnNewCall(bool ok) {
     if (!ok) {
-      delete this;  // never matched: no other tag of it will complete
+      Free(this);  // never matched: no other tag of it will complete
       return;
     }
     server_->RequestCall(queue_);
@@ -217,7 +224,7 @@ class ServerCall final : public ServerContext {
       reactor = reactor_;
     }
     if (reactor != nullptr) reactor->OnDone();
-    delete this;
+    Free(this);
   }
 
   Server* const server_;

@@ -108,11 +108,16 @@ class StreamReactor final : public rpc::BidiReactor<v1::ReplicaFrames, v1::Repli
     for (v1::ReplicaFrame& frame : *in_.mutable_frames()) frames.push_back(std::move(frame));
     in_.Clear();
     StartRead(&in_);  // the next message may be served on another thread meanwhile
-    // Every call goes to the executor: one that blocks (on its commit log) holds up neither
-    // the loop, which serves every call of the node, nor another call.
+    // A call that may block (on its commit log) goes to the executor, so that it holds up
+    // neither the loop, which serves every call of the node, nor another call.
     for (v1::ReplicaFrame& frame : frames) {
-      channel_->ServeLater(from_, std::move(*frame.mutable_method()),
-                           std::move(*frame.mutable_payload()), Responder(frame.id()));
+      if (channel_->ServesInline(frame.method())) {
+        channel_->Serve(from_, frame.method(), std::move(*frame.mutable_payload()),
+                        Responder(frame.id()));
+      } else {
+        channel_->ServeLater(from_, std::move(*frame.mutable_method()),
+                             std::move(*frame.mutable_payload()), Responder(frame.id()));
+      }
     }
   }
   void OnWriteDone(bool ok) override {

@@ -30,8 +30,9 @@
 // locks. CallInline's runs on the loop thread that read the answer (rpc_channel.h says what
 // such a callback may do). Streams run on the node's gRPC loop (rpc/loop.h).
 // Handlers run as tasks of the executor, each call of a message its own, so that a handler
-// that blocks (on its commit log, say) holds up neither the loop nor another call. A handler
-// may answer later, from any thread; answers to a stream that has ended are dropped.
+// that blocks (on its commit log, say) holds up neither the loop nor another call — but for
+// the options' inline_methods, which never wait and run on the loop thread that read them. A
+// handler may answer later, from any thread; answers to a stream that has ended are dropped.
 //
 // Thread-safety: all methods are thread-safe.
 // Lifetime: Shutdown() (or the destructor) cancels the streams and waits until every `done`
@@ -72,6 +73,10 @@ struct GrpcRpcChannelOptions {
   // The largest request or response (bytes) a call may carry; the node's gRPC server must
   // accept at least as much (ServerBuilder::SetMaxReceiveMessageSize).
   int max_message_bytes = 64 << 20;
+  // Methods whose handler never waits (for its commit log, another node, a lock): served on
+  // the loop thread that read them, a hand-off less (a read at its tablet's primary, say). Every
+  // other method is served on the executor.
+  std::set<std::string, std::less<>> inline_methods;
 };
 
 class GrpcRpcChannel final : public replication::RpcChannel {
@@ -110,6 +115,10 @@ class GrpcRpcChannel final : public replication::RpcChannel {
 
   const std::string& cluster_name() const { return options_.cluster_name; }
   int max_message_bytes() const { return options_.max_message_bytes; }
+  // Whether `method` is served on the thread that read it (GrpcRpcChannelOptions).
+  bool ServesInline(std::string_view method) const {
+    return options_.inline_methods.find(method) != options_.inline_methods.end();
+  }
 
  private:
   class PeerStream;

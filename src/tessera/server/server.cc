@@ -21,6 +21,7 @@
 #include "tessera/server/grpc_rpc_channel.h"
 #include "tessera/server/instance_admin_service.h"
 #include "tessera/server/tablet_admin_service.h"
+#include "tessera/replication/coordinator.h"
 #include "tessera/rpc/loop.h"
 #include "tessera/rpc/server.h"
 #include "tessera/util/env.h"
@@ -224,6 +225,10 @@ StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
     o.self = self;
     o.cluster_name = cluster_name;
     o.max_message_bytes = static_cast<int>(max_bytes);
+    // Reads served where they arrive wait for nothing (a primary's read is answered once the
+    // commit it saw is, through a callback).
+    o.inline_methods = {std::string(replication::kForwardReadMethod),
+                        std::string(replication::kForwardPositionMethod)};
     auto channel =
         std::make_unique<GrpcRpcChannel>(o, s->replica_executor.get(), s->loop.get());
     s->replica_service->Set(std::make_unique<ReplicaService>(channel.get()));
