@@ -136,15 +136,17 @@ class ServerCall final : public ServerContext {
 
   void StartHandler() {
     ServerReactor* reactor = method_->start(this, request_, response_);
-    bool cancel = false;
+    ServerReactor* cancel = nullptr;
     {
       absl::MutexLock l(&mu_);
       if (reactor_ == nullptr) reactor_ = reactor;
       started_ = true;
-      cancel = cancelled_ && !cancel_reported_;
-      cancel_reported_ = cancel_reported_ || cancel;
+      if (cancelled_ && !cancel_reported_) {
+        cancel_reported_ = true;
+        cancel = reactor_;
+      }
     }
-    if (cancel) reactor_->OnCancel();
+    if (cancel != nullptr) cancel->OnCancel();
     MaybeDone();
   }
 
