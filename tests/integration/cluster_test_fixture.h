@@ -89,7 +89,7 @@ class ClusterTest : public ::testing::Test {
     std::vector<std::string> args = {"--lock-service", lock_service_,
                                      "--cluster-name", cluster,
                                      "--gossip-interval-ms", "100",
-                                     "--session-ttl-ms", std::to_string(kSessionTtlMs),
+                                     "--session-ttl-ms", std::to_string(session_ttl_ms_),
                                      "--join-timeout-ms", "10000",
                                      "--sync", "periodic"};
     if (!seeds.empty()) {
@@ -156,6 +156,7 @@ class ClusterTest : public ::testing::Test {
   std::string FullLog(const ServerProcess& node) const { return node.LogTail(1 << 22); }
 
   int etcd_members_ = 1;
+  int64_t session_ttl_ms_ = kSessionTtlMs;  // what --session-ttl-ms the nodes get
   std::unique_ptr<testing::EtcdTestServer> etcd_;
   std::string lock_service_;  // what --lock-service the nodes get
   TempDir dir_{"tessera-cluster-test"};

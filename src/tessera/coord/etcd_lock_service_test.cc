@@ -299,7 +299,10 @@ TEST(EtcdClusterTest, KillingTheMemberAClientTalksToLosesNoSessionNorWatch) {
   ASSERT_TRUE(service.ok()) << service.status();
   StateLog states;
   SessionOptions so;
-  so.ttl_ms = 2000;  // the cluster process tests' TTL
+  // The session lives through the election if it ends before the local deadline, at worst 2/3
+  // of a TTL after the kill; the members elect within twice their 500 ms election timeout. 3 s
+  // (as ThreeEtcdClusterTest) leaves a second for a loaded machine; 2 s left 333 ms.
+  so.ttl_ms = 3000;
   so.on_state_change = states.Callback();
   auto created = (*service)->CreateSession(so);
   ASSERT_TRUE(created.ok()) << created.status();
