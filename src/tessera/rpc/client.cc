@@ -30,6 +30,9 @@ class UnaryCall final : public Tag {
     if (status_.ok() && !Parse(&response_buffer_, response_)) {
       status_ = grpc::Status(grpc::StatusCode::INTERNAL, "the response does not parse");
     }
+    // The reader lives in the call's arena, which the ClientContext frees: it goes before
+    // `done_` may destroy the context.
+    call_.reset();
     done_(status_);
     delete this;
   }
@@ -99,13 +102,7 @@ void ClientStream::AddHold() {
   ++holds_;
 }
 
-void ClientStream::RemoveHold() {
-  {
-    absl::MutexLock l(&mu_);
-    --holds_;
-  }
-  MaybeDone();
-}
+void ClientStream::RemoveHold() { Settle(Settled::kHold); }
 
 void ClientStream::Read(MessageLite* into) {
   {
@@ -151,7 +148,7 @@ void ClientStream::OnStarted(bool /*ok*/) {
     start_pending_ = false;
   }
   IssueBacklog();  // the writes asked for meanwhile
-  OpDone();
+  Settle(Settled::kOp);
 }
 
 void ClientStream::OnRead(bool ok) {
@@ -172,41 +169,43 @@ void ClientStream::OnRead(bool ok) {
     if (finish) call_->Finish(&status_, &finish_tag_);
   }
   ReadDone(ok);
-  OpDone();
+  Settle(Settled::kOp);
 }
 
 void ClientStream::OnWrite(bool ok) {
   WriteDone(ok);
-  OpDone();
+  Settle(Settled::kOp);
 }
 
 void ClientStream::OnWritesDone(bool ok) {
   WritesDoneDone(ok);
-  OpDone();
+  Settle(Settled::kOp);
 }
 
-void ClientStream::OnFinish(bool /*ok*/) {
-  {
-    absl::MutexLock l(&mu_);
-    finished_ = true;
-  }
-  MaybeDone();
-}
+void ClientStream::OnFinish(bool /*ok*/) { Settle(Settled::kFinish); }
 
-void ClientStream::OpDone() {
+// The change and the decision to end are one critical section: between two, another thread
+// could end the stream and its reactor could free it.
+void ClientStream::Settle(Settled what) {
   {
     absl::MutexLock l(&mu_);
-    --ops_;
-  }
-  MaybeDone();
-}
-
-void ClientStream::MaybeDone() {
-  {
-    absl::MutexLock l(&mu_);
+    switch (what) {
+      case Settled::kOp:
+        --ops_;
+        break;
+      case Settled::kHold:
+        --holds_;
+        break;
+      case Settled::kFinish:
+        finished_ = true;
+        break;
+    }
     if (!finished_ || ops_ != 0 || holds_ != 0 || over_) return;
     over_ = true;
   }
+  // The stream object lives in the call's arena, which the ClientContext frees: it goes before
+  // Done lets the reactor (or whoever owns the context) destroy the context.
+  call_.reset();
   Done(status_);
 }
 

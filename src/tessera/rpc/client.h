@@ -10,8 +10,9 @@
 // call; StartRead / StartWrite / StartWritesDone may be called before StartCall (they are
 // issued when it is); OnReadDone(ok), OnWriteDone(ok), OnWritesDoneDone(ok) report them, and
 // OnDone(status) comes last, once the call has ended, every operation has completed and every
-// hold is released — the reactor may delete itself there. One read and one write outstanding
-// at a time. The call's end is learned from a read that fails, so a reactor keeps a read
+// hold is released — the reactor may delete itself there, and the ClientContext (which must
+// live until then) may go with it: gRPC's objects of the call are released before OnDone.
+// One read and one write outstanding at a time. The call's end is learned from a read that fails, so a reactor keeps a read
 // outstanding until one does (or cancels the call with context->TryCancel()). AddHold /
 // RemoveHold keep OnDone from running while another thread may still start an operation.
 // Reactions run on a loop thread, one at a time for one call; the Start* methods may be called
@@ -69,8 +70,10 @@ class ClientStream {
   void OnFinish(bool ok);
   // Issues what was asked before StartCall. REQUIRES: started.
   void IssueBacklog();
-  void OpDone();
-  void MaybeDone();
+  // An operation completed, a hold was released, or Finish completed; runs Done if that was
+  // the last thing outstanding.
+  enum class Settled { kOp, kHold, kFinish };
+  void Settle(Settled what);
 
   grpc::ClientContext* context_ = nullptr;
   std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call_;
