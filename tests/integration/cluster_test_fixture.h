@@ -96,6 +96,7 @@ class ClusterTest : public ::testing::Test {
       args.push_back("--seeds");
       args.push_back(seeds);
     }
+    args.insert(args.end(), extra_args_.begin(), extra_args_.end());
     return args;
   }
 
@@ -157,6 +158,7 @@ class ClusterTest : public ::testing::Test {
 
   int etcd_members_ = 1;
   int64_t session_ttl_ms_ = kSessionTtlMs;  // what --session-ttl-ms the nodes get
+  std::vector<std::string> extra_args_;      // flags every node gets after the common ones
   std::unique_ptr<testing::EtcdTestServer> etcd_;
   std::string lock_service_;  // what --lock-service the nodes get
   TempDir dir_{"tessera-cluster-test"};

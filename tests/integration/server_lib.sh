@@ -194,7 +194,8 @@ start_cluster_node() {
   local cmd=$1 work=$2 i=$3 j
   local listen="127.0.0.1:${CLUSTER_PORTS[i]:-0}"
   local args=(serve --listen "$listen" --port-file "$work/port$i" --data-dir "$work/data$i"
-    --log-level warn --lock-service "etcd://$ETCD_ENDPOINT" --gossip-interval-ms 100)
+    --log-level warn --lock-service "etcd://$ETCD_ENDPOINT" --gossip-interval-ms 100
+    --http-listen 127.0.0.1:0)
   ((i > 0)) && args+=(--seeds "127.0.0.1:${CLUSTER_PORTS[0]}")
   mkdir -p "$work/data$i"
   rm -f "$work/port$i"

@@ -94,6 +94,15 @@ int RunServe(int argc, char** argv) {
   app.add_option("--listen", options.listen, "HOST:PORT to serve on; port 0 picks a free port")
       ->check(HostPortCheck(PortZero::kPicksFreePort))
       ->capture_default_str();
+  app.add_option("--http-listen", options.http_listen,
+                 "HOST:PORT serving Prometheus metrics at /metrics; \"auto\": the --listen host "
+                 "and the next port (skipped with a warning when taken); \"\": none")
+      ->check([](const std::string& v) -> std::string {
+        if (v.empty() || v == server::kHttpNextToGrpc) return "";
+        auto hp = ParseHostPort(v, PortZero::kPicksFreePort);
+        return hp.ok() ? "" : std::string(hp.status().message());
+      })
+      ->capture_default_str();
   app.add_option("--data-dir", options.engine.dir, "folder holding the node's data")
       ->capture_default_str();
   app.add_option("--sync", sync,
@@ -336,6 +345,9 @@ int RunServe(int argc, char** argv) {
     }
   }
   std::printf("tessera: serving on %s\n", (*server)->address().c_str());
+  if (const std::string http = (*server)->http_address(); !http.empty()) {
+    std::printf("tessera: metrics on http://%s/metrics\n", http.c_str());
+  }
   std::fflush(stdout);
 
   int sig = 0;

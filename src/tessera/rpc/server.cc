@@ -76,18 +76,28 @@ class ServerCall final : public ServerContext {
     {
       absl::MutexLock l(&mu_);
       ++ops_;
+      CountSent();
     }
     stream_.Write(write_buffer_, options, &write_tag_);
   }
   void StartWriteAndFinish(const MessageLite& message, grpc::WriteOptions options,
                            grpc::Status status) {
     Serialize(message, &write_buffer_);
+    {
+      absl::MutexLock l(&mu_);
+      CountSent();
+      code_ = status.error_code();
+    }
     stream_.WriteAndFinish(write_buffer_, options, status, &finish_tag_);
   }
   void Finish(grpc::Status status) {
     if (status.ok() && response_ != nullptr) {
       StartWriteAndFinish(*response_, grpc::WriteOptions(), std::move(status));
       return;
+    }
+    {
+      absl::MutexLock l(&mu_);
+      code_ = status.error_code();
     }
     stream_.Finish(status, &finish_tag_);
   }
@@ -108,12 +118,14 @@ class ServerCall final : public ServerContext {
       Free(this);  // never matched: no other tag of it will complete
       return;
     }
+    if (server_->observer_ != nullptr) arrived_ = std::chrono::steady_clock::now();
     server_->RequestCall(queue_);
-    method_ = server_->services_->Find(ctx_.method());
-    if (method_ == nullptr) {
+    method_index_ = server_->services_->IndexOf(ctx_.method());
+    if (method_index_ < 0) {
       return FinishUnserved(
           grpc::Status(grpc::StatusCode::UNIMPLEMENTED, UnimplementedMessage(ctx_.method())));
     }
+    method_ = &server_->services_->method(method_index_);
     if (method_->kind == Services::Method::Kind::kBidi) return StartHandler();
     stream_.Read(&read_buffer_, &request_tag_);
   }
@@ -123,6 +135,10 @@ class ServerCall final : public ServerContext {
     if (!ok) {
       return FinishUnserved(grpc::Status(grpc::StatusCode::CANCELLED,
                                          "the call ended before its request arrived"));
+    }
+    {
+      absl::MutexLock l(&mu_);
+      CountReceived();
     }
     request_ = method_->new_request(&arena_);
     if (!Parse(&read_buffer_, request_)) {
@@ -155,6 +171,7 @@ class ServerCall final : public ServerContext {
     {
       absl::MutexLock l(&mu_);
       started_ = true;
+      code_ = status.error_code();
     }
     stream_.Finish(status, &finish_tag_);
   }
@@ -166,6 +183,7 @@ class ServerCall final : public ServerContext {
       absl::MutexLock l(&mu_);
       into = read_into_;
       reactor = reactor_;
+      if (ok) CountReceived();
     }
     if (ok && !Parse(&read_buffer_, into)) {
       ctx_.TryCancel();  // a stream whose messages do not parse is not worth going on with
@@ -224,15 +242,34 @@ class ServerCall final : public ServerContext {
       if (!finished_ || !done_ || !started_ || ops_ != 0 || over_) return;
       over_ = true;
       reactor = reactor_;
+      if (server_->observer_ != nullptr) {
+        record_.method = method_index_;
+        record_.code = cancelled_ ? grpc::StatusCode::CANCELLED : code_;
+        record_.micros = std::chrono::duration_cast<std::chrono::microseconds>(
+                             std::chrono::steady_clock::now() - arrived_)
+                             .count();
+      }
     }
     if (reactor != nullptr) reactor->OnDone();
+    if (server_->observer_ != nullptr) server_->observer_->OnCallEnd(record_);
     Free(this);
+  }
+
+  // What the observer hears (counted whether or not there is one: a few additions).
+  void CountReceived() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    ++record_.messages_received;
+    record_.bytes_received += read_buffer_.Length();
+  }
+  void CountSent() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    ++record_.messages_sent;
+    record_.bytes_sent += write_buffer_.Length();
   }
 
   Server* const server_;
   const int queue_;
   grpc::GenericServerContext ctx_;
   grpc::GenericServerAsyncReaderWriter stream_{&ctx_};
+  int method_index_ = -1;
   const Services::Method* method_ = nullptr;
 
   alignas(16) char arena_block_[2048];
@@ -260,6 +297,9 @@ class ServerCall final : public ServerContext {
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   bool cancel_reported_ ABSL_GUARDED_BY(mu_) = false;
   bool over_ ABSL_GUARDED_BY(mu_) = false;  // OnDone is running or has run
+  grpc::StatusCode code_ ABSL_GUARDED_BY(mu_) = grpc::StatusCode::OK;  // as finished
+  CallRecord record_ ABSL_GUARDED_BY(mu_);
+  std::chrono::steady_clock::time_point arrived_;  // set before any other thread sees the call
 };
 
 // --- ServerContext, reactors ----------------------------------------------------------------
@@ -321,14 +361,22 @@ void Services::Register(std::string_view service, std::string_view method,
   } else if (d->client_streaming() != client_streaming ||
              d->server_streaming() != server_streaming) {
     errors_.push_back(tessera::StrCat(path, ": registered with another streaming kind"));
-  } else if (!methods_.emplace(path, std::move(m)).second) {
+  } else if (!index_.emplace(path, static_cast<int>(methods_.size())).second) {
     errors_.push_back(tessera::StrCat(path, ": registered twice"));
+  } else {
+    methods_.push_back(std::move(m));
+    paths_.push_back(path);
   }
 }
 
 const Services::Method* Services::Find(std::string_view path) const {
-  auto it = methods_.find(absl::string_view(path.data(), path.size()));
-  return it == methods_.end() ? nullptr : &it->second;
+  const int i = IndexOf(path);
+  return i < 0 ? nullptr : &methods_[i];
+}
+
+int Services::IndexOf(std::string_view path) const {
+  auto it = index_.find(absl::string_view(path.data(), path.size()));
+  return it == index_.end() ? -1 : it->second;
 }
 
 std::vector<std::string> Services::Unregistered(std::string_view service) const {
@@ -346,13 +394,14 @@ std::vector<std::string> Services::Unregistered(std::string_view service) const 
 // --- Server -----------------------------------------------------------------------------------
 
 StatusOr<std::unique_ptr<Server>> Server::Start(grpc::ServerBuilder* builder,
-                                                const Services* services, Loop* loop) {
+                                                const Services* services, Loop* loop,
+                                                CallObserver* observer) {
   if (!services->errors().empty()) {
     std::string all;
     for (const std::string& e : services->errors()) all += (all.empty() ? "" : "; ") + e;
     return absl::InvalidArgumentError(tessera::StrCat("gRPC methods: ", all));
   }
-  std::unique_ptr<Server> server(new Server(services, loop));
+  std::unique_ptr<Server> server(new Server(services, loop, observer));
   builder->RegisterAsyncGenericService(&server->generic_);
   server->server_ = builder->BuildAndStart();
   if (server->server_ == nullptr) return absl::UnavailableError("gRPC could not start the server");

@@ -30,6 +30,8 @@
 // UNIMPLEMENTED naming it, e.g. `CreateBackup (google.bigtable.admin.v2.BigtableTableAdmin) is
 // not supported by Tessera`. A request that does not parse is answered INVALID_ARGUMENT.
 //
+// A CallObserver given to Server::Start hears of every call once it is over (metrics).
+//
 // Thread-safety: Services is built by one thread, then read-only; Server's methods are
 // thread-safe.
 #pragma once
@@ -81,6 +83,25 @@ class ServerContext {
  protected:
   ServerContext() = default;
   ~ServerContext() = default;
+};
+
+// What a server tells its observer of each call, once the call is over.
+struct CallRecord {
+  // The method's index in its Services (Services::path), or -1 for a method nobody serves.
+  int method = -1;
+  grpc::StatusCode code = grpc::StatusCode::OK;  // CANCELLED if the call was cancelled
+  int64_t micros = 0;  // from the call's arrival to its end (steady clock)
+  uint64_t messages_received = 0;
+  uint64_t messages_sent = 0;
+  uint64_t bytes_received = 0;  // serialized messages, without gRPC's framing
+  uint64_t bytes_sent = 0;
+};
+
+class CallObserver {
+ public:
+  virtual ~CallObserver() = default;
+  // Called on the thread that ends the call, concurrently for different calls; must not block.
+  virtual void OnCallEnd(const CallRecord& record) = 0;
 };
 
 // What every reactor is. Construct with the handler's context (that binds it to the call).
@@ -208,6 +229,12 @@ class Services {
 
   // The method at `path` ("/package.Service/Method"), or null.
   const Method* Find(std::string_view path) const;
+  // The registered methods, numbered 0..size()-1 in registration order (CallRecord::method):
+  // the index of the method at `path` (-1: none) and the path of index `i`.
+  int IndexOf(std::string_view path) const;
+  const std::string& path(int i) const { return paths_[i]; }
+  const Method& method(int i) const { return methods_[i]; }
+  int size() const { return static_cast<int>(paths_.size()); }
   // The methods `service` declares (in the linked descriptors) that nobody registered.
   std::vector<std::string> Unregistered(std::string_view service) const;
   // What went wrong in registration (empty: nothing).
@@ -221,7 +248,9 @@ class Services {
   void Register(std::string_view service, std::string_view method, const std::string& request,
                 const std::string& response, Method m);
 
-  absl::flat_hash_map<std::string, Method> methods_;
+  absl::flat_hash_map<std::string, int> index_;  // path -> index in methods_ and paths_
+  std::vector<Method> methods_;
+  std::vector<std::string> paths_;
   std::vector<std::string> errors_;
 };
 
@@ -230,10 +259,12 @@ class Server {
  public:
   // Registers the generic service on `builder` (ports and settings already added; the loop
   // made with Loop::ForServer(builder, ...)), builds and starts it, and requests calls on
-  // every queue of `loop`. `services` and `loop` must outlive the server. Fails with the
-  // registration errors, or Unavailable when gRPC could not start (a port in use, say).
+  // every queue of `loop`. `services`, `loop` and `observer` (may be null) must outlive the
+  // server. Fails with the registration errors, or Unavailable when gRPC could not start (a
+  // port in use, say).
   static StatusOr<std::unique_ptr<Server>> Start(grpc::ServerBuilder* builder,
-                                                 const Services* services, Loop* loop);
+                                                 const Services* services, Loop* loop,
+                                                 CallObserver* observer = nullptr);
   ~Server();  // Shutdown(now)
 
   // Stops taking calls; calls still running at `deadline` are cancelled; returns once every
@@ -244,7 +275,8 @@ class Server {
 
  private:
   friend class ServerCall;
-  Server(const Services* services, Loop* loop) : services_(services), loop_(loop) {}
+  Server(const Services* services, Loop* loop, CallObserver* observer)
+      : services_(services), loop_(loop), observer_(observer) {}
   // A request slot on queue `q`: waits for the next call of any method.
   void RequestCall(int q);
   // A slot or call was freed.
@@ -252,6 +284,7 @@ class Server {
 
   const Services* const services_;
   Loop* const loop_;
+  CallObserver* const observer_;
   grpc::AsyncGenericService generic_;
   std::unique_ptr<grpc::Server> server_;
   absl::Mutex mu_;

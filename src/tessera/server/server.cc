@@ -14,7 +14,11 @@
 
 #include "grpcpp/grpcpp.h"
 #include "tessera/cluster/grpc_transport.h"
+#include "prometheus/registry.h"
 #include "tessera/cluster/status_service.h"
+#include "tessera/metrics/http_exporter.h"
+#include "tessera/metrics/rpc_metrics.h"
+#include "tessera/server/node_metrics.h"
 #include "tessera/server/app_profile_levels.h"
 #include "tessera/server/cluster_definitions.h"
 #include "tessera/server/grpc_executor.h"
@@ -148,6 +152,12 @@ struct Server::State {
   std::unique_ptr<Executor> replica_executor;
   std::unique_ptr<LateReplicaService> replica_service;
   std::unique_ptr<rpc::Server> rpc_server;
+  // Metrics (docs/metrics.md): the gRPC calls, counted as they end, and the node's figures,
+  // read at each scrape of the HTTP port (null with --http-listen "").
+  std::shared_ptr<prometheus::Registry> registry;
+  std::unique_ptr<metrics::RpcMetrics> rpc_metrics;
+  std::shared_ptr<NodeMetrics> node_metrics;
+  std::unique_ptr<metrics::HttpExporter> http;
   int port = 0;
   std::string address;
   bool shut_down = false;
@@ -157,6 +167,8 @@ struct Server::State {
 };
 
 Status Server::State::Stop() {
+  // Scrapes end first: they read the core.
+  http.reset();
   // Peers learn of a clean stop while this node still answers, and mark it down at once.
   if (core != nullptr) core->AnnounceShutdown();
   if (rpc_server != nullptr) {
@@ -350,8 +362,12 @@ Status Server::StartServices(State* s) {
   s->cluster_admin->Register(&s->services, admin);
   s->tablet_admin->Register(&s->services, admin);
   s->replica_service->Register(&s->services);
+  if (!options.http_listen.empty()) {
+    s->registry = std::make_shared<prometheus::Registry>();
+    s->rpc_metrics = std::make_unique<metrics::RpcMetrics>(s->registry.get(), &s->services);
+  }
   StatusOr<std::unique_ptr<rpc::Server>> server =
-      rpc::Server::Start(&builder, &s->services, s->loop.get());
+      rpc::Server::Start(&builder, &s->services, s->loop.get(), s->rpc_metrics.get());
   if (!server.ok() && !absl::IsUnavailable(server.status())) return server.status();
   if (!server.ok() || s->port == 0) {
     return absl::UnavailableError(
@@ -361,11 +377,43 @@ Status Server::StartServices(State* s) {
   s->builder.reset();
   const std::string& listen = options.listen;
   s->address = tessera::StrCat(listen.substr(0, listen.rfind(':')), ":", s->port);
+  RETURN_IF_ERROR(StartHttp(s));
 
   // Join the cluster (alone, by default) now that gossip can arrive.
   RETURN_IF_ERROR(core->StartNode(s->address, s->transport.get()));
   s->cluster_admin->SetNode(core->node());
   return Status();
+}
+
+Status Server::StartHttp(State* s) {
+  const std::string& wanted = s->options.http_listen;
+  if (wanted.empty()) return Status();
+  // "auto": the gRPC host, the next port (a free one when the gRPC port was picked).
+  const bool automatic = wanted == kHttpNextToGrpc;
+  std::string at = wanted;
+  if (automatic) {
+    const std::string& listen = s->options.listen;
+    const bool picked = listen.size() >= 2 && listen.substr(listen.size() - 2) == ":0";
+    at = tessera::StrCat(listen.substr(0, listen.rfind(':')), ":", picked ? 0 : s->port + 1);
+  }
+  s->node_metrics = std::make_shared<NodeMetrics>(s->core.get());
+  StatusOr<std::unique_ptr<metrics::HttpExporter>> http =
+      metrics::HttpExporter::Start(at, {s->registry, s->node_metrics});
+  if (!http.ok()) {
+    // An address asked for must work; the default one may be taken (a second node on the
+    // machine, say): the node serves without it, and says so.
+    if (!automatic) return http.status();
+    TLOG_WARN("server: no metrics over HTTP: {} (set --http-listen to choose the address)",
+              http.status());
+    return Status();
+  }
+  s->http = *std::move(http);
+  TLOG_INFO("server: metrics on http://{}/metrics", s->http->address());
+  return Status();
+}
+
+std::string Server::http_address() const {
+  return state_->http != nullptr ? state_->http->address() : "";
 }
 
 Status Server::Shutdown() {

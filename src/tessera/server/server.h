@@ -40,9 +40,17 @@
 
 namespace tessera::server {
 
+// ServerOptions::http_listen's default: the gRPC host and the next port.
+inline constexpr char kHttpNextToGrpc[] = "auto";
+
 struct ServerOptions {
   // HOST:PORT to listen on; port 0 picks a free port (see Server::port()).
   std::string listen = "127.0.0.1:8086";
+  // HOST:PORT of the HTTP port serving /metrics for Prometheus (docs/metrics.md); "" serves
+  // none. kHttpNextToGrpc: listen's host and port + 1 (a free port when listen's is 0), and
+  // a node whose next port is taken serves without it, with a warning; any other address
+  // must be free, or Start fails.
+  std::string http_listen = kHttpNextToGrpc;
   tablet::EngineOptions engine;  // engine.dir is the data folder
   DataServiceOptions data;
   // Threads running engine reads and writes for the data service.
@@ -71,6 +79,8 @@ class Server {
 
   // The port actually bound.
   int port() const { return port_; }
+  // The HTTP port's HOST:PORT ("" if none).
+  std::string http_address() const;
   const std::string& address() const { return address_; }
   tablet::Engine* engine() const;
   cluster::ClusterNode* node() const;
@@ -84,6 +94,8 @@ class Server {
   explicit Server(std::unique_ptr<State> state);
   // Everything after the engine: catalog, lock service, services, the gRPC server, the node.
   static Status StartServices(State* state);
+  // The HTTP port for metrics (ServerOptions::http_listen).
+  static Status StartHttp(State* state);
 
   std::unique_ptr<State> state_;
   int port_ = 0;

@@ -58,8 +58,9 @@ CommitQueue::CommitQueue(SyncMode sync_mode, int64_t periodic_sync_interval_ms, 
 
 CommitQueue::~CommitQueue() { Close(); }
 
-void CommitQueue::Start(storage::CommitLog* log, Executor* sync_executor) {
+void CommitQueue::Start(storage::CommitLog* log, Executor* sync_executor, const Clock* clock) {
   log_ = log;
+  clock_ = clock;
   if (sync_mode_ != SyncMode::kPeriodic) return;
   sync_executor_ = sync_executor;
   absl::MutexLock l(&syncer_mu_);
@@ -175,7 +176,9 @@ Status CommitQueue::WriteGroup(std::vector<Writer*>* group,
   const bool logged = s.ok();
   if (s.ok()) {
     if (sync_mode_ == SyncMode::kBatch) {
+      const int64_t start = clock_->MonotonicMicros();
       s = log_->Sync();
+      sync_latency_.Record(clock_->MonotonicMicros() - start);
     } else {
       // Acknowledged before fdatasync, but never before the bytes reach the kernel: a process
       // crash loses nothing, a machine crash at most one sync interval. The syncer thread makes
@@ -239,7 +242,9 @@ void CommitQueue::PeriodicSync() {
     sync_timer_ = 0;
   }
   if (log_dirty_.exchange(false, std::memory_order_acq_rel)) {
+    const int64_t start = clock_->MonotonicMicros();
     Status s = log_->SyncFlushedConcurrently();
+    sync_latency_.Record(clock_->MonotonicMicros() - start);
     if (!s.ok()) {
       TLOG_WARN("periodic commit-log sync failed: {}", s);
       log_dirty_.store(true, std::memory_order_release);  // try again next interval

@@ -45,7 +45,9 @@
 #include "tessera/storage/dbformat.h"
 #include "tessera/tablet/engine.h"
 #include "tessera/tablet/tablet.h"
+#include "tessera/util/clock.h"
 #include "tessera/util/executor.h"
+#include "tessera/util/latency_histogram.h"
 
 namespace tessera::tablet {
 
@@ -73,7 +75,11 @@ class CommitQueue {
 
   // Starts accepting writes to `log` (which must outlive the queue), and in kPeriodic mode starts
   // the syncer: a timer on `sync_executor`, which must outlive the queue (or its Close).
-  void Start(storage::CommitLog* log, Executor* sync_executor);
+  // `clock` (must outlive the queue) times the fdatasyncs for sync_latency().
+  void Start(storage::CommitLog* log, Executor* sync_executor, const Clock* clock);
+
+  // How long the commit log's fdatasyncs took: the write path's (kBatch) or the syncer's.
+  LatencyHistogram::Snapshot sync_latency() const { return sync_latency_.Read(); }
 
   // Appends the non-empty `batch` for `tablet` and inserts it into the tablet's memtable, in
   // one group. `validated_with` is the descriptor the caller validated it against; the leader
@@ -113,6 +119,8 @@ class CommitQueue {
   // Records were handed to the OS since the syncer's last fdatasync (periodic mode).
   std::atomic<bool> log_dirty_{false};
   Executor* sync_executor_ = nullptr;
+  const Clock* clock_ = nullptr;
+  LatencyHistogram sync_latency_;
 
   absl::Mutex mu_;
   std::deque<Writer*> writers_ ABSL_GUARDED_BY(mu_);

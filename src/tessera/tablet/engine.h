@@ -63,6 +63,7 @@
 #include "tessera/model/row_mutation.h"
 #include "tessera/model/schema.h"
 #include "tessera/util/env.h"
+#include "tessera/util/latency_histogram.h"
 #include "tessera/util/status.h"
 
 namespace tessera::tablet {
@@ -259,6 +260,15 @@ struct EngineStats {
   uint64_t memtable_bytes = 0;  // all tablets, active and immutable
   uint64_t sstable_files = 0;
   uint64_t sstable_bytes = 0;
+  // The same per level of leveled compaction (size-tiered files are all level 0).
+  struct Level {
+    uint64_t files = 0;
+    uint64_t bytes = 0;
+  };
+  std::map<uint32_t, Level> levels;
+  // Flushes and compactions scheduled or running, and those queued but not started.
+  uint64_t background_jobs = 0;
+  uint64_t queued_jobs = 0;
   uint64_t flushes = 0;
   uint64_t compactions = 0;
   uint64_t flush_bytes_written = 0;  // SSTable bytes written by flushes
@@ -268,6 +278,8 @@ struct EngineStats {
   uint64_t block_cache_misses = 0;
   uint64_t block_cache_usage = 0;
   uint64_t commit_log_segments = 0;
+  // How long the commit log's fdatasyncs took (empty before the engine opened its log).
+  LatencyHistogram::Snapshot commit_log_sync;
   // The largest of the tablets' last sequences: a figure for operators, not an order.
   uint64_t last_sequence = 0;
 };

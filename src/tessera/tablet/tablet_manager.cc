@@ -496,13 +496,19 @@ EngineStats TabletManager::GetStats() const {
     for (const auto& f : files->files) {
       ++s.sstable_files;
       s.sstable_bytes += f->meta().size;
+      EngineStats::Level& level = s.levels[f->meta().level];
+      ++level.files;
+      level.bytes += f->meta().size;
     }
   }
+  s.background_jobs = static_cast<uint64_t>(background_jobs_);
+  s.queued_jobs = queued_jobs_.size();
   auto cache = block_cache_.GetStats();
   s.block_cache_hits = cache.hits;
   s.block_cache_misses = cache.misses;
   s.block_cache_usage = cache.usage;
   s.commit_log_segments = log_ ? log_->LiveSegments().size() : 0;
+  s.commit_log_sync = queue_.sync_latency();
   return s;
 }
 

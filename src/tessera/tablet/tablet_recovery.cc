@@ -60,7 +60,7 @@ Status TabletManager::Recover() {
     MaybeScheduleFlush(t.get());
     MaybeScheduleCompaction(t.get());
   }
-  queue_.Start(log_.get(), sync_executor);
+  queue_.Start(log_.get(), sync_executor, env_.clock);
   return Status();
 }
 

@@ -12,12 +12,12 @@ RpcServer::RpcServer()
 
 RpcServer::~RpcServer() { Shutdown(); }
 
-Status RpcServer::Start(const std::string& address) {
+Status RpcServer::Start(const std::string& address, rpc::CallObserver* observer) {
   if (builder_ == nullptr) return absl::FailedPreconditionError("the server was started before");
   host_ = address.substr(0, address.rfind(':'));
   builder_->AddListeningPort(address, grpc::InsecureServerCredentials(), &port_);
   StatusOr<std::unique_ptr<rpc::Server>> server =
-      rpc::Server::Start(builder_.get(), &services_, loop_.get());
+      rpc::Server::Start(builder_.get(), &services_, loop_.get(), observer);
   builder_.reset();
   if (!server.ok()) return server.status();
   if (port_ == 0) return absl::UnavailableError("cannot listen on " + address);

@@ -33,8 +33,10 @@ class RpcServer {
   // Settings for the server before Start (message limits, say).
   grpc::ServerBuilder* builder() { return builder_.get(); }
 
-  // Serves what was registered on `address` (HOST:PORT; port 0: a free one).
-  Status Start(const std::string& address = "127.0.0.1:0");
+  // Serves what was registered on `address` (HOST:PORT; port 0: a free one), telling
+  // `observer` (may be null; must outlive the server) of every call that ends.
+  Status Start(const std::string& address = "127.0.0.1:0",
+               rpc::CallObserver* observer = nullptr);
   int port() const { return port_; }
   std::string address() const { return host_ + ":" + std::to_string(port_); }
 
