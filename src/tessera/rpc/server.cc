@@ -237,21 +237,23 @@ class ServerCall final : public ServerContext {
   // Runs OnDone and frees the call once nothing of it is outstanding.
   void MaybeDone() {
     ServerReactor* reactor = nullptr;
+    CallRecord record;
     {
       absl::MutexLock l(&mu_);
       if (!finished_ || !done_ || !started_ || ops_ != 0 || over_) return;
       over_ = true;
       reactor = reactor_;
       if (server_->observer_ != nullptr) {
-        record_.method = method_index_;
-        record_.code = cancelled_ ? grpc::StatusCode::CANCELLED : code_;
-        record_.micros = std::chrono::duration_cast<std::chrono::microseconds>(
-                             std::chrono::steady_clock::now() - arrived_)
-                             .count();
+        record = record_;
+        record.method = method_index_;
+        record.code = cancelled_ ? grpc::StatusCode::CANCELLED : code_;
+        record.micros = std::chrono::duration_cast<std::chrono::microseconds>(
+                            std::chrono::steady_clock::now() - arrived_)
+                            .count();
       }
     }
     if (reactor != nullptr) reactor->OnDone();
-    if (server_->observer_ != nullptr) server_->observer_->OnCallEnd(record_);
+    if (server_->observer_ != nullptr) server_->observer_->OnCallEnd(record);
     Free(this);
   }
 
