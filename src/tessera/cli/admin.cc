@@ -4,7 +4,8 @@
 // prints them merged (admin_tablets_format.h); `ring` shows each node's token and share of the
 // ring (TabletAdmin/GetRing with the status, admin_ring_format.h), like Cassandra's `nodetool
 // ring`; `removenode HOST:PORT` forgets a dead node on every node (ClusterAdmin/RemoveNode),
-// like Cassandra's `nodetool removenode`.
+// like Cassandra's `nodetool removenode`. `info`, `compactionstats`, `tablestats`, `flush` and
+// `compact` act on the node at --addr alone, as nodetool's do (admin_node.h).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +17,7 @@
 #include "fmt/format.h"
 #include "grpcpp/grpcpp.h"
 #include "tessera/catalog/table_definition.h"
+#include "tessera/cli/admin_node.h"
 #include "tessera/cli/admin_ring_format.h"
 #include "tessera/cli/admin_tablets_format.h"
 #include "tessera/cli/cli_flags.h"
@@ -263,15 +265,51 @@ int RunAdmin(int argc, char** argv) {
       "2 on bad flags; 3 when some node could not be asked (what the others said is printed)");
   add_addr(tablets, "any node");
   tablets->add_flag("--json", json, "print the merged view as one JSON object");
-  tablets->add_option("--table", table,
-                      "only this table: its id in --project/--instance, or a full name "
-                      "projects/P/instances/I/tables/T");
-  tablets->add_option("--project", project,
-                      "project of --table (default: $TESSERA_PROJECT, "
-                      "else p)");
-  tablets->add_option("--instance", instance,
-                      "instance of --table (default: "
-                      "$TESSERA_INSTANCE, else i)");
+  const auto add_table = [&](CLI::App* command) {
+    command->add_option("--table", table,
+                        "only this table: its id in --project/--instance, or a full name "
+                        "projects/P/instances/I/tables/T");
+    command->add_option("--project", project,
+                        "project of --table (default: $TESSERA_PROJECT, else p)");
+    command->add_option("--instance", instance,
+                        "instance of --table (default: $TESSERA_INSTANCE, else i)");
+  };
+  add_table(tablets);
+  CLI::App* info = app.add_subcommand(
+      "info",
+      "the node at --addr: uptime, load (SSTable bytes), memtables, resident memory, tablets, "
+      "block cache hits, commit-log segments, flushes and compactions pending (nodetool info)");
+  add_addr(info, "the node");
+  info->add_flag("--json", json, "print the answer as one JSON object");
+  CLI::App* compactionstats = app.add_subcommand(
+      "compactionstats",
+      "the node's flushes and compactions: pending and running, done since it started, bytes "
+      "written, write stalls (nodetool compactionstats)");
+  add_addr(compactionstats, "the node");
+  compactionstats->add_flag("--json", json, "print the answer as one JSON object");
+  CLI::App* tablestats = app.add_subcommand(
+      "tablestats",
+      "per table, the node's tablets: SSTables, space used, memtable size, local reads, scans "
+      "and writes with their mean latency (nodetool tablestats)");
+  add_addr(tablestats, "the node");
+  tablestats->add_flag("--json", json, "print the answer as one JSON object");
+  add_table(tablestats);
+  CLI::App* flush = app.add_subcommand(
+      "flush",
+      "write the node's memtables (of --table, else of every table) to SSTables and wait "
+      "(nodetool flush).\nExit status: 0; 1 when the node cannot be reached or does not know "
+      "--table; 2 on bad flags");
+  add_addr(flush, "the node");
+  flush->add_flag("--json", json, "print the answer as one JSON object");
+  add_table(flush);
+  CLI::App* compact = app.add_subcommand(
+      "compact",
+      "major compaction of the node's tablets (of --table, else of every table): each "
+      "tablet's files merged into one sorted run, GC rules applied, tombstones purged; waits "
+      "(nodetool compact; --timeout-ms defaults to 10 minutes here).\nExit status: as flush");
+  add_addr(compact, "the node");
+  compact->add_flag("--json", json, "print the answer as one JSON object");
+  add_table(compact);
   CLI::App* ring = app.add_subcommand(
       "ring",
       "every node's token on the ring, with its dc, rack, state and the share of the row-key "
@@ -296,10 +334,7 @@ int RunAdmin(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return ExitForParseError(app, e);
   }
-  CLI::App* command = status->parsed()    ? status
-                      : tablets->parsed() ? tablets
-                      : ring->parsed()    ? ring
-                                          : removenode;
+  CLI::App* command = app.get_subcommands().front();
   if (command->get_option("--addr")->count() == 0 && from_env) {
     if (Status s = CheckHostPort("$BIGTABLE_EMULATOR_HOST", addr); !s.ok()) {
       std::fprintf(stderr, "tessera admin: %s\n", std::string(s.message()).c_str());
@@ -307,19 +342,26 @@ int RunAdmin(int argc, char** argv) {
     }
   }
   if (status->parsed()) return RunStatus(addr, timeout_ms, json);
-  if (tablets->parsed()) {
-    std::string full;
-    if (!table.empty()) {
-      full = table.find('/') != std::string::npos
-                 ? table
-                 : StrCat("projects/", project, "/instances/", instance, "/tables/", table);
-      if (StatusOr<catalog::TableName> name = catalog::TableName::Parse(full); !name.ok()) {
-        std::fprintf(stderr, "tessera admin tablets: --table: %s\n",
-                     std::string(name.status().message()).c_str());
-        return 2;
-      }
+  // --table as a full name ("" for none given).
+  std::string full;
+  if (!table.empty()) {
+    full = table.find('/') != std::string::npos
+               ? table
+               : StrCat("projects/", project, "/instances/", instance, "/tables/", table);
+    if (StatusOr<catalog::TableName> name = catalog::TableName::Parse(full); !name.ok()) {
+      std::fprintf(stderr, "tessera admin %s: --table: %s\n", command->get_name().c_str(),
+                   std::string(name.status().message()).c_str());
+      return 2;
     }
-    return RunTablets(addr, timeout_ms, json, full);
+  }
+  if (tablets->parsed()) return RunTablets(addr, timeout_ms, json, full);
+  if (info->parsed()) return RunNodeInfo(addr, timeout_ms, json, /*compaction=*/false);
+  if (compactionstats->parsed()) return RunNodeInfo(addr, timeout_ms, json, /*compaction=*/true);
+  if (tablestats->parsed()) return RunTableStats(addr, timeout_ms, json, full);
+  if (flush->parsed()) return RunFlushOrCompact(addr, timeout_ms, json, full, /*compact=*/false);
+  if (compact->parsed()) {
+    const int64_t wait_ms = compact->get_option("--timeout-ms")->count() > 0 ? timeout_ms : 600000;
+    return RunFlushOrCompact(addr, wait_ms, json, full, /*compact=*/true);
   }
   if (ring->parsed()) return RunRing(addr, timeout_ms, json);
   if (removenode->parsed()) return RunRemoveNode(addr, timeout_ms, endpoint, force);

@@ -323,6 +323,82 @@ TEST(CliProcessTest, AdminTabletsOnOneNodeListsItsTabletsAsRf1) {
   EXPECT_THAT(r.err, HasSubstr("--table"));
 }
 
+// Tessera's nodetool on one node: tablestats counts the table's writes and reads, flush turns
+// its memtables into SSTables that info and tablestats then show, compact merges them, and a
+// table the node does not know is exit 1 naming it (2 for a malformed name).
+TEST(CliProcessTest, AdminNodeCommandsShowAndActOnOneNode) {
+  testing::TempDir dir;
+  auto server = testing::TestServer::StartTesseraServe(TESSERA_BINARY_PATH, dir.path());
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::string addr = (*server)->endpoint();
+  const std::vector<std::string> shell = {
+      "shell", "--endpoint", addr, "-e",
+      "create table t families=cf splits=m; put t a cf:q=1; put t b cf:q=2; put t x cf:q=3; "
+      "get t a; get t x; scan t"};
+  ProcessResult made = Tessera(shell);
+  ASSERT_EQ(made.exit_code, 0) << Show(shell, made);
+
+  ProcessResult r = Tessera({"admin", "tablestats", "--json", "--table", "t", "--addr", addr});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["tables"].size(), 1u) << r.out;
+  nlohmann::json t = j["tables"][0];
+  EXPECT_EQ(t["table_name"], "projects/p/instances/i/tables/t");
+  EXPECT_EQ(t["tablets"], 2);
+  EXPECT_EQ(t["rows_written"], 3);
+  // Two gets and a scan of both tablets: one-row reads or scans, as the data service chose.
+  EXPECT_GE(t["row_reads"].get<int64_t>() + t["scans"].get<int64_t>(), 3) << r.out;
+  EXPECT_EQ(t["sstables"], 0);
+
+  r = Tessera({"admin", "flush", "--table", "t", "--addr", addr});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("flushed 2 tablets of projects/p/instances/i/tables/t"));
+  r = Tessera({"admin", "put-it-back"});  // unknown subcommand
+  EXPECT_EQ(r.exit_code, 2);
+  const std::vector<std::string> more = {"shell", "--endpoint", addr, "-e",
+                                         "put t a cf:q=4; put t x cf:q=5"};
+  ASSERT_EQ(Tessera(more).exit_code, 0);
+  ASSERT_EQ(Tessera({"admin", "flush", "--addr", addr}).exit_code, 0);
+
+  r = Tessera({"admin", "info", "--json", "--addr", addr});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_GE(j["sstables"].get<int64_t>(), 4) << r.out;  // two flushes of both tablets
+  EXPECT_GT(j["load_bytes"].get<int64_t>(), 0) << r.out;
+  EXPECT_GT(j["resident_bytes"].get<int64_t>(), 0) << r.out;
+  EXPECT_EQ(j["endpoint"], addr);
+  EXPECT_EQ(j["serving"], true);
+  r = Tessera({"admin", "info", "--addr", addr});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("Endpoint                : " + addr + "\n"));
+
+  r = Tessera({"admin", "compact", "--table", "t", "--json", "--addr", addr});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["tablets"], 2);
+  EXPECT_GE(j["sstables_before"].get<int64_t>(), 4) << r.out;
+  EXPECT_EQ(j["sstables_after"], 2) << r.out;
+  r = Tessera({"admin", "tablestats", "--table", "t", "--addr", addr});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\tSSTable count           : 2\n"));
+  EXPECT_THAT(r.out, HasSubstr("\tLocal write count       : 5 (5 rows)\n"));
+  r = Tessera({"admin", "compactionstats", "--addr", addr});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("pending tasks"));
+  EXPECT_THAT(r.out, HasSubstr("compactions done"));
+
+  r = Tessera({"admin", "flush", "--table", "nosuch", "--addr", addr});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("projects/p/instances/i/tables/nosuch not found"));
+  r = Tessera({"admin", "tablestats", "--table", "a/b", "--addr", addr});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("tessera admin tablestats: --table"));
+  PortHolder silent;
+  r = Tessera({"admin", "info", "--timeout-ms", "300", "--addr",
+               "127.0.0.1:" + std::to_string(silent.port())});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+}
+
 // `admin ring` on one node: its token, chosen when it first registered, owns the whole ring.
 // The ring is kept in the lock service (here embedded in the data folder), so a restart finds
 // it again; a test server listens on a new port each start, and a node at another address is

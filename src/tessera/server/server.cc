@@ -24,6 +24,7 @@
 #include "tessera/server/grpc_executor.h"
 #include "tessera/server/grpc_rpc_channel.h"
 #include "tessera/server/instance_admin_service.h"
+#include "tessera/server/node_admin_service.h"
 #include "tessera/server/tablet_admin_service.h"
 #include "tessera/replication/coordinator.h"
 #include "tessera/rpc/loop.h"
@@ -148,6 +149,7 @@ struct Server::State {
   std::unique_ptr<cluster::GossipService> gossip_service;
   std::unique_ptr<cluster::ClusterAdminService> cluster_admin;
   std::unique_ptr<TabletAdminService> tablet_admin;
+  std::unique_ptr<NodeAdminService> node_admin;
   // The replication protocol (cluster schema only): its callbacks' threads and its service.
   std::unique_ptr<Executor> replica_executor;
   std::unique_ptr<LateReplicaService> replica_service;
@@ -189,6 +191,7 @@ Status Server::State::Stop() {
   data.reset();
   cluster_admin.reset();
   tablet_admin.reset();
+  node_admin.reset();
   gossip_service.reset();
   transport.reset();
   Status closed;
@@ -272,6 +275,7 @@ Status Server::StartServices(State* s) {
   s->gossip_service = std::make_unique<cluster::GossipService>(s->transport.get());
   s->cluster_admin = std::make_unique<cluster::ClusterAdminService>();
   s->tablet_admin = std::make_unique<TabletAdminService>(core);
+  s->node_admin = std::make_unique<NodeAdminService>(core);
 
   s->workers = NewThreadPoolExecutor(options.worker_threads);
   // One check for every Bigtable call, data and admin alike.
@@ -361,6 +365,7 @@ Status Server::StartServices(State* s) {
   s->gossip_service->Register(&s->services);
   s->cluster_admin->Register(&s->services, admin);
   s->tablet_admin->Register(&s->services, admin);
+  s->node_admin->Register(&s->services, admin);
   s->replica_service->Register(&s->services);
   if (!options.http_listen.empty()) {
     s->registry = std::make_shared<prometheus::Registry>();

@@ -284,6 +284,20 @@ struct EngineStats {
   uint64_t last_sequence = 0;
 };
 
+// One tablet's share (Engine::GetTabletStats), for `tessera admin tablestats`: what it holds and
+// the reads and writes it has served since the engine opened (Cassandra's local read and write
+// counts and latencies).
+struct TabletStats {
+  uint64_t memtable_bytes = 0;  // active and immutable
+  uint64_t sstable_files = 0;
+  uint64_t sstable_bytes = 0;
+  uint64_t last_sequence = 0;
+  LatencyHistogram::Snapshot row_reads;  // ReadRow calls and their time
+  uint64_t scans = 0;                    // Scan calls
+  LatencyHistogram::Snapshot writes;     // ApplyBatch / ApplyReplicated calls, until durable
+  uint64_t rows_written = 0;             // the mutations of those calls
+};
+
 class Engine {
  public:
   // Opens (or creates) the engine in options.dir on `env` (util/env.h), whose pointers must
@@ -439,6 +453,8 @@ class Engine {
   virtual Status WaitForBackgroundWork() = 0;
 
   virtual EngineStats GetStats() const = 0;
+  // NotFound for an unknown tablet.
+  virtual StatusOr<TabletStats> GetTabletStats(TabletId id) const = 0;
   // Syncs the commit log and stops background work. Later calls fail with FailedPrecondition.
   virtual Status Close() = 0;
 };

@@ -127,6 +127,43 @@ TEST_F(EngineTest, WriteReadFlushCompactReopen) {
   EXPECT_EQ(111, rows);  // row1, row10-19, row100-199
 }
 
+// `tessera admin tablestats` reads these: what a tablet holds, and the reads and writes it
+// served (a failed read or write is not counted).
+TEST_F(EngineTest, TabletStatsCountWhatTheTabletHoldsAndServed) {
+  Open();
+  ASSERT_TRUE(engine_->CreateTablet(1, TabletDescriptor{"t", "", "", Schema()}).ok());
+  EXPECT_EQ(engine_->GetTabletStats(99).status().code(), absl::StatusCode::kNotFound);
+  model::RowMutation a("a"), b("b");
+  a.SetCell("cf", "q", 1000, "x");
+  b.SetCell("cf", "q", 1000, "y");
+  ASSERT_TRUE(engine_->ApplyBatch(1, std::vector<model::RowMutation>{a, b}).ok());
+  ASSERT_TRUE(engine_->Apply(1, a).ok());
+  model::RowMutation bad("c");
+  bad.SetCell("no_such_family", "q", 1000, "z");
+  EXPECT_FALSE(engine_->Apply(1, bad).ok());
+  EXPECT_EQ("x", Get("a"));
+  EXPECT_EQ("<none>", Get("zz"));
+  ASSERT_TRUE(engine_->Scan(1, model::RowRange{"a", "b"}, model::ReadSpec{}, 0).ok());
+
+  StatusOr<TabletStats> s = engine_->GetTabletStats(1);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->writes.count, 2u);
+  EXPECT_EQ(s->rows_written, 3u);
+  EXPECT_EQ(s->row_reads.count, 2u);
+  EXPECT_EQ(s->scans, 1u);
+  EXPECT_EQ(s->last_sequence, 3u);
+  const uint64_t memtable_before = s->memtable_bytes;
+  EXPECT_GT(memtable_before, 0u);
+  EXPECT_EQ(s->sstable_files, 0u);
+
+  ASSERT_TRUE(engine_->Flush(1).ok());
+  s = engine_->GetTabletStats(1);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->sstable_files, 1u);
+  EXPECT_EQ(s->sstable_bytes, engine_->GetStats().sstable_bytes);
+  EXPECT_LT(s->memtable_bytes, memtable_before);
+}
+
 TEST_F(EngineTest, InMemoryFamilyGetsItsOwnFiles) {
   Open();
   ASSERT_TRUE(engine_->CreateTablet(1, TabletDescriptor{"t", "", "", Schema()}).ok());

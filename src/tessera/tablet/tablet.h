@@ -278,6 +278,15 @@ class Tablet : public std::enable_shared_from_this<Tablet> {
 
   // Memory of every memtable, and of the active one.
   size_t MemtableBytes() const;
+  // What the manager counts of the tablet's reads and writes (Engine::GetTabletStats).
+  // Lock-free.
+  struct Traffic {
+    LatencyHistogram row_reads;
+    std::atomic<uint64_t> scans{0};
+    LatencyHistogram writes;
+    std::atomic<uint64_t> rows_written{0};
+  };
+  Traffic& traffic() const { return traffic_; }
   size_t ActiveMemtableBytes() const;
   // The oldest commit-log segment the memtables still need; 0 = none.
   uint64_t OldestSegment() const;
@@ -309,6 +318,7 @@ class Tablet : public std::enable_shared_from_this<Tablet> {
   std::atomic<uint64_t> replica_epoch_{0};
   // Scans started, the seed of each one's read sampling (row_reader.h).
   mutable std::atomic<uint64_t> scans_{0};
+  mutable Traffic traffic_;
 
   mutable absl::Mutex mu_;
   std::shared_ptr<const TabletDescriptor> descriptor_ ABSL_GUARDED_BY(mu_);

@@ -309,7 +309,14 @@ StatusOr<SequenceRange> TabletManager::WriteBatch(TabletId id,
   // objects.
   std::shared_ptr<const TabletDescriptor> d = t->descriptor();
   RETURN_IF_ERROR(Tablet::ValidateBatch(*d, mutations));
-  return queue_.Write(std::move(t), mutations, d.get(), given_first);
+  Tablet::Traffic& traffic = t->traffic();
+  const int64_t start = env_.clock->MonotonicMicros();
+  StatusOr<SequenceRange> written = queue_.Write(std::move(t), mutations, d.get(), given_first);
+  if (written.ok()) {
+    traffic.writes.Record(env_.clock->MonotonicMicros() - start);
+    traffic.rows_written.fetch_add(mutations.size(), std::memory_order_relaxed);
+  }
+  return written;
 }
 
 StatusOr<uint64_t> TabletManager::LastSequence(TabletId id) const {
@@ -395,7 +402,10 @@ Status TabletManager::MakeRoomForWrite() {
 StatusOr<std::optional<model::Row>> TabletManager::ReadRow(TabletId id, std::string_view row,
                                                            const model::ReadSpec& spec) const {
   ASSIGN_OR_RETURN(std::shared_ptr<Tablet> t, OpenTablet(id));
-  return t->ReadRow(row, spec);
+  const int64_t start = env_.clock->MonotonicMicros();
+  StatusOr<std::optional<model::Row>> read = t->ReadRow(row, spec);
+  if (read.ok()) t->traffic().row_reads.Record(env_.clock->MonotonicMicros() - start);
+  return read;
 }
 
 StatusOr<std::unique_ptr<RowIterator>> TabletManager::Scan(TabletId id,
@@ -403,6 +413,7 @@ StatusOr<std::unique_ptr<RowIterator>> TabletManager::Scan(TabletId id,
                                                            const model::ReadSpec& spec,
                                                            const ScanOptions& options) const {
   ASSIGN_OR_RETURN(std::shared_ptr<Tablet> t, OpenTablet(id));
+  t->traffic().scans.fetch_add(1, std::memory_order_relaxed);
   return t->Scan(range, spec, options);
 }
 
@@ -509,6 +520,24 @@ EngineStats TabletManager::GetStats() const {
   s.block_cache_usage = cache.usage;
   s.commit_log_segments = log_ ? log_->LiveSegments().size() : 0;
   s.commit_log_sync = queue_.sync_latency();
+  return s;
+}
+
+StatusOr<TabletStats> TabletManager::GetTabletStats(TabletId id) const {
+  ASSIGN_OR_RETURN(std::shared_ptr<Tablet> t, tablet(id));
+  TabletStats s;
+  s.memtable_bytes = t->MemtableBytes();
+  s.last_sequence = t->last_sequence();
+  const std::shared_ptr<const FileSet> files = t->files();  // held: the loop reads it
+  for (const auto& f : files->files) {
+    ++s.sstable_files;
+    s.sstable_bytes += f->meta().size;
+  }
+  const Tablet::Traffic& traffic = t->traffic();
+  s.row_reads = traffic.row_reads.Read();
+  s.scans = traffic.scans.load(std::memory_order_relaxed);
+  s.writes = traffic.writes.Read();
+  s.rows_written = traffic.rows_written.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -93,6 +93,7 @@ class TabletManager final : public Engine {
   StatusOr<std::vector<SstableInfo>> ListSstables(TabletId id) const override;
   Status WaitForBackgroundWork() override;
   EngineStats GetStats() const override;
+  StatusOr<TabletStats> GetTabletStats(TabletId id) const override;
   Status Close() override;
 
  private:

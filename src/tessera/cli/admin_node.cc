@@ -1,0 +1,102 @@
+#include "tessera/cli/admin_node.h"
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+
+#include "fmt/format.h"
+#include "grpcpp/grpcpp.h"
+#include "tessera/cli/admin_node_format.h"
+#include "tessera/cli/proto_json.h"
+#include "tessera/v1/node_admin.grpc.pb.h"
+
+namespace tessera::cli {
+
+namespace {
+
+namespace v1 = ::tessera::v1;
+
+// One unary call of NodeAdmin on the node at `addr`; false (after saying why on stderr) when
+// it fails.
+template <typename Request, typename Response>
+bool Ask(const char* command, const std::string& addr, int64_t timeout_ms,
+         grpc::Status (v1::NodeAdmin::Stub::*method)(grpc::ClientContext*, const Request&,
+                                                      Response*),
+         const Request& request, Response* response) {
+  auto stub =
+      v1::NodeAdmin::NewStub(grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));
+  grpc::Status rpc = (stub.get()->*method)(&ctx, request, response);
+  if (rpc.ok()) return true;
+  std::fprintf(stderr, "tessera admin %s: %s: %s\n", command, addr.c_str(),
+               rpc.error_message().c_str());
+  return false;
+}
+
+}  // namespace
+
+int RunNodeInfo(const std::string& addr, int64_t timeout_ms, bool json, bool compaction) {
+  v1::NodeInfo info;
+  if (!Ask(compaction ? "compactionstats" : "info", addr, timeout_ms,
+           &v1::NodeAdmin::Stub::GetNodeInfo, v1::GetNodeInfoRequest(), &info)) {
+    return 1;
+  }
+  if (json) {
+    std::printf("%s\n", ProtoToJson(info).dump().c_str());
+  } else {
+    std::fputs((compaction ? FormatCompactionStats(info) : FormatNodeInfo(info)).c_str(), stdout);
+  }
+  return 0;
+}
+
+int RunTableStats(const std::string& addr, int64_t timeout_ms, bool json,
+                  const std::string& table) {
+  v1::GetTableStatsRequest request;
+  request.set_table_name(table);
+  v1::TableStats stats;
+  if (!Ask("tablestats", addr, timeout_ms, &v1::NodeAdmin::Stub::GetTableStats, request,
+           &stats)) {
+    return 1;
+  }
+  if (json) {
+    std::printf("%s\n", ProtoToJson(stats).dump().c_str());
+  } else {
+    std::fputs(FormatTableStats(stats).c_str(), stdout);
+  }
+  return 0;
+}
+
+int RunFlushOrCompact(const std::string& addr, int64_t timeout_ms, bool json,
+                      const std::string& table, bool compact) {
+  const std::string what = table.empty() ? "every table" : table;
+  if (compact) {
+    v1::CompactRequest request;
+    request.set_table_name(table);
+    v1::CompactResponse response;
+    if (!Ask("compact", addr, timeout_ms, &v1::NodeAdmin::Stub::Compact, request, &response)) {
+      return 1;
+    }
+    if (json) {
+      std::printf("%s\n", ProtoToJson(response).dump().c_str());
+    } else {
+      fmt::print("compacted {} tablet{} of {} on {}: {} SSTables before, {} after\n",
+                 response.tablets(), response.tablets() == 1 ? "" : "s", what, addr,
+                 response.sstables_before(), response.sstables_after());
+    }
+    return 0;
+  }
+  v1::FlushRequest request;
+  request.set_table_name(table);
+  v1::FlushResponse response;
+  if (!Ask("flush", addr, timeout_ms, &v1::NodeAdmin::Stub::Flush, request, &response)) return 1;
+  if (json) {
+    std::printf("%s\n", ProtoToJson(response).dump().c_str());
+  } else {
+    fmt::print("flushed {} tablet{} of {} on {}\n", response.tablets(),
+               response.tablets() == 1 ? "" : "s", what, addr);
+  }
+  return 0;
+}
+
+}  // namespace tessera::cli

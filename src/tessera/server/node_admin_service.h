@@ -1,0 +1,57 @@
+// NodeAdminService: tessera.v1.NodeAdmin on a node's gRPC port — Tessera's nodetool for one
+// node (`tessera admin info | tablestats | compactionstats | flush | compact`,
+// proto/tessera/v1/node_admin.proto): what the node holds and does, read from its engine, and
+// the flush and major compaction of its tablets on demand.
+//
+// Each method acts on this node's own tablets (on a cluster node: the replicas it holds), as
+// nodetool acts on the node it is pointed at. A table is found by its full name in the node's
+// catalog; the engine's tablets the catalog no longer places (a table being dropped) count
+// under the table name "".
+//
+// Thread-safety: handlers run concurrently on the executor given to Register (Flush and Compact
+// wait for the engine); they use only thread-safe parts of the core.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "tessera/rpc/server.h"
+#include "tessera/server/node_core.h"
+#include "tessera/util/executor.h"
+#include "tessera/v1/node_admin.grpc.pb.h"
+
+namespace tessera::server {
+
+class NodeAdminService final {
+ public:
+  // `core` must outlive the service. The uptime counts from the service's construction.
+  explicit NodeAdminService(NodeCore* core);
+
+  // Registers every method, to run on `executor`.
+  void Register(rpc::Services* services, Executor* executor);
+
+  rpc::UnaryReactor* GetNodeInfo(rpc::ServerContext* context,
+                                 const ::tessera::v1::GetNodeInfoRequest* request,
+                                 ::tessera::v1::NodeInfo* response);
+  // INVALID_ARGUMENT for a malformed table name; a table the node holds nothing of is absent.
+  rpc::UnaryReactor* GetTableStats(rpc::ServerContext* context,
+                                   const ::tessera::v1::GetTableStatsRequest* request,
+                                   ::tessera::v1::TableStats* response);
+  // INVALID_ARGUMENT for a malformed table name, NOT_FOUND for a table the catalog does not
+  // hold; the engine's error if a flush or compaction fails (the tablets before it are done).
+  rpc::UnaryReactor* Flush(rpc::ServerContext* context,
+                           const ::tessera::v1::FlushRequest* request,
+                           ::tessera::v1::FlushResponse* response);
+  rpc::UnaryReactor* Compact(rpc::ServerContext* context,
+                             const ::tessera::v1::CompactRequest* request,
+                             ::tessera::v1::CompactResponse* response);
+
+ private:
+  // The node's endpoint as gossip names it ("" before the node has started).
+  std::string Endpoint() const;
+
+  NodeCore* const core_;
+  const int64_t started_us_;
+};
+
+}  // namespace tessera::server
