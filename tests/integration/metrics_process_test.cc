@@ -65,7 +65,7 @@ TEST_F(MetricsClusterTest, EveryNodeServesMetricsThatMoveWithTheWork) {
   const std::string mutate_ok =
       "grpc_server_handled_total{grpc_code=\"OK\",grpc_method=\"MutateRow\","
       "grpc_service=\"google.bigtable.v2.Bigtable\",grpc_type=\"unary\"}";
-  double primaries = 0, replicas = 0, masters = 0;
+  double primaries = 0, replicas = 0, masters = 0, rows_written = 0;
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const std::string address = MetricsAddress(*nodes_[i]);
     ASSERT_FALSE(address.empty()) << FullLog(*nodes_[i]);
@@ -82,6 +82,7 @@ TEST_F(MetricsClusterTest, EveryNodeServesMetricsThatMoveWithTheWork) {
     primaries += Sum(*text, "tessera_tablets", {"role=\"primary\""});
     replicas += Sum(*text, "tessera_tablets", {"role=\"replica\""});
     masters += Sum(*text, "tessera_is_master");
+    rows_written += Sum(*text, "tessera_table_rows_written_total", {"tables/r\""});
     Status checked = testing::PromtoolCheckMetrics(*text);
     if (absl::IsNotFound(checked)) {
       std::printf("*** SKIPPING promtool: %s ***\n", checked.ToString().c_str());
@@ -90,6 +91,8 @@ TEST_F(MetricsClusterTest, EveryNodeServesMetricsThatMoveWithTheWork) {
     }
   }
   EXPECT_EQ(masters, 1);
+  // Each of the 21 rows is durable on at least a quorum (2) of its tablet's 3 replicas.
+  EXPECT_GE(rows_written, 2 * 21);
   // The user table's two tablets and the METADATA tablet(s), three replicas each, one primary.
   EXPECT_GE(primaries, 2);
   EXPECT_EQ(replicas, 2 * primaries);

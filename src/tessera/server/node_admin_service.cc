@@ -3,14 +3,12 @@
 #include <unistd.h>
 
 #include <fstream>
-#include <map>
 #include <utility>
 #include <vector>
 
-#include "tessera/catalog/table_catalog.h"
-#include "tessera/catalog/table_definition.h"
 #include "tessera/cluster/node.h"
 #include "tessera/server/grpc_status.h"
+#include "tessera/server/table_stats.h"
 
 namespace tessera::server {
 
@@ -24,35 +22,6 @@ uint64_t ResidentBytes() {
   uint64_t pages = 0, resident = 0;
   if (!(statm >> pages >> resident)) return 0;
   return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-}
-
-struct LocalTablet {
-  tablet::TabletId id = 0;
-  std::string table;  // full name; "" when the catalog no longer places the tablet
-};
-
-// The engine's tablets with their tables, only those of `only` when it is set. INVALID_ARGUMENT
-// for a malformed name, NOT_FOUND for a table the catalog does not hold.
-StatusOr<std::vector<LocalTablet>> LocalTablets(NodeCore* core, const std::string& only) {
-  if (!only.empty()) {
-    if (StatusOr<catalog::TableName> name = catalog::TableName::Parse(only); !name.ok()) {
-      return name.status();
-    }
-  }
-  std::map<tablet::TabletId, std::string> tables;
-  bool known = only.empty();
-  for (const auto& table : core->catalog()->ListAllTables()) {
-    if (table->full_name == only) known = true;
-    for (const catalog::TabletRef& ref : table->tablets) tables[ref.id] = table->full_name;
-  }
-  if (!known) return absl::NotFoundError(StrCat("table ", only, " not found"));
-  std::vector<LocalTablet> out;
-  for (tablet::TabletId id : core->engine()->ListTablets()) {
-    auto it = tables.find(id);
-    LocalTablet t{id, it == tables.end() ? std::string() : it->second};
-    if (only.empty() || t.table == only) out.push_back(std::move(t));
-  }
-  return out;
 }
 
 uint64_t SstableCount(tablet::Engine* engine, tablet::TabletId id) {
@@ -109,7 +78,7 @@ rpc::UnaryReactor* NodeAdminService::GetNodeInfo(rpc::ServerContext* context,
 rpc::UnaryReactor* NodeAdminService::GetTableStats(rpc::ServerContext* context,
                                                    const v1::GetTableStatsRequest* request,
                                                    v1::TableStats* response) {
-  StatusOr<std::vector<LocalTablet>> tablets = LocalTablets(core_, request->table_name());
+  StatusOr<std::vector<LocalTablet>> tablets = LocalTablets(*core_, request->table_name());
   if (!tablets.ok()) {
     // A well-formed name the node does not know: nothing of it here.
     if (tablets.status().code() != absl::StatusCode::kNotFound) {
@@ -117,32 +86,28 @@ rpc::UnaryReactor* NodeAdminService::GetTableStats(rpc::ServerContext* context,
     }
     tablets = std::vector<LocalTablet>();
   }
-  std::map<std::string, v1::TableStat> by_table;
-  for (const LocalTablet& t : *tablets) {
-    StatusOr<tablet::TabletStats> s = core_->engine()->GetTabletStats(t.id);
-    if (!s.ok()) continue;  // dropped since it was listed
-    v1::TableStat& out = by_table[t.table];
-    out.set_table_name(t.table);
-    out.set_tablets(out.tablets() + 1);
-    out.set_sstables(out.sstables() + s->sstable_files);
-    out.set_sstable_bytes(out.sstable_bytes() + s->sstable_bytes);
-    out.set_memtable_bytes(out.memtable_bytes() + s->memtable_bytes);
-    out.set_row_reads(out.row_reads() + s->row_reads.count);
-    out.set_row_read_seconds(out.row_read_seconds() + s->row_reads.sum_seconds);
-    out.set_scans(out.scans() + s->scans);
-    out.set_writes(out.writes() + s->writes.count);
-    out.set_write_seconds(out.write_seconds() + s->writes.sum_seconds);
-    out.set_rows_written(out.rows_written() + s->rows_written);
-  }
   response->set_endpoint(Endpoint());
-  for (auto& [name, stat] : by_table) *response->add_tables() = std::move(stat);
+  for (const TableTotals& sum : SumByTable(*core_->engine(), *tablets)) {
+    v1::TableStat* out = response->add_tables();
+    out->set_table_name(sum.table);
+    out->set_tablets(sum.tablets);
+    out->set_sstables(sum.sstables);
+    out->set_sstable_bytes(sum.sstable_bytes);
+    out->set_memtable_bytes(sum.memtable_bytes);
+    out->set_row_reads(sum.row_reads.count);
+    out->set_row_read_seconds(sum.row_reads.sum_seconds);
+    out->set_scans(sum.scans);
+    out->set_writes(sum.writes.count);
+    out->set_write_seconds(sum.writes.sum_seconds);
+    out->set_rows_written(sum.rows_written);
+  }
   return Reply(context, Status());
 }
 
 rpc::UnaryReactor* NodeAdminService::Flush(rpc::ServerContext* context,
                                            const v1::FlushRequest* request,
                                            v1::FlushResponse* response) {
-  StatusOr<std::vector<LocalTablet>> tablets = LocalTablets(core_, request->table_name());
+  StatusOr<std::vector<LocalTablet>> tablets = LocalTablets(*core_, request->table_name());
   if (!tablets.ok()) return Reply(context, tablets.status());
   for (const LocalTablet& t : *tablets) {
     Status s = core_->engine()->Flush(t.id);
@@ -156,7 +121,7 @@ rpc::UnaryReactor* NodeAdminService::Flush(rpc::ServerContext* context,
 rpc::UnaryReactor* NodeAdminService::Compact(rpc::ServerContext* context,
                                              const v1::CompactRequest* request,
                                              v1::CompactResponse* response) {
-  StatusOr<std::vector<LocalTablet>> tablets = LocalTablets(core_, request->table_name());
+  StatusOr<std::vector<LocalTablet>> tablets = LocalTablets(*core_, request->table_name());
   if (!tablets.ok()) return Reply(context, tablets.status());
   tablet::Engine* engine = core_->engine();
   for (const LocalTablet& t : *tablets) {

@@ -5,6 +5,7 @@
 
 #include "tessera/metrics/samples.h"
 #include "tessera/replication/replicated_store.h"
+#include "tessera/server/table_stats.h"
 
 namespace tessera::server {
 
@@ -33,6 +34,7 @@ std::vector<MetricFamily> NodeMetrics::Collect() const {
   CollectEngine(&out);
   CollectCluster(&out);
   CollectTablets(&out);
+  CollectTables(&out);
   return out;
 }
 
@@ -155,6 +157,39 @@ void NodeMetrics::CollectTablets(std::vector<MetricFamily>* out) const {
                            "Mutations kept in memory for replicas that have not acknowledged "
                            "them"),
                      retained));
+}
+
+void NodeMetrics::CollectTables(std::vector<MetricFamily>* out) const {
+  StatusOr<std::vector<LocalTablet>> tablets = LocalTablets(*core_, "");
+  if (!tablets.ok()) return;
+  MetricFamily bytes = Gauge("tessera_table_sstable_bytes",
+                             "Bytes of SSTables of the table's tablets on this node");
+  MetricFamily memtable = Gauge("tessera_table_memtable_bytes",
+                                "Bytes of memtables of the table's tablets on this node");
+  MetricFamily reads = metrics::Family("tessera_table_row_read_seconds",
+                                       "One-row reads of the table's tablets on this node",
+                                       MetricType::Histogram);
+  MetricFamily writes = metrics::Family(
+      "tessera_table_write_seconds",
+      "Write batches applied to the table's tablets on this node, until durable",
+      MetricType::Histogram);
+  MetricFamily scans = Counter("tessera_table_scans_total",
+                               "Scans of the table's tablets on this node");
+  MetricFamily rows = Counter("tessera_table_rows_written_total",
+                              "Rows written to the table's tablets on this node");
+  for (const TableTotals& t : SumByTable(*core_->engine(), *tablets)) {
+    if (t.table.empty()) continue;  // being dropped
+    const std::vector<metrics::Label> label = {{"table", t.table}};
+    AddValue(&bytes, static_cast<double>(t.sstable_bytes), label);
+    AddValue(&memtable, static_cast<double>(t.memtable_bytes), label);
+    metrics::AddHistogram(&reads, t.row_reads, label);
+    metrics::AddHistogram(&writes, t.writes, label);
+    AddValue(&scans, static_cast<double>(t.scans), label);
+    AddValue(&rows, static_cast<double>(t.rows_written), label);
+  }
+  for (MetricFamily* f : {&bytes, &memtable, &reads, &writes, &scans, &rows}) {
+    out->push_back(std::move(*f));
+  }
 }
 
 }  // namespace tessera::server

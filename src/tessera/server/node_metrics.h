@@ -13,6 +13,10 @@
 //            replica is behind, seen from the primary), tessera_tablet_replicas_answering{state},
 //            tessera_tablets_rebuilding, tessera_hints_pending_bytes, tessera_hints_pending,
 //            tessera_replication_retained_bytes
+//   tables   per table, the node's tablets (server/table_stats.h): tessera_table_sstable_bytes,
+//            tessera_table_memtable_bytes, tessera_table_row_read_seconds and
+//            tessera_table_write_seconds (histograms), tessera_table_scans_total,
+//            tessera_table_rows_written_total
 //
 // Thread-safety: Collect runs on the HTTP exporter's threads, concurrently with everything;
 // what it reads is thread-safe (NodeCore's accessors). The core must outlive the collector's
@@ -36,6 +40,7 @@ class NodeMetrics final : public prometheus::Collectable {
   void CollectEngine(std::vector<prometheus::MetricFamily>* out) const;
   void CollectCluster(std::vector<prometheus::MetricFamily>* out) const;
   void CollectTablets(std::vector<prometheus::MetricFamily>* out) const;
+  void CollectTables(std::vector<prometheus::MetricFamily>* out) const;
 
   const NodeCore* const core_;
 };

@@ -12,6 +12,18 @@ void LatencyHistogram::Record(int64_t micros) {
   sum_micros_.fetch_add(static_cast<uint64_t>(micros), std::memory_order_relaxed);
 }
 
+void LatencyHistogram::Snapshot::Add(const Snapshot& other) {
+  if (bounds_seconds.empty()) {
+    bounds_seconds = other.bounds_seconds;
+    cumulative.assign(other.cumulative.size(), 0);
+  }
+  for (size_t i = 0; i < cumulative.size() && i < other.cumulative.size(); ++i) {
+    cumulative[i] += other.cumulative[i];
+  }
+  count += other.count;
+  sum_seconds += other.sum_seconds;
+}
+
 LatencyHistogram::Snapshot LatencyHistogram::Read() const {
   Snapshot s;
   uint64_t running = 0;

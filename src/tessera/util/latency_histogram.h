@@ -27,6 +27,10 @@ class LatencyHistogram {
     std::vector<uint64_t> cumulative;    // per bound: how many took at most that long
     uint64_t count = 0;                  // all, the slowest beyond the last bound included
     double sum_seconds = 0;
+
+    // Adds `other`'s counts to these (the bounds are the same for every histogram; an empty
+    // snapshot takes `other`'s).
+    void Add(const Snapshot& other);
   };
 
   void Record(int64_t micros);

@@ -24,6 +24,22 @@ TEST(LatencyHistogramTest, CountsEachDurationInTheFirstBucketItFitsCumulatively)
   EXPECT_DOUBLE_EQ(s.sum_seconds, (50 + 51 + 0 + 7'000'000) / 1e6);
 }
 
+// Per-table figures sum their tablets' histograms.
+TEST(LatencyHistogramTest, SnapshotsAddUp) {
+  LatencyHistogram a, b;
+  a.Record(10);
+  b.Record(10);
+  b.Record(2'000);
+  LatencyHistogram::Snapshot sum;
+  sum.Add(a.Read());
+  sum.Add(b.Read());
+  EXPECT_EQ(sum.count, 3u);
+  EXPECT_DOUBLE_EQ(sum.sum_seconds, 0.00202);
+  ASSERT_EQ(sum.bounds_seconds.size(), LatencyHistogram::kBoundsMicros.size());
+  EXPECT_EQ(sum.cumulative[0], 2u);      // <= 50 µs
+  EXPECT_EQ(sum.cumulative.back(), 3u);  // <= 5 s
+}
+
 TEST(LatencyHistogramTest, ConcurrentRecordsAreAllCounted) {
   LatencyHistogram h;
   std::vector<std::thread> threads;
