@@ -3,12 +3,15 @@
 // own promtool accepts it. Part of the cluster_process_test binary (main() in
 // cluster_process_test.cc).
 #include <cstdlib>
+#include <fstream>
 #include <regex>
+#include <set>
 #include <string>
 
 #include "bigtable_calls.h"
 #include "cluster_test_fixture.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "tessera/testing/http_get.h"
 
 namespace tessera::integration {
@@ -66,6 +69,7 @@ TEST_F(MetricsClusterTest, EveryNodeServesMetricsThatMoveWithTheWork) {
       "grpc_server_handled_total{grpc_code=\"OK\",grpc_method=\"MutateRow\","
       "grpc_service=\"google.bigtable.v2.Bigtable\",grpc_type=\"unary\"}";
   double primaries = 0, replicas = 0, masters = 0, rows_written = 0;
+  std::set<std::string> families;  // every node's, from its "# TYPE name type" lines
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const std::string address = MetricsAddress(*nodes_[i]);
     ASSERT_FALSE(address.empty()) << FullLog(*nodes_[i]);
@@ -82,6 +86,11 @@ TEST_F(MetricsClusterTest, EveryNodeServesMetricsThatMoveWithTheWork) {
     primaries += Sum(*text, "tessera_tablets", {"role=\"primary\""});
     replicas += Sum(*text, "tessera_tablets", {"role=\"replica\""});
     masters += Sum(*text, "tessera_is_master");
+    static const std::regex kType("# TYPE ([a-z_:]+) ");
+    for (auto it = std::sregex_iterator(text->begin(), text->end(), kType);
+         it != std::sregex_iterator(); ++it) {
+      families.insert((*it)[1].str());
+    }
     rows_written += Sum(*text, "tessera_table_rows_written_total", {"tables/r\""});
     Status checked = testing::PromtoolCheckMetrics(*text);
     if (absl::IsNotFound(checked)) {
@@ -91,6 +100,25 @@ TEST_F(MetricsClusterTest, EveryNodeServesMetricsThatMoveWithTheWork) {
     }
   }
   EXPECT_EQ(masters, 1);
+  // The sample dashboard asks only for what the nodes serve.
+  std::ifstream file(std::string(TESSERA_SOURCE_DIR) + "/docs/grafana-dashboard.json");
+  ASSERT_TRUE(file.good());
+  const nlohmann::json dashboard = nlohmann::json::parse(file);
+  // A series is a name and its labels in braces (label names, as grpc_method, are not).
+  static const std::regex kName("\\b((?:grpc|tessera)_[a-z_]+?)(?:_bucket|_count|_sum)?\\{");
+  int exprs = 0;
+  for (const nlohmann::json& panel : dashboard["panels"]) {
+    for (const nlohmann::json& target : panel["targets"]) {
+      const std::string expr = target["expr"].get<std::string>();
+      ++exprs;
+      for (auto it = std::sregex_iterator(expr.begin(), expr.end(), kName);
+           it != std::sregex_iterator(); ++it) {
+        EXPECT_TRUE(families.count((*it)[1].str()))
+            << "panel '" << panel["title"] << "' asks for " << (*it)[1] << ", which no node serves";
+      }
+    }
+  }
+  EXPECT_GE(exprs, 14);
   // Each of the 21 rows is durable on at least a quorum (2) of its tablet's 3 replicas.
   EXPECT_GE(rows_written, 2 * 21);
   // The user table's two tablets and the METADATA tablet(s), three replicas each, one primary.
