@@ -76,7 +76,8 @@ std::string FormatTableStats(const v1::TableStats& stats) {
     Line(&out, "Space used", Bytes(t.sstable_bytes()), kIn);
     Line(&out, "Memtable data size", Bytes(t.memtable_bytes()), kIn);
     Line(&out, "Local read count", std::to_string(t.row_reads()), kIn);
-    Line(&out, "Local read latency", MeanMs(t.row_read_seconds(), t.row_reads()), kIn);
+    Line(&out, "Local read latency",
+         t.row_reads() == 0 ? MeanMs(0, 0) : MeanMs(t.row_read_mean_seconds(), 1), kIn);
     Line(&out, "Local scan count", std::to_string(t.scans()), kIn);
     Line(&out, "Local write count",
          fmt::format("{} ({} rows)", t.writes(), t.rows_written()), kIn);

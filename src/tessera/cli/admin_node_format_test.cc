@@ -59,7 +59,7 @@ TEST(AdminNodeFormatTest, TableStatsHaveABlockPerTableWithMeanLatencies) {
   t->set_table_name("projects/p/instances/i/tables/t");
   t->set_tablets(2);
   t->set_row_reads(4);
-  t->set_row_read_seconds(0.002);
+  t->set_row_read_mean_seconds(0.0005);
   t->set_writes(3);
   t->set_rows_written(10);
   stats.add_tables();  // a dropped table's tablets

@@ -94,8 +94,11 @@ rpc::UnaryReactor* NodeAdminService::GetTableStats(rpc::ServerContext* context,
     out->set_sstables(sum.sstables);
     out->set_sstable_bytes(sum.sstable_bytes);
     out->set_memtable_bytes(sum.memtable_bytes);
-    out->set_row_reads(sum.row_reads.count);
-    out->set_row_read_seconds(sum.row_reads.sum_seconds);
+    out->set_row_reads(sum.row_reads);
+    if (sum.row_read_samples.count > 0) {
+      out->set_row_read_mean_seconds(sum.row_read_samples.sum_seconds /
+                                     static_cast<double>(sum.row_read_samples.count));
+    }
     out->set_scans(sum.scans);
     out->set_writes(sum.writes.count);
     out->set_write_seconds(sum.writes.sum_seconds);

@@ -166,9 +166,12 @@ void NodeMetrics::CollectTables(std::vector<MetricFamily>* out) const {
                              "Bytes of SSTables of the table's tablets on this node");
   MetricFamily memtable = Gauge("tessera_table_memtable_bytes",
                                 "Bytes of memtables of the table's tablets on this node");
-  MetricFamily reads = metrics::Family("tessera_table_row_read_seconds",
-                                       "One-row reads of the table's tablets on this node",
-                                       MetricType::Histogram);
+  MetricFamily reads = metrics::Family(
+      "tessera_table_row_read_seconds",
+      "One-row reads of the table's tablets on this node: a sample, one in 16 of each thread's",
+      MetricType::Histogram);
+  MetricFamily read_count = Counter("tessera_table_row_reads_total",
+                                    "One-row reads of the table's tablets on this node");
   MetricFamily writes = metrics::Family(
       "tessera_table_write_seconds",
       "Write batches applied to the table's tablets on this node, until durable",
@@ -182,12 +185,13 @@ void NodeMetrics::CollectTables(std::vector<MetricFamily>* out) const {
     const std::vector<metrics::Label> label = {{"table", t.table}};
     AddValue(&bytes, static_cast<double>(t.sstable_bytes), label);
     AddValue(&memtable, static_cast<double>(t.memtable_bytes), label);
-    metrics::AddHistogram(&reads, t.row_reads, label);
+    metrics::AddHistogram(&reads, t.row_read_samples, label);
+    AddValue(&read_count, static_cast<double>(t.row_reads), label);
     metrics::AddHistogram(&writes, t.writes, label);
     AddValue(&scans, static_cast<double>(t.scans), label);
     AddValue(&rows, static_cast<double>(t.rows_written), label);
   }
-  for (MetricFamily* f : {&bytes, &memtable, &reads, &writes, &scans, &rows}) {
+  for (MetricFamily* f : {&bytes, &memtable, &reads, &read_count, &writes, &scans, &rows}) {
     out->push_back(std::move(*f));
   }
 }

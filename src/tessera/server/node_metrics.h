@@ -14,7 +14,8 @@
 //            tessera_tablets_rebuilding, tessera_hints_pending_bytes, tessera_hints_pending,
 //            tessera_replication_retained_bytes
 //   tables   per table, the node's tablets (server/table_stats.h): tessera_table_sstable_bytes,
-//            tessera_table_memtable_bytes, tessera_table_row_read_seconds and
+//            tessera_table_memtable_bytes, tessera_table_row_reads_total,
+//            tessera_table_row_read_seconds (a sample) and
 //            tessera_table_write_seconds (histograms), tessera_table_scans_total,
 //            tessera_table_rows_written_total
 //

@@ -42,7 +42,8 @@ std::vector<TableTotals> SumByTable(const tablet::Engine& engine,
     sum.sstables += s->sstable_files;
     sum.sstable_bytes += s->sstable_bytes;
     sum.memtable_bytes += s->memtable_bytes;
-    sum.row_reads.Add(s->row_reads);
+    sum.row_reads += s->row_reads;
+    sum.row_read_samples.Add(s->row_read_samples);
     sum.scans += s->scans;
     sum.writes.Add(s->writes);
     sum.rows_written += s->rows_written;

@@ -30,7 +30,8 @@ struct TableTotals {
   uint64_t sstables = 0;
   uint64_t sstable_bytes = 0;
   uint64_t memtable_bytes = 0;
-  LatencyHistogram::Snapshot row_reads;
+  uint64_t row_reads = 0;
+  LatencyHistogram::Snapshot row_read_samples;  // a sample of them (Engine::TabletStats)
   uint64_t scans = 0;
   LatencyHistogram::Snapshot writes;
   uint64_t rows_written = 0;

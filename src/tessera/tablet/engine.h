@@ -292,7 +292,8 @@ struct TabletStats {
   uint64_t sstable_files = 0;
   uint64_t sstable_bytes = 0;
   uint64_t last_sequence = 0;
-  LatencyHistogram::Snapshot row_reads;  // ReadRow calls and their time
+  uint64_t row_reads = 0;                       // ReadRow calls
+  LatencyHistogram::Snapshot row_read_samples;  // the time of one in 16 of them (per thread)
   uint64_t scans = 0;                    // Scan calls
   LatencyHistogram::Snapshot writes;     // ApplyBatch / ApplyReplicated calls, until durable
   uint64_t rows_written = 0;             // the mutations of those calls
