@@ -87,6 +87,9 @@ struct ReplicaNode::Tablet {
   // The rest under the node's mu_.
   std::optional<TabletConfig> config;
   bool promise_loaded = false;
+  // Named primary while the engine did not hold the tablet yet (its configuration came before
+  // the catalog created it here): each Tick tries again until it can act.
+  bool lead_pending = false;
   uint64_t promise = 0;
   int64_t granted_until_us = 0;  // leases granted end here (our clock)
   bool primary = false;
@@ -252,8 +255,15 @@ void ReplicaNode::UpdateConfig(const TabletConfig& config) {
 
 void ReplicaNode::BecomePrimary(Tablet* t, const TabletConfig& config, Effects* fx) {
   StatusOr<uint64_t> promise = LoadPromise(t);
+  {
+    absl::MutexLock l(&mu_);
+    const bool first = !t->lead_pending;
+    t->lead_pending = absl::IsNotFound(promise.status());
+    if (!promise.ok() && !first && t->lead_pending) return;  // said already; Tick tries again
+  }
   if (!promise.ok()) {
-    TLOG_WARN("replication: {} names this node primary but it cannot act: {}", TabletName(t->id),
+    TLOG_WARN("replication: {} names this node primary but it cannot act{}: {}",
+              TabletName(t->id), absl::IsNotFound(promise.status()) ? " yet" : "",
               promise.status().ToString());
     return;
   }
@@ -1185,6 +1195,15 @@ void ReplicaNode::Tick() {
     }
     seals_.erase(keep, seals_.end());
   }
+  // Configurations that named this node primary before its engine held the tablet.
+  std::vector<TabletConfig> lead_again;
+  {
+    absl::MutexLock l(&mu_);
+    for (auto& [id, t] : tablets_) {
+      if (t->lead_pending && !t->primary && t->config.has_value()) lead_again.push_back(*t->config);
+    }
+  }
+  for (const TabletConfig& config : lead_again) UpdateConfig(config);
   for (PendingSeal& s : due) {
     StatusOr<uint64_t> last = engine_->LastSequence(s.tablet_id);
     if (!last.ok()) {
