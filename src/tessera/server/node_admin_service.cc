@@ -65,7 +65,7 @@ rpc::UnaryReactor* NodeAdminService::GetNodeInfo(rpc::ServerContext* context,
   response->set_tablets(core_->engine()->ListTablets().size());
   response->set_sstables(s.sstable_files);
   response->set_pending_jobs(s.queued_jobs);
-  response->set_running_jobs(s.background_jobs - std::min(s.background_jobs, s.queued_jobs));
+  response->set_running_jobs(s.running_jobs());
   response->set_flushes(s.flushes);
   response->set_compactions(s.compactions);
   response->set_flush_bytes_written(s.flush_bytes_written);

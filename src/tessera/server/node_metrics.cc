@@ -21,6 +21,9 @@ MetricFamily Gauge(std::string name, std::string help) {
 MetricFamily Counter(std::string name, std::string help) {
   return metrics::Family(std::move(name), std::move(help), MetricType::Counter);
 }
+MetricFamily Histogram(std::string name, std::string help) {
+  return metrics::Family(std::move(name), std::move(help), MetricType::Histogram);
+}
 // A family with one unlabelled sample.
 MetricFamily One(MetricFamily f, double value) {
   AddValue(&f, value);
@@ -65,9 +68,7 @@ void NodeMetrics::CollectEngine(std::vector<MetricFamily>* out) const {
   MetricFamily jobs = Gauge("tessera_background_jobs",
                             "Flushes and compactions: queued (not started) and running");
   AddValue(&jobs, static_cast<double>(s.queued_jobs), {{"state", "queued"}});
-  AddValue(&jobs, static_cast<double>(s.background_jobs - std::min(s.background_jobs,
-                                                                   s.queued_jobs)),
-           {{"state", "running"}});
+  AddValue(&jobs, static_cast<double>(s.running_jobs()), {{"state", "running"}});
   out->push_back(std::move(jobs));
   out->push_back(One(Counter("tessera_write_stalls_total",
                              "Writes that waited for a flush to free memtable memory"),
@@ -80,9 +81,8 @@ void NodeMetrics::CollectEngine(std::vector<MetricFamily>* out) const {
                      static_cast<double>(s.block_cache_usage)));
   out->push_back(One(Gauge("tessera_commit_log_segments", "Commit-log segments kept on disk"),
                      static_cast<double>(s.commit_log_segments)));
-  MetricFamily sync = metrics::Family("tessera_commit_log_sync_seconds",
-                                      "Time of the commit log's fdatasyncs",
-                                      MetricType::Histogram);
+  MetricFamily sync =
+      Histogram("tessera_commit_log_sync_seconds", "Time of the commit log's fdatasyncs");
   metrics::AddHistogram(&sync, s.commit_log_sync);
   out->push_back(std::move(sync));
 }
@@ -166,16 +166,14 @@ void NodeMetrics::CollectTables(std::vector<MetricFamily>* out) const {
                              "Bytes of SSTables of the table's tablets on this node");
   MetricFamily memtable = Gauge("tessera_table_memtable_bytes",
                                 "Bytes of memtables of the table's tablets on this node");
-  MetricFamily reads = metrics::Family(
+  MetricFamily reads = Histogram(
       "tessera_table_row_read_seconds",
-      "One-row reads of the table's tablets on this node: a sample, one in 16 of each thread's",
-      MetricType::Histogram);
+      "One-row reads of the table's tablets on this node: a sample, one in 16 of each thread's");
   MetricFamily read_count = Counter("tessera_table_row_reads_total",
                                     "One-row reads of the table's tablets on this node");
-  MetricFamily writes = metrics::Family(
-      "tessera_table_write_seconds",
-      "Write batches applied to the table's tablets on this node, until durable",
-      MetricType::Histogram);
+  MetricFamily writes =
+      Histogram("tessera_table_write_seconds",
+                "Write batches applied to the table's tablets on this node, until durable");
   MetricFamily scans = Counter("tessera_table_scans_total",
                                "Scans of the table's tablets on this node");
   MetricFamily rows = Counter("tessera_table_rows_written_total",

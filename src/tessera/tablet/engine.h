@@ -49,6 +49,7 @@
 // Thread-safety: every method is safe to call from many threads.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -269,6 +270,7 @@ struct EngineStats {
   // Flushes and compactions scheduled or running, and those queued but not started.
   uint64_t background_jobs = 0;
   uint64_t queued_jobs = 0;
+  uint64_t running_jobs() const { return background_jobs - std::min(background_jobs, queued_jobs); }
   uint64_t flushes = 0;
   uint64_t compactions = 0;
   uint64_t flush_bytes_written = 0;  // SSTable bytes written by flushes
