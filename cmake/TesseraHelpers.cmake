@@ -55,7 +55,7 @@ endfunction()
 #   of the library: imports are few and regenerating is cheap, and this keeps an edited import
 #   from leaving stale descriptors behind. Generated code compiles without warnings (-w).
 function(tessera_add_proto_library name)
-  cmake_parse_arguments(ARG "" "" "PROTOS;GRPC" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "PROTOS;GRPC;DEPS" ${ARGN})
   set(root "${CMAKE_CURRENT_SOURCE_DIR}")
   set(gen_dir "${CMAKE_CURRENT_BINARY_DIR}")
   set(all_protos)
@@ -84,6 +84,7 @@ function(tessera_add_proto_library name)
   endforeach()
   add_library(${name} STATIC ${gen_srcs})
   target_include_directories(${name} PUBLIC "${gen_dir}")
-  target_link_libraries(${name} PUBLIC gRPC::grpc++ protobuf::libprotobuf)
+  # DEPS: proto libraries whose files these import.
+  target_link_libraries(${name} PUBLIC ${ARG_DEPS} gRPC::grpc++ protobuf::libprotobuf)
   target_compile_options(${name} PRIVATE -w)
 endfunction()

@@ -66,7 +66,7 @@ trap 'exit 1' INT TERM
 
 start_server "$server_cmd" "$work"
 # METADATA_SERVER_DETECTION=none: no probing for a GCE metadata server (no credentials needed).
-BIGTABLE_EMULATOR_HOST=$SERVER_HOST TESSERA_ADMIN_HOST=$ADMIN_HOST \
+BIGTABLE_EMULATOR_HOST=$SERVER_HOST TESSERA_ADMIN_HOST=$ADMIN_HOST TESSERA_TLS_CA=$TLS_CA \
   TESSERA_NODE_MODULES="$cache/node_modules" \
   TESSERA_SERVER_KIND=$SERVER_KIND METADATA_SERVER_DETECTION=none \
   timeout 300 node --test --test-reporter=spec "$here/node/bigtable_test.js"

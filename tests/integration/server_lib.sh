@@ -28,6 +28,12 @@
 # start_server restarts the same cluster: same data folders, same ports. stop_lock_service
 # stops etcd (end_of_script calls it).
 #
+# TLS (TESSERA_TEST_TLS=1, with the cluster topology; docs/security.md): start_server first
+# makes a test CA and certificates for 127.0.0.1 in <work-dir>/tls (make_test_certs, openssl),
+# etcd serves its client port over TLS and asks for client certificates, and every node gets
+# --tls-cert/--tls-key/--tls-ca (mutual TLS between nodes) and --etcd-tls-*. TLS_CA is then
+# the CA's file, and TLS_CLIENT_ARGS (--tls-ca FILE) what a tessera client command needs.
+#
 # And the scaffolding of a checking script:
 #   begin_checks <name>   sets $work (a fresh folder) and installs an EXIT trap that stops the
 #                         server and removes $work unless a check failed
@@ -45,6 +51,43 @@ SERVER_LOG=""
 SERVER_EXIT=""
 ADMIN_HOST=""
 SERVER_NODES=1
+TLS_CA=""
+TLS_CLIENT_ARGS=()
+
+# A certificate `name` for 127.0.0.1 (server and client use) in `dir`, signed by the CA
+# `ca` (<dir>/<ca>.pem and .key).
+issue_test_cert() {
+  local dir=$1 ca=$2 name=$3
+  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n' \
+    >"$dir/ext"
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=$name" \
+    -keyout "$dir/$name.key" -out "$dir/$name.csr" 2>/dev/null &&
+    openssl x509 -req -in "$dir/$name.csr" -CA "$dir/$ca.pem" -CAkey "$dir/$ca.key" \
+      -CAcreateserial -days 2 -extfile "$dir/ext" -out "$dir/$name.pem" 2>/dev/null
+}
+
+# A self-signed CA `ca` in `dir` (<dir>/<ca>.pem and .key).
+make_test_ca() {
+  local dir=$1 ca=$2
+  mkdir -p "$dir"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+    -subj "/CN=tessera test $ca" -keyout "$dir/$ca.key" -out "$dir/$ca.pem" 2>/dev/null
+}
+
+# The cluster's CA and the certificates of its nodes and of etcd, in <work>/tls.
+make_test_certs() {
+  local dir=$1/tls
+  if ! command -v openssl >/dev/null; then
+    echo "FAIL: the TLS variant makes its certificates with openssl; install openssl" >&2
+    exit 1
+  fi
+  make_test_ca "$dir" ca && issue_test_cert "$dir" ca node && issue_test_cert "$dir" ca etcd || {
+    echo "FAIL: openssl could not make the test certificates" >&2
+    exit 1
+  }
+  TLS_CA=$dir/ca.pem
+  TLS_CLIENT_ARGS=(--tls-ca "$TLS_CA")
+}
 
 # True while `pid` runs (a zombie, exited but not yet waited for, counts as stopped).
 process_running() {
@@ -157,9 +200,15 @@ start_lock_service() {
     peer=$((client + 1))
     rm -rf "$work/etcd"
     # Short heartbeats let etcd grant the nodes' short leases (etcd_test_server.cc does the same).
-    "$etcd" --name m0 --data-dir "$work/etcd" \
-      --listen-client-urls "http://127.0.0.1:$client" \
-      --advertise-client-urls "http://127.0.0.1:$client" \
+    local scheme=http tls_args=()
+    if [[ -n $TLS_CA ]]; then
+      scheme=https
+      tls_args=(--cert-file "$work/tls/etcd.pem" --key-file "$work/tls/etcd.key"
+        --trusted-ca-file "$TLS_CA" --client-cert-auth)
+    fi
+    "$etcd" --name m0 --data-dir "$work/etcd" "${tls_args[@]}" \
+      --listen-client-urls "$scheme://127.0.0.1:$client" \
+      --advertise-client-urls "$scheme://127.0.0.1:$client" \
       --listen-peer-urls "http://127.0.0.1:$peer" \
       --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
       --initial-cluster "m0=http://127.0.0.1:$peer" \
@@ -197,6 +246,11 @@ start_cluster_node() {
     --log-level warn --lock-service "etcd://$ETCD_ENDPOINT" --gossip-interval-ms 100
     --http-listen 127.0.0.1:0)
   ((i > 0)) && args+=(--seeds "127.0.0.1:${CLUSTER_PORTS[0]}")
+  if [[ -n $TLS_CA ]]; then
+    args+=(--tls-cert "$work/tls/node.pem" --tls-key "$work/tls/node.key" --tls-ca "$TLS_CA"
+      --etcd-tls-ca "$TLS_CA" --etcd-tls-cert "$work/tls/node.pem"
+      --etcd-tls-key "$work/tls/node.key")
+  fi
   mkdir -p "$work/data$i"
   rm -f "$work/port$i"
   "$cmd" "${args[@]}" >>"$work/server$i.log" 2>&1 &
@@ -224,7 +278,7 @@ cluster_converged() {
   local cmd=$1 i status masters=""
   for ((i = 0; i < 3; i++)); do
     status=$(timeout 10 "$cmd" admin status --json --addr "127.0.0.1:${CLUSTER_PORTS[i]}" \
-      2>/dev/null) || return 1
+      "${TLS_CLIENT_ARGS[@]}" 2>/dev/null) || return 1
     jq -e '.serving and .master != "" and
            ([.nodes[] | select(.liveness == "up" and .registered)] | length) == 3' \
       >/dev/null <<<"$status" || return 1
@@ -245,6 +299,7 @@ start_cluster() {
   fi
   SERVER_KIND=tessera
   SERVER_NODES=3
+  if [[ ${TESSERA_TEST_TLS:-} == 1 && -z $TLS_CA ]]; then make_test_certs "$work"; fi
   [[ -n $ETCD_PID ]] || start_lock_service "$work"
   for ((i = 0; i < 3; i++)); do start_cluster_node "$cmd" "$work" "$i"; done
   for ((i = 0; i < 600; i++)); do

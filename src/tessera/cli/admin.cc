@@ -19,6 +19,7 @@
 #include "tessera/catalog/table_definition.h"
 #include "tessera/cli/admin_node.h"
 #include "tessera/cli/admin_ring_format.h"
+#include "tessera/cli/admin_snapshot.h"
 #include "tessera/cli/admin_tablets_format.h"
 #include "tessera/cli/cli_flags.h"
 #include "tessera/cli/commands.h"
@@ -37,8 +38,7 @@ std::chrono::system_clock::time_point Deadline(int64_t timeout_ms) {
 }
 
 grpc::Status AskStatus(const std::string& addr, int64_t timeout_ms, v1::ClusterStatus* status) {
-  auto stub =
-      v1::ClusterAdmin::NewStub(grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
+  auto stub = v1::ClusterAdmin::NewStub(grpc::CreateChannel(addr, ChannelCredentials()));
   grpc::ClientContext ctx;
   ctx.set_deadline(Deadline(timeout_ms));
   return stub->GetClusterStatus(&ctx, v1::GetClusterStatusRequest(), status);
@@ -63,8 +63,8 @@ std::vector<NodeAnswer> AskTablets(const v1::ClusterStatus& status, Ask ask,
   std::vector<std::thread> askers;
   for (NodeAnswer& answer : answers) {
     askers.emplace_back([&answer, &table, timeout_ms] {
-      auto stub = v1::TabletAdmin::NewStub(
-          grpc::CreateChannel(answer.endpoint, grpc::InsecureChannelCredentials()));
+      auto stub =
+          v1::TabletAdmin::NewStub(grpc::CreateChannel(answer.endpoint, ChannelCredentials()));
       grpc::ClientContext ctx;
       ctx.set_deadline(Deadline(timeout_ms));
       v1::GetTabletsRequest request;
@@ -181,8 +181,7 @@ int RunRing(const std::string& addr, int64_t timeout_ms, bool json) {
     std::fprintf(stderr, "tessera admin ring: %s: %s\n", addr.c_str(), rpc.error_message().c_str());
     return 1;
   }
-  auto stub =
-      v1::TabletAdmin::NewStub(grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
+  auto stub = v1::TabletAdmin::NewStub(grpc::CreateChannel(addr, ChannelCredentials()));
   grpc::ClientContext ctx;
   ctx.set_deadline(Deadline(timeout_ms));
   v1::Ring ring;
@@ -201,8 +200,7 @@ int RunRing(const std::string& addr, int64_t timeout_ms, bool json) {
 
 int RunRemoveNode(const std::string& addr, int64_t timeout_ms, const std::string& endpoint,
                   bool force) {
-  auto stub =
-      v1::ClusterAdmin::NewStub(grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
+  auto stub = v1::ClusterAdmin::NewStub(grpc::CreateChannel(addr, ChannelCredentials()));
   grpc::ClientContext ctx;
   ctx.set_deadline(Deadline(timeout_ms));
   v1::RemoveNodeRequest request;
@@ -217,6 +215,23 @@ int RunRemoveNode(const std::string& addr, int64_t timeout_ms, const std::string
   }
   std::printf("%s\n", response.message().c_str());
   return 0;
+}
+
+// The nodes a snapshot command acts on: every node that may hold tablets (as `tablets` asks),
+// from the status of the node at `addr`; empty after saying why on stderr.
+std::vector<std::string> SnapshotNodes(const char* command, const std::string& addr,
+                                       int64_t timeout_ms) {
+  v1::ClusterStatus status;
+  if (grpc::Status rpc = AskStatus(addr, timeout_ms, &status); !rpc.ok()) {
+    std::fprintf(stderr, "tessera admin %s: %s: %s\n", command, addr.c_str(),
+                 rpc.error_message().c_str());
+    return {};
+  }
+  std::vector<std::string> nodes;
+  for (const v1::NodeStatus& n : status.nodes()) {
+    if (n.registered() || n.is_self()) nodes.push_back(n.endpoint());
+  }
+  return nodes;
 }
 
 std::string EnvOr(const char* name, std::string fallback) {
@@ -246,6 +261,7 @@ int RunAdmin(int argc, char** argv) {
     command->add_option("--timeout-ms", timeout_ms, "give up after this long (per node)")
         ->check(CLI::Range(int64_t{1}, int64_t{600000}))
         ->capture_default_str();
+    AddTlsCaOption(command);
   };
   CLI::App* status = app.add_subcommand(
       "status",
@@ -310,6 +326,15 @@ int RunAdmin(int argc, char** argv) {
   add_addr(compact, "the node");
   compact->add_flag("--json", json, "print the answer as one JSON object");
   add_table(compact);
+  CLI::App* drain = app.add_subcommand(
+      "drain",
+      "the node at --addr stops serving for good — peers mark it down, its tablets get other "
+      "primaries, data calls get UNAVAILABLE — and flushes its memtables, so that it can be "
+      "stopped with nothing to replay (nodetool drain; --timeout-ms defaults to 10 minutes)."
+      "\nExit status: 0; 1 when the node "
+      "cannot be reached or the flush failed; 2 on bad flags");
+  add_addr(drain, "the node");
+  drain->add_flag("--json", json, "print the answer as one JSON object");
   CLI::App* ring = app.add_subcommand(
       "ring",
       "every node's token on the ring, with its dc, rack, state and the share of the row-key "
@@ -329,12 +354,55 @@ int RunAdmin(int argc, char** argv) {
   removenode->add_flag("--force", force,
                        "also when the node, though down in gossip, is still registered (a hung "
                        "process keeps its lock-service session): end that session");
+  std::string tag;
+  std::string target;
+  const auto add_snapshot_flags = [&](CLI::App* command, bool tag_required) {
+    add_addr(command, "any node");
+    command->add_flag("--json", json, "print the answer as JSON");
+    CLI::Option* t = command->add_option("--tag", tag, "the snapshot's name");
+    if (tag_required) t->required();
+    add_table(command);
+  };
+  CLI::App* snapshot = app.add_subcommand(
+      "snapshot",
+      "snapshot --table under --tag on every node holding it: each replica copied at one "
+      "sequence into <data-dir>/snapshots/<tag>/ (nodetool snapshot; --timeout-ms defaults to "
+      "10 minutes).\nExit status: 0; 1 when a node refused or could not be reached; 2 on bad "
+      "flags");
+  add_snapshot_flags(snapshot, /*tag_required=*/true);
+  snapshot->get_option("--table")->required();
+  CLI::App* listsnapshots =
+      app.add_subcommand("listsnapshots",
+                         "every node's snapshots (of --table, of --tag): tablets, sequences, size "
+                         "(nodetool listsnapshots)");
+  add_snapshot_flags(listsnapshots, /*tag_required=*/false);
+  CLI::App* clearsnapshot = app.add_subcommand(
+      "clearsnapshot",
+      "delete snapshot files on every node: of --tag (only --table's with --table), or every "
+      "snapshot without --tag (nodetool clearsnapshot)");
+  add_snapshot_flags(clearsnapshot, /*tag_required=*/false);
+  CLI::App* restore = app.add_subcommand(
+      "restore",
+      "write snapshot --tag of --table back: into the table itself (emptied first), or into a "
+      "new table --target made with the snapshot's schema and tablets; each tablet from the "
+      "node whose copy has the highest sequence, through the write path (--timeout-ms "
+      "defaults to 10 minutes per node).\nExit status: 0; 1 when the snapshot is missing or "
+      "incomplete, a node refused or could not be reached, or --target exists; 2 on bad flags");
+  add_snapshot_flags(restore, /*tag_required=*/true);
+  restore->get_option("--table")->required();
+  restore->add_option("--target", target,
+                      "restore into this new table (an id in --project/--instance, or a full "
+                      "name) instead of the snapshot's own");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return ExitForParseError(app, e);
   }
   CLI::App* command = app.get_subcommands().front();
+  if (Status s = LoadTlsCa(); !s.ok()) {
+    std::fprintf(stderr, "tessera admin: %s\n", std::string(s.message()).c_str());
+    return 2;
+  }
   if (command->get_option("--addr")->count() == 0 && from_env) {
     if (Status s = CheckHostPort("$BIGTABLE_EMULATOR_HOST", addr); !s.ok()) {
       std::fprintf(stderr, "tessera admin: %s\n", std::string(s.message()).c_str());
@@ -342,17 +410,22 @@ int RunAdmin(int argc, char** argv) {
     }
   }
   if (status->parsed()) return RunStatus(addr, timeout_ms, json);
-  // --table as a full name ("" for none given).
-  std::string full;
-  if (!table.empty()) {
-    full = table.find('/') != std::string::npos
-               ? table
-               : StrCat("projects/", project, "/instances/", instance, "/tables/", table);
-    if (StatusOr<catalog::TableName> name = catalog::TableName::Parse(full); !name.ok()) {
-      std::fprintf(stderr, "tessera admin %s: --table: %s\n", command->get_name().c_str(),
+  // A table flag as a full name ("" for none given); false after saying why it is malformed.
+  const auto full_name = [&](const char* flag, const std::string& value, std::string* out) {
+    if (value.empty()) return true;
+    *out = value.find('/') != std::string::npos
+               ? value
+               : StrCat("projects/", project, "/instances/", instance, "/tables/", value);
+    if (StatusOr<catalog::TableName> name = catalog::TableName::Parse(*out); !name.ok()) {
+      std::fprintf(stderr, "tessera admin %s: %s: %s\n", command->get_name().c_str(), flag,
                    std::string(name.status().message()).c_str());
-      return 2;
+      return false;
     }
+    return true;
+  };
+  std::string full, full_target;
+  if (!full_name("--table", table, &full) || !full_name("--target", target, &full_target)) {
+    return 2;
   }
   if (tablets->parsed()) return RunTablets(addr, timeout_ms, json, full);
   if (info->parsed()) return RunNodeInfo(addr, timeout_ms, json, /*compaction=*/false);
@@ -362,6 +435,27 @@ int RunAdmin(int argc, char** argv) {
   if (compact->parsed()) {
     const int64_t wait_ms = compact->get_option("--timeout-ms")->count() > 0 ? timeout_ms : 600000;
     return RunFlushOrCompact(addr, wait_ms, json, full, /*compact=*/true);
+  }
+  if (snapshot->parsed() || listsnapshots->parsed() || clearsnapshot->parsed() ||
+      restore->parsed()) {
+    const std::string name = command->get_name();
+    if (clearsnapshot->parsed() && tag.empty() && !full.empty()) {
+      std::fprintf(stderr, "tessera admin clearsnapshot: --table needs --tag\n");
+      return 2;
+    }
+    const bool long_wait = (snapshot->parsed() || restore->parsed()) &&
+                           command->get_option("--timeout-ms")->count() == 0;
+    const int64_t wait_ms = long_wait ? 600000 : timeout_ms;
+    const std::vector<std::string> nodes = SnapshotNodes(name.c_str(), addr, timeout_ms);
+    if (nodes.empty()) return 1;
+    if (snapshot->parsed()) return RunSnapshot(nodes, wait_ms, json, full, tag);
+    if (listsnapshots->parsed()) return RunListSnapshots(nodes, wait_ms, json, full, tag);
+    if (clearsnapshot->parsed()) return RunClearSnapshot(nodes, wait_ms, json, full, tag);
+    return RunRestore(addr, nodes, wait_ms, json, full, tag, full_target);
+  }
+  if (drain->parsed()) {
+    const int64_t wait_ms = drain->get_option("--timeout-ms")->count() > 0 ? timeout_ms : 600000;
+    return RunDrain(addr, wait_ms, json);
   }
   if (ring->parsed()) return RunRing(addr, timeout_ms, json);
   if (removenode->parsed()) return RunRemoveNode(addr, timeout_ms, endpoint, force);

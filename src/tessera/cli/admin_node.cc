@@ -16,22 +16,12 @@ namespace {
 
 namespace v1 = ::tessera::v1;
 
-// One unary call of NodeAdmin on the node at `addr`; false (after saying why on stderr) when
-// it fails.
 template <typename Request, typename Response>
 bool Ask(const char* command, const std::string& addr, int64_t timeout_ms,
          grpc::Status (v1::NodeAdmin::Stub::*method)(grpc::ClientContext*, const Request&,
                                                       Response*),
          const Request& request, Response* response) {
-  auto stub =
-      v1::NodeAdmin::NewStub(grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));
-  grpc::Status rpc = (stub.get()->*method)(&ctx, request, response);
-  if (rpc.ok()) return true;
-  std::fprintf(stderr, "tessera admin %s: %s: %s\n", command, addr.c_str(),
-               rpc.error_message().c_str());
-  return false;
+  return AskNode(command, addr, timeout_ms, method, request, response).ok();
 }
 
 }  // namespace
@@ -95,6 +85,22 @@ int RunFlushOrCompact(const std::string& addr, int64_t timeout_ms, bool json,
   } else {
     fmt::print("flushed {} tablet{} of {} on {}\n", response.tablets(),
                response.tablets() == 1 ? "" : "s", what, addr);
+  }
+  return 0;
+}
+
+int RunDrain(const std::string& addr, int64_t timeout_ms, bool json) {
+  v1::DrainResponse response;
+  if (!Ask("drain", addr, timeout_ms, &v1::NodeAdmin::Stub::Drain, v1::DrainRequest(), &response)) {
+    return 1;
+  }
+  if (json) {
+    std::printf("%s\n", ProtoToJson(response).dump().c_str());
+  } else {
+    fmt::print(
+        "drained {}: it serves no more requests, its memtables are flushed ({} SSTables); "
+        "stop it when ready\n",
+        addr, response.sstables());
   }
   return 0;
 }

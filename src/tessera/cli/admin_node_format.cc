@@ -31,7 +31,10 @@ std::string MeanMs(double seconds, uint64_t count) {
 std::string FormatNodeInfo(const v1::NodeInfo& info) {
   std::string out;
   Line(&out, "Endpoint", info.endpoint().empty() ? "?" : info.endpoint());
-  Line(&out, "Serving", info.serving() ? "yes" : "NO (no lock-service session)");
+  Line(&out, "Serving",
+       info.serving()   ? "yes"
+       : info.drained() ? "NO (drained: restart it to serve again)"
+                        : "NO (no lock-service session)");
   Line(&out, "Data folder", info.data_dir());
   Line(&out, "Uptime (seconds)", std::to_string(info.uptime_seconds()));
   Line(&out, "Load", Bytes(info.load_bytes()));

@@ -1,8 +1,10 @@
 #include "tessera/cli/cli_flags.h"
 
+#include <cstdlib>
 #include <memory>
 #include <string>
 
+#include "tessera/rpc/tls.h"
 #include "tessera/util/version.h"
 
 namespace tessera::cli {
@@ -62,6 +64,45 @@ Status CheckHostPort(std::string_view where, std::string_view value, PortZero ze
   StatusOr<HostPort> hp = ParseHostPort(value, zero);
   if (hp.ok()) return Status();
   return absl::InvalidArgumentError(StrCat(where, ": ", hp.status().message()));
+}
+
+namespace {
+
+struct TlsCa {
+  std::string file;  // --tls-ca, or $TESSERA_TLS_CA
+  std::string pem;   // its contents once loaded
+};
+
+TlsCa& GlobalTlsCa() {
+  static TlsCa* ca = new TlsCa;
+  return *ca;
+}
+
+}  // namespace
+
+void AddTlsCaOption(CLI::App* app) {
+  app->add_option("--tls-ca", GlobalTlsCa().file,
+                  "connect with TLS, verifying the server against this CA certificate (PEM; "
+                  "default: $TESSERA_TLS_CA; none: plaintext)");
+}
+
+Status LoadTlsCa() {
+  TlsCa& ca = GlobalTlsCa();
+  std::string flag = "--tls-ca";
+  if (ca.file.empty()) {
+    const char* env = std::getenv("TESSERA_TLS_CA");
+    if (env == nullptr || *env == '\0') return Status();
+    ca.file = env;
+    flag = "$TESSERA_TLS_CA";
+  }
+  ASSIGN_OR_RETURN(ca.pem, rpc::ReadPemFile(flag, ca.file, "CERTIFICATE"));
+  return Status();
+}
+
+const std::string& TlsCaPem() { return GlobalTlsCa().pem; }
+
+std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials() {
+  return rpc::ClientCredentialsFor(TlsCaPem());
 }
 
 }  // namespace tessera::cli

@@ -6,10 +6,12 @@
 #pragma once
 
 #include <iostream>
+#include <memory>
 #include <string>
 #include <string_view>
 
 #include "CLI/CLI.hpp"
+#include "grpcpp/security/credentials.h"
 #include "tessera/util/host_port.h"
 #include "tessera/util/status.h"
 
@@ -41,5 +43,16 @@ CLI::Validator HostPortCheck(PortZero zero = PortZero::kRefused);
 // ("$BIGTABLE_EMULATOR_HOST") in front of the parser's message.
 Status CheckHostPort(std::string_view where, std::string_view value,
                      PortZero zero = PortZero::kRefused);
+
+// TLS towards the server, for the commands that call one (shell, admin, bench): --tls-ca FILE
+// (default: $TESSERA_TLS_CA), the CA the server's certificate is verified against; none means
+// plaintext. AddTlsCaOption adds the flag to `app`; LoadTlsCa, after parsing, reads the file
+// (InvalidArgument naming it when it cannot be read or holds no certificate); then
+// ChannelCredentials() is what every channel of the command is made with. Process-wide state:
+// a command line is parsed once.
+void AddTlsCaOption(CLI::App* app);
+Status LoadTlsCa();
+const std::string& TlsCaPem();
+std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials();
 
 }  // namespace tessera::cli

@@ -399,6 +399,133 @@ TEST(CliProcessTest, AdminNodeCommandsShowAndActOnOneNode) {
   EXPECT_EQ(r.exit_code, 1) << r.err;
 }
 
+// Snapshots on one node: taken, listed, restored into a new table (with the schema and the
+// tablets of the old one) and into the table itself, cleared; every mistake an exit code and a
+// message naming it.
+TEST(CliProcessTest, AdminSnapshotRestoreAndClear) {
+  testing::TempDir dir;
+  auto server = testing::TestServer::StartTesseraServe(TESSERA_BINARY_PATH, dir.path());
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::string addr = (*server)->endpoint();
+  const auto shell = [&](const std::string& script) {
+    const std::vector<std::string> args = {"shell", "--endpoint", addr, "-e", script};
+    ProcessResult r = Tessera(args);
+    EXPECT_EQ(r.exit_code, 0) << Show(args, r);
+    return r.out;
+  };
+  shell(
+      "create table t families=cf:maxversions=2,hot splits=m; put t a cf:q=1@1000; put t a "
+      "cf:q=2@2000; "
+      "put t a cf:q=3@3000; put t b hot:h=x; put t gone cf:q=1; delete t gone; put t x cf:q=4");
+  ASSERT_EQ(Tessera({"admin", "flush", "--table", "t", "--addr", addr}).exit_code, 0);
+  shell("put t y cf:q=5");  // in the memtable only
+
+  ProcessResult r =
+      Tessera({"admin", "snapshot", "--table", "t", "--tag", "before", "--addr", addr});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out,
+              HasSubstr("snapshot \"before\" of projects/p/instances/i/tables/t: 2 tablets"));
+  const std::string scan_t = shell("scan t");
+  shell("put t a cf:q=after; put t z cf:q=after; delete t x");
+
+  r = Tessera({"admin", "listsnapshots", "--json", "--addr", addr});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 1u) << r.out;
+  EXPECT_EQ(j[0]["tag"], "before");
+  EXPECT_EQ(j[0]["table_name"], "projects/p/instances/i/tables/t");
+  EXPECT_EQ(j[0]["tablets"].size(), 2u);
+  EXPECT_EQ(j[0]["endpoint"], addr);
+
+  r = Tessera(
+      {"admin", "restore", "--table", "t", "--tag", "before", "--target", "t2", "--addr", addr});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("into projects/p/instances/i/tables/t2: 2 tablets from 1 nodes, "
+                               "4 rows, 5 cells"));
+  std::string scan_t2 = shell("scan t2");
+  EXPECT_EQ(scan_t2, scan_t);
+  EXPECT_THAT(shell("describe t2"), HasSubstr("versions() > 2"));
+  r = Tessera({"admin", "tablestats", "--json", "--table", "t2", "--addr", addr});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["tables"][0]["tablets"], 2) << r.out;
+
+  r = Tessera({"admin", "restore", "--table", "t", "--tag", "before", "--addr", addr});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(shell("scan t"), scan_t);
+
+  // Mistakes.
+  r = Tessera({"admin", "snapshot", "--table", "t", "--tag", "before", "--addr", addr});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("snapshot \"before\" of table projects/p/instances/i/tables/t "
+                               "already exists"));
+  r = Tessera({"admin", "snapshot", "--table", "t", "--tag", "a/b", "--addr", addr});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("may hold only letters"));
+  r = Tessera({"admin", "snapshot", "--table", "nosuch", "--tag", "x", "--addr", addr});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("tables/nosuch not found"));
+  r = Tessera({"admin", "snapshot", "--tag", "x", "--addr", addr});
+  EXPECT_EQ(r.exit_code, 2);
+  r = Tessera({"admin", "restore", "--table", "t", "--tag", "nosuch", "--addr", addr});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("no node has a snapshot \"nosuch\""));
+  r = Tessera(
+      {"admin", "restore", "--table", "t", "--tag", "before", "--target", "t2", "--addr", addr});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("tables/t2 already exists"));
+  r = Tessera({"admin", "clearsnapshot", "--table", "t", "--addr", addr});
+  EXPECT_EQ(r.exit_code, 2);
+
+  r = Tessera({"admin", "clearsnapshot", "--tag", "before", "--addr", addr});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("removed 2 snapshot files"));
+  r = Tessera({"admin", "listsnapshots", "--addr", addr});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("There are no snapshots"));
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/snapshots/before"));
+}
+
+// `admin drain`: the node refuses data calls from then on, its memtables are flushed, and it
+// still answers the admin tool; restarted, it serves what it held.
+TEST(CliProcessTest, AdminDrainStopsServingAndFlushes) {
+  testing::TempDir dir;
+  std::string addr;
+  {
+    auto server = testing::TestServer::StartTesseraServe(TESSERA_BINARY_PATH, dir.path());
+    ASSERT_TRUE(server.ok()) << server.status();
+    addr = (*server)->endpoint();
+    const std::vector<std::string> made = {"shell", "--endpoint", addr, "-e",
+                                           "create table t families=cf; put t a cf:q=1"};
+    ASSERT_EQ(Tessera(made).exit_code, 0);
+    ProcessResult r = Tessera({"admin", "drain", "--addr", addr});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.out, HasSubstr("drained " + addr));
+    r = Tessera({"admin", "info", "--json", "--addr", addr});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["serving"], false) << r.out;
+    EXPECT_EQ(j["drained"], true) << r.out;
+    EXPECT_EQ(j["flushes"], 1) << r.out;  // the drain's
+    EXPECT_EQ(j["sstables"], 1) << r.out;
+    EXPECT_LT(j["memtable_bytes"].get<int64_t>(), 8192) << r.out;  // an empty one's arena
+    r = Tessera({"admin", "info", "--addr", addr});
+    EXPECT_THAT(r.out, HasSubstr("NO (drained: restart it to serve again)"));
+    const std::vector<std::string> put = {"shell", "--endpoint", addr, "-e", "put t b cf:q=2"};
+    r = Tessera(put);
+    EXPECT_NE(r.exit_code, 0) << Show(put, r);
+    EXPECT_THAT(r.out + r.err, HasSubstr("drained"));
+    // Draining again is harmless.
+    EXPECT_EQ(Tessera({"admin", "drain", "--json", "--addr", addr}).exit_code, 0);
+  }
+  auto server = testing::TestServer::StartTesseraServe(TESSERA_BINARY_PATH, dir.path());
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::vector<std::string> get = {"shell", "--endpoint", (*server)->endpoint(), "-e",
+                                        "get t a; put t b cf:q=2"};
+  ProcessResult r = Tessera(get);
+  ASSERT_EQ(r.exit_code, 0) << Show(get, r);
+  EXPECT_THAT(r.out, HasSubstr("cf:q"));
+}
+
 // `admin ring` on one node: its token, chosen when it first registered, owns the whole ring.
 // The ring is kept in the lock service (here embedded in the data folder), so a restart finds
 // it again; a test server listens on a new port each start, and a node at another address is

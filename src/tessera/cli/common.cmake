@@ -3,7 +3,7 @@
 # by this folder's CMakeLists.txt before the subcommands, so paths are relative to it.
 tessera_add_library(tessera_cli_common
   SOURCES cli_flags.cc config_file.cc log_setup.cc proto_json.cc
-  DEPS tessera_util CLI11::CLI11 toml11::toml11 spdlog::spdlog fmt::fmt
+  DEPS tessera_util tessera_rpc CLI11::CLI11 toml11::toml11 spdlog::spdlog fmt::fmt
        nlohmann_json::nlohmann_json gRPC::grpc++ protobuf::libprotobuf absl::strings)
 target_link_libraries(tessera PRIVATE tessera_cli_common)
 

@@ -15,6 +15,7 @@
 #include "tessera/cli/config_file.h"
 #include "tessera/cli/log_setup.h"
 #include "tessera/coord/open_lock_service.h"
+#include "tessera/rpc/tls.h"
 #include "tessera/server/server.h"
 #include "tessera/util/logging.h"
 
@@ -103,6 +104,16 @@ int RunServe(int argc, char** argv) {
         return hp.ok() ? "" : std::string(hp.status().message());
       })
       ->capture_default_str();
+  app.add_option("--tls-cert", options.tls.cert_file,
+                 "serve TLS with this certificate (PEM; with --tls-key and --tls-ca); nodes "
+                 "also present it to each other (docs/security.md)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-key", options.tls.key_file, "the private key of --tls-cert (PEM)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-ca", options.tls.ca_file,
+                 "the cluster CA (PEM): peers' certificates must be signed by it, and only a "
+                 "node presenting one may gossip or replicate with this node")
+      ->check(CLI::ExistingFile);
   app.add_option("--data-dir", options.engine.dir, "folder holding the node's data")
       ->capture_default_str();
   app.add_option("--sync", sync,
@@ -179,6 +190,19 @@ int RunServe(int argc, char** argv) {
                  "schema lives there)")
       ->check(LockServiceCheck())
       ->capture_default_str()
+      ->group("Cluster");
+  std::string etcd_ca, etcd_cert, etcd_key;
+  app.add_option("--etcd-tls-ca", etcd_ca,
+                 "reach etcd over TLS, verifying it against this CA certificate (PEM)")
+      ->check(CLI::ExistingFile)
+      ->group("Cluster");
+  app.add_option("--etcd-tls-cert", etcd_cert,
+                 "the client certificate (PEM) given to an etcd started with "
+                 "--client-cert-auth; needs --etcd-tls-key and --etcd-tls-ca")
+      ->check(CLI::ExistingFile)
+      ->group("Cluster");
+  app.add_option("--etcd-tls-key", etcd_key, "the private key of --etcd-tls-cert (PEM)")
+      ->check(CLI::ExistingFile)
       ->group("Cluster");
   app.add_option("--seeds", node.seeds,
                  "comma-separated HOST:PORT of nodes to join through; a node may list itself "
@@ -289,6 +313,15 @@ int RunServe(int argc, char** argv) {
   // locks themselves and the engine's tests already check lock order.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 
+  if (!etcd_ca.empty() || !etcd_cert.empty() || !etcd_key.empty()) {
+    StatusOr<std::shared_ptr<grpc::ChannelCredentials>> etcd =
+        rpc::EtcdCredentials(etcd_ca, etcd_cert, etcd_key);
+    if (!etcd.ok()) {
+      std::fprintf(stderr, "tessera serve: %s\n", std::string(etcd.status().message()).c_str());
+      return 2;
+    }
+    options.cluster.lock_service_credentials = *std::move(etcd);
+  }
   options.engine.sync_mode = sync == "batch" ? tablet::SyncMode::kBatch
                                              : tablet::SyncMode::kPeriodic;
   options.engine.periodic_sync_interval_ms = periodic_sync_ms;

@@ -8,6 +8,7 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
+#include "tessera/cli/cli_flags.h"
 
 namespace tessera::cli::ycsb {
 namespace {
@@ -201,8 +202,7 @@ ChannelPool::ChannelPool(std::vector<std::string> endpoints, int per_endpoint)
       args.SetInt("tessera.bench.channel_index", i);
       args.SetMaxReceiveMessageSize(-1);
       args.SetMaxSendMessageSize(-1);
-      channels_.push_back(
-          grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args));
+      channels_.push_back(grpc::CreateCustomChannel(endpoint, ChannelCredentials(), args));
     }
   }
 }

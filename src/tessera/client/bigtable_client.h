@@ -58,6 +58,8 @@ struct ClientOptions {
   std::chrono::milliseconds read_timeout{3'600'000};  // a whole ReadRows / SampleRowKeys
   // The largest response message accepted; Bigtable rows may reach 256 MiB.
   int max_receive_message_bytes = 256 << 20;
+  // The CA (PEM) the server's TLS certificate is verified against; empty: plaintext.
+  std::string tls_ca_pem;
 };
 
 // Per-call settings.

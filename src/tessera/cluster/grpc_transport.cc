@@ -60,7 +60,11 @@ void GrpcTransport::Send(const NodeId& to, std::string bytes) {
       args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
       args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
       Peer peer;
-      peer.channel = grpc::CreateCustomChannel(to, grpc::InsecureChannelCredentials(), args);
+      peer.channel = grpc::CreateCustomChannel(to,
+                                               options_.credentials != nullptr
+                                                   ? options_.credentials
+                                                   : grpc::InsecureChannelCredentials(),
+                                               args);
       peer.stub = std::make_unique<grpc::GenericStub>(peer.channel);
       it = peers_.emplace(to, std::move(peer)).first;
     }

@@ -37,6 +37,8 @@ struct GrpcTransportOptions {
   int64_t call_timeout_ms = 2000;
   int max_in_flight_per_peer = 4;
   rpc::Loop* loop = nullptr;  // the calls run here; required, must outlive the transport
+  // How packets to peers are secured (rpc/tls.h); null: plaintext.
+  std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr;
 };
 
 class GrpcTransport final : public Transport {

@@ -115,7 +115,8 @@ StatusOr<std::string> GrpcTarget(std::string_view endpoints) {
     start = comma + 1;
     if (e.starts_with("https://")) {
       return absl::InvalidArgumentError(
-          StrCat("etcd endpoint '", e, "': TLS is not supported; use http://"));
+          StrCat("etcd endpoint '", e,
+                 "': name it without https://; TLS comes from --etcd-tls-ca (docs/security.md)"));
     }
     if (e.starts_with("http://")) e.remove_prefix(7);
     while (e.ends_with("/")) e.remove_suffix(1);
@@ -1052,8 +1053,18 @@ StatusOr<std::unique_ptr<EtcdLockService>> EtcdLockService::Open(
   // 5 s or more by default).
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10'000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5'000);
-  std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  if (options.credentials != nullptr && target.starts_with("ipv4:")) {
+    // Several members under TLS: each member's certificate is checked for the first one's host
+    // (the name a client of the whole cluster uses).
+    const std::string first = options.endpoint.substr(0, options.endpoint.find(','));
+    std::string_view host = first;
+    if (host.starts_with("http://")) host.remove_prefix(7);
+    args.SetSslTargetNameOverride(std::string(host.substr(0, host.rfind(':'))));
+  }
+  std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(
+      target,
+      options.credentials != nullptr ? options.credentials : grpc::InsecureChannelCredentials(),
+      args);
   if (channel == nullptr) {
     return absl::InvalidArgumentError(StrCat("cannot make a channel to etcd at ", target));
   }

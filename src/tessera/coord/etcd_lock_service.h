@@ -32,6 +32,7 @@
 #include <memory>
 #include <string>
 
+#include "grpcpp/security/credentials.h"
 #include "tessera/coord/lock_service.h"
 #include "tessera/rpc/loop.h"
 #include "tessera/util/clock.h"
@@ -56,6 +57,9 @@ struct EtcdLockServiceOptions {
   // Where the watch streams run (rpc/loop.h): the node's gRPC loop in a server. Null: the
   // service runs a loop of its own.
   rpc::Loop* loop = nullptr;
+  // How etcd's client port is reached: TLS credentials (verifying etcd against its CA, and
+  // presenting a client certificate when etcd asks for one); null: plaintext.
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
 };
 
 class EtcdLockService final : public LockService {

@@ -66,6 +66,7 @@ StatusOr<std::unique_ptr<LockService>> OpenLockService(const LockServiceConfig& 
   options.key_root = config.key_root;
   options.clock = clock;
   options.loop = config.loop;
+  options.credentials = config.credentials;
   ASSIGN_OR_RETURN(std::unique_ptr<EtcdLockService> service, EtcdLockService::Open(options));
   return std::unique_ptr<LockService>(std::move(service));
 }

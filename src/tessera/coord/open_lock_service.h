@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "grpcpp/security/credentials.h"
 #include "tessera/coord/lock_service.h"
 #include "tessera/rpc/loop.h"
 #include "tessera/util/clock.h"
@@ -28,6 +29,8 @@ struct LockServiceConfig {
   std::string key_root = "/tessera/";
   // etcd: the gRPC loop its watches run on (null: the service's own; etcd_lock_service.h).
   rpc::Loop* loop = nullptr;
+  // etcd: how its client port is reached (TLS: rpc/tls.h); null: plaintext.
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
 };
 
 // A lock-service address, read: the embedded backend, or the members of an etcd cluster.

@@ -26,8 +26,16 @@ std::string UnimplementedMessage(std::string_view path) {
   if (path.size() < 4 || path.front() != '/' || slash == 0 || slash + 1 >= path.size()) {
     return tessera::StrCat("method \"", path, "\" is not supported by Tessera");
   }
-  return tessera::StrCat(path.substr(slash + 1), " (", path.substr(1, slash - 1),
-                         ") is not supported by Tessera");
+  const std::string_view service = path.substr(1, slash - 1);
+  const std::string_view method = path.substr(slash + 1);
+  // The Bigtable backup RPCs: Tessera's backups are its snapshots (docs/operations.md).
+  const bool backup = service == "google.bigtable.admin.v2.BigtableTableAdmin" &&
+                      (method.find("Backup") != std::string_view::npos || method == "RestoreTable");
+  return tessera::StrCat(method, " (", service, ") is not supported by Tessera",
+                         backup ? ": its backups are snapshots, taken with `tessera admin "
+                                  "snapshot --table T --tag S` and restored with `tessera admin "
+                                  "restore` (docs/operations.md)"
+                                : "");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -126,6 +134,11 @@ class ServerCall final : public ServerContext {
           grpc::Status(grpc::StatusCode::UNIMPLEMENTED, UnimplementedMessage(ctx_.method())));
     }
     method_ = &server_->services_->method(method_index_);
+    if (server_->gate_ != nullptr) {
+      if (grpc::Status admitted = server_->gate_->Admit(*this); !admitted.ok()) {
+        return FinishUnserved(admitted);
+      }
+    }
     if (method_->kind == Services::Method::Kind::kBidi) return StartHandler();
     stream_.Read(&read_buffer_, &request_tag_);
   }
@@ -320,6 +333,12 @@ std::chrono::system_clock::time_point ServerContext::deadline() const {
 std::string ServerContext::peer() const {
   return const_cast<ServerCall*>(CallOf(this))->grpc_context().peer();
 }
+bool ServerContext::peer_certificate_verified() const {
+  std::shared_ptr<const grpc::AuthContext> auth =
+      const_cast<ServerCall*>(CallOf(this))->grpc_context().auth_context();
+  return auth != nullptr && auth->IsPeerAuthenticated();
+}
+
 const std::string& ServerContext::method() const {
   return const_cast<ServerCall*>(CallOf(this))->grpc_context().method();
 }
@@ -397,13 +416,13 @@ std::vector<std::string> Services::Unregistered(std::string_view service) const 
 
 StatusOr<std::unique_ptr<Server>> Server::Start(grpc::ServerBuilder* builder,
                                                 const Services* services, Loop* loop,
-                                                CallObserver* observer) {
+                                                CallObserver* observer, CallGate* gate) {
   if (!services->errors().empty()) {
     std::string all;
     for (const std::string& e : services->errors()) all += (all.empty() ? "" : "; ") + e;
     return absl::InvalidArgumentError(tessera::StrCat("gRPC methods: ", all));
   }
-  std::unique_ptr<Server> server(new Server(services, loop, observer));
+  std::unique_ptr<Server> server(new Server(services, loop, observer, gate));
   builder->RegisterAsyncGenericService(&server->generic_);
   server->server_ = builder->BuildAndStart();
   if (server->server_ == nullptr) return absl::UnavailableError("gRPC could not start the server");

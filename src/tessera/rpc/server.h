@@ -75,6 +75,9 @@ class ServerContext {
   std::chrono::system_clock::time_point deadline() const;
   std::string peer() const;
   const std::string& method() const;
+  // True when the caller presented a TLS certificate that the handshake verified against the
+  // server's CA (rpc/tls.h); false on a plaintext port.
+  bool peer_certificate_verified() const;
   // REQUIRES: before Finish, on the thread that calls it.
   void AddTrailingMetadata(const std::string& key, const std::string& value);
   // A unary call's reactor that only finishes it (owned by the call).
@@ -254,17 +257,28 @@ class Services {
   std::vector<std::string> errors_;
 };
 
+// Decides, before a call's handler runs, whether its caller may make it (a node's TLS
+// certificate, a bearer token: docs/security.md). OK lets the call run; any other status ends
+// it with that status and its handler never runs. Called on the loop thread for every call of
+// a registered method, concurrently: must not block.
+class CallGate {
+ public:
+  virtual ~CallGate() = default;
+  virtual grpc::Status Admit(const ServerContext& context) = 0;
+};
+
 // A gRPC server whose calls run on a Loop.
 class Server {
  public:
   // Registers the generic service on `builder` (ports and settings already added; the loop
   // made with Loop::ForServer(builder, ...)), builds and starts it, and requests calls on
   // every queue of `loop`. `services`, `loop` and `observer` (may be null) must outlive the
-  // server. Fails with the registration errors, or Unavailable when gRPC could not start (a
-  // port in use, say).
+  // server, as must `gate` (may be null: every call is admitted). Fails with the registration
+  // errors, or Unavailable when gRPC could not start (a port in use, say).
   static StatusOr<std::unique_ptr<Server>> Start(grpc::ServerBuilder* builder,
                                                  const Services* services, Loop* loop,
-                                                 CallObserver* observer = nullptr);
+                                                 CallObserver* observer = nullptr,
+                                                 CallGate* gate = nullptr);
   ~Server();  // Shutdown(now)
 
   // Stops taking calls; calls still running at `deadline` are cancelled; returns once every
@@ -275,8 +289,8 @@ class Server {
 
  private:
   friend class ServerCall;
-  Server(const Services* services, Loop* loop, CallObserver* observer)
-      : services_(services), loop_(loop), observer_(observer) {}
+  Server(const Services* services, Loop* loop, CallObserver* observer, CallGate* gate)
+      : services_(services), loop_(loop), observer_(observer), gate_(gate) {}
   // A request slot on queue `q`: waits for the next call of any method.
   void RequestCall(int q);
   // A slot or call was freed.
@@ -285,6 +299,7 @@ class Server {
   const Services* const services_;
   Loop* const loop_;
   CallObserver* const observer_;
+  CallGate* const gate_;
   grpc::AsyncGenericService generic_;
   std::unique_ptr<grpc::Server> server_;
   absl::Mutex mu_;

@@ -340,6 +340,10 @@ TEST(RpcServicesTest, AMethodRegisteredAgainstItsDeclarationIsRefused) {
 TEST(RpcUnimplementedTest, MessageNamesTheMethodAndService) {
   EXPECT_EQ(UnimplementedMessage("/a.B/C"), "C (a.B) is not supported by Tessera");
   EXPECT_EQ(UnimplementedMessage("nonsense"), "method \"nonsense\" is not supported by Tessera");
+  EXPECT_EQ(UnimplementedMessage("/google.bigtable.admin.v2.BigtableTableAdmin/CreateBackup"),
+            "CreateBackup (google.bigtable.admin.v2.BigtableTableAdmin) is not supported by "
+            "Tessera: its backups are snapshots, taken with `tessera admin snapshot --table T "
+            "--tag S` and restored with `tessera admin restore` (docs/operations.md)");
 }
 
 }  // namespace

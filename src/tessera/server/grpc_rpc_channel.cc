@@ -135,7 +135,10 @@ GrpcRpcChannel::Peer& GrpcRpcChannel::PeerLocked(const std::string& to) {
   args.SetMaxSendMessageSize(options_.max_message_bytes);
   args.SetMaxReceiveMessageSize(options_.max_message_bytes);
   Peer peer;
-  peer.channel = grpc::CreateCustomChannel(to, grpc::InsecureChannelCredentials(), args);
+  peer.channel = grpc::CreateCustomChannel(
+      to,
+      options_.credentials != nullptr ? options_.credentials : grpc::InsecureChannelCredentials(),
+      args);
   peer.stub = std::make_unique<grpc::GenericStub>(peer.channel);
   return peers_.emplace(to, std::move(peer)).first->second;
 }

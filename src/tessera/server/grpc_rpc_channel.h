@@ -77,6 +77,9 @@ struct GrpcRpcChannelOptions {
   // the loop thread that read them, a hand-off less (a read at its tablet's primary, say). Every
   // other method is served on the executor.
   std::set<std::string, std::less<>> inline_methods;
+  // How calls to peers are secured (rpc/tls.h: the node's certificate under mutual TLS); null:
+  // plaintext.
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
 };
 
 class GrpcRpcChannel final : public replication::RpcChannel {

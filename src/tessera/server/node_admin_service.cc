@@ -2,13 +2,21 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
+#include <map>
+#include <set>
 #include <utility>
 #include <vector>
 
+#include "tessera/catalog/metadata_table.h"
+#include "tessera/catalog/table_definition.h"
 #include "tessera/cluster/node.h"
+#include "tessera/server/admin_convert.h"
 #include "tessera/server/grpc_status.h"
+#include "tessera/server/table_snapshots.h"
 #include "tessera/server/table_stats.h"
+#include "tessera/util/logging.h"
 
 namespace tessera::server {
 
@@ -22,6 +30,36 @@ uint64_t ResidentBytes() {
   uint64_t pages = 0, resident = 0;
   if (!(statm >> pages >> resident)) return 0;
   return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+// One audit line per admin action that changes something: who asked (the peer), what, on
+// what, and how it ended.
+void Audit(const rpc::ServerContext* context, std::string_view action, std::string_view target,
+           const Status& result) {
+  TLOG_INFO("audit: admin action={} target=\"{}\" peer={} result={}", action, target,
+            context->peer(), result.ok() ? "OK" : result.ToString());
+}
+
+void SetTablet(const TabletSnapshotInfo& info, v1::SnapshotTablet* out) {
+  out->set_tablet_id(info.tablet_id);
+  out->set_start_row(info.descriptor.start_row);
+  out->set_end_row(info.descriptor.end_row);
+  out->set_sequence(info.sequence);
+  out->set_file_bytes(info.file_bytes);
+}
+
+// The node's snapshot files of `tag` ("" = all) and `table` ("" = all), after checking both.
+StatusOr<std::vector<TabletSnapshotInfo>> SnapshotFiles(const NodeCore& core,
+                                                        const std::string& tag,
+                                                        const std::string& table) {
+  if (!tag.empty()) RETURN_IF_ERROR(ValidateSnapshotTag(tag));
+  if (!table.empty()) RETURN_IF_ERROR(catalog::TableName::Parse(table).status());
+  ASSIGN_OR_RETURN(std::vector<TabletSnapshotInfo> files,
+                   ListTabletSnapshots(*core.env().fs, core.options().engine.dir, tag));
+  std::erase_if(files, [&](const TabletSnapshotInfo& f) {
+    return !table.empty() && f.descriptor.table != table;
+  });
+  return files;
 }
 
 uint64_t SstableCount(tablet::Engine* engine, tablet::TabletId id) {
@@ -45,6 +83,11 @@ void NodeAdminService::Register(rpc::Services* services, Executor* executor) {
   services->Add(kService, "GetTableStats", this, &NodeAdminService::GetTableStats, executor);
   services->Add(kService, "Flush", this, &NodeAdminService::Flush, executor);
   services->Add(kService, "Compact", this, &NodeAdminService::Compact, executor);
+  services->Add(kService, "TakeSnapshot", this, &NodeAdminService::TakeSnapshot, executor);
+  services->Add(kService, "ListSnapshots", this, &NodeAdminService::ListSnapshots, executor);
+  services->Add(kService, "ClearSnapshot", this, &NodeAdminService::ClearSnapshot, executor);
+  services->Add(kService, "RestoreSnapshot", this, &NodeAdminService::RestoreSnapshot, executor);
+  services->Add(kService, "Drain", this, &NodeAdminService::Drain, executor);
 }
 
 rpc::UnaryReactor* NodeAdminService::GetNodeInfo(rpc::ServerContext* context,
@@ -72,6 +115,7 @@ rpc::UnaryReactor* NodeAdminService::GetNodeInfo(rpc::ServerContext* context,
   response->set_compaction_bytes_written(s.compaction_bytes_written);
   response->set_write_stalls(s.write_stalls);
   response->set_serving(core_->CheckServing().ok());
+  response->set_drained(core_->drained());
   return Reply(context, Status());
 }
 
@@ -110,33 +154,239 @@ rpc::UnaryReactor* NodeAdminService::GetTableStats(rpc::ServerContext* context,
 rpc::UnaryReactor* NodeAdminService::Flush(rpc::ServerContext* context,
                                            const v1::FlushRequest* request,
                                            v1::FlushResponse* response) {
-  StatusOr<std::vector<LocalTablet>> tablets = LocalTablets(*core_, request->table_name());
-  if (!tablets.ok()) return Reply(context, tablets.status());
-  for (const LocalTablet& t : *tablets) {
-    Status s = core_->engine()->Flush(t.id);
-    if (absl::IsNotFound(s)) continue;  // dropped since it was listed
-    if (!s.ok()) return Reply(context, s);
-    response->set_tablets(response->tablets() + 1);
-  }
-  return Reply(context, Status());
+  Status s = [&]() -> Status {
+    ASSIGN_OR_RETURN(std::vector<LocalTablet> tablets, LocalTablets(*core_, request->table_name()));
+    for (const LocalTablet& t : tablets) {
+      Status flushed = core_->engine()->Flush(t.id);
+      if (absl::IsNotFound(flushed)) continue;  // dropped since it was listed
+      RETURN_IF_ERROR(flushed);
+      response->set_tablets(response->tablets() + 1);
+    }
+    return Status();
+  }();
+  Audit(context, "flush", request->table_name(), s);
+  return Reply(context, s);
 }
 
 rpc::UnaryReactor* NodeAdminService::Compact(rpc::ServerContext* context,
                                              const v1::CompactRequest* request,
                                              v1::CompactResponse* response) {
-  StatusOr<std::vector<LocalTablet>> tablets = LocalTablets(*core_, request->table_name());
-  if (!tablets.ok()) return Reply(context, tablets.status());
-  tablet::Engine* engine = core_->engine();
-  for (const LocalTablet& t : *tablets) {
-    const uint64_t before = SstableCount(engine, t.id);
-    Status s = engine->CompactTablet(t.id);
-    if (absl::IsNotFound(s)) continue;
-    if (!s.ok()) return Reply(context, s);
-    response->set_tablets(response->tablets() + 1);
-    response->set_sstables_before(response->sstables_before() + before);
-    response->set_sstables_after(response->sstables_after() + SstableCount(engine, t.id));
+  Status s = [&]() -> Status {
+    ASSIGN_OR_RETURN(std::vector<LocalTablet> tablets, LocalTablets(*core_, request->table_name()));
+    tablet::Engine* engine = core_->engine();
+    for (const LocalTablet& t : tablets) {
+      const uint64_t before = SstableCount(engine, t.id);
+      Status compacted = engine->CompactTablet(t.id);
+      if (absl::IsNotFound(compacted)) continue;
+      RETURN_IF_ERROR(compacted);
+      response->set_tablets(response->tablets() + 1);
+      response->set_sstables_before(response->sstables_before() + before);
+      response->set_sstables_after(response->sstables_after() + SstableCount(engine, t.id));
+    }
+    return Status();
+  }();
+  Audit(context, "compact", request->table_name(), s);
+  return Reply(context, s);
+}
+
+rpc::UnaryReactor* NodeAdminService::Drain(rpc::ServerContext* context,
+                                           const v1::DrainRequest* /*request*/,
+                                           v1::DrainResponse* response) {
+  TLOG_WARN("admin: drain: this node stops serving and flushes its memtables");
+  Status s = core_->Drain();
+  const tablet::EngineStats stats = core_->engine()->GetStats();
+  response->set_memtable_bytes(stats.memtable_bytes);
+  response->set_sstables(stats.sstable_files);
+  if (s.ok()) TLOG_WARN("admin: drain: done; the node waits to be stopped");
+  Audit(context, "drain", "", s);
+  return Reply(context, s);
+}
+
+rpc::UnaryReactor* NodeAdminService::TakeSnapshot(rpc::ServerContext* context,
+                                                  const v1::TakeSnapshotRequest* request,
+                                                  v1::TakeSnapshotResponse* response) {
+  Status s = [&]() -> Status {
+    RETURN_IF_ERROR(ValidateSnapshotTag(request->tag()));
+    if (request->table_name().empty()) {
+      return absl::InvalidArgumentError("a snapshot needs a table (--table)");
+    }
+    ASSIGN_OR_RETURN(std::vector<LocalTablet> tablets, LocalTablets(*core_, request->table_name()));
+    absl::MutexLock lock(&snapshot_mu_);
+    ASSIGN_OR_RETURN(std::vector<TabletSnapshotInfo> existing,
+                     SnapshotFiles(*core_, request->tag(), request->table_name()));
+    if (!existing.empty()) {
+      return absl::AlreadyExistsError(StrCat("snapshot \"", request->tag(), "\" of table ",
+                                             request->table_name(),
+                                             " already exists on this node"));
+    }
+    FileSystem& fs = *core_->env().fs;
+    const std::string dir = SnapshotTagDir(core_->options().engine.dir, request->tag());
+    RETURN_IF_ERROR(fs.CreateDirs(dir));
+    for (const LocalTablet& t : tablets) {
+      StatusOr<TabletSnapshotInfo> info =
+          WriteTabletSnapshot(*core_->engine(), fs, t.id, StrCat(dir, "/", t.id, ".tsnap"));
+      if (absl::IsNotFound(info.status())) continue;  // dropped since it was listed
+      RETURN_IF_ERROR(info.status());
+      SetTablet(*info, response->add_tablets());
+    }
+    return Status();
+  }();
+  Audit(context, "snapshot", StrCat(request->table_name(), " tag=", request->tag()), s);
+  return Reply(context, s);
+}
+
+rpc::UnaryReactor* NodeAdminService::ListSnapshots(rpc::ServerContext* context,
+                                                   const v1::ListSnapshotsRequest* request,
+                                                   v1::ListSnapshotsResponse* response) {
+  StatusOr<std::vector<TabletSnapshotInfo>> files =
+      SnapshotFiles(*core_, request->tag(), request->table_name());
+  if (!files.ok()) return Reply(context, files.status());
+  response->set_endpoint(Endpoint());
+  // By tag, then table; each snapshot's tablets by start row.
+  std::map<std::pair<std::string, std::string>, std::vector<const TabletSnapshotInfo*>> grouped;
+  for (const TabletSnapshotInfo& f : *files) {
+    grouped[{f.tag, f.descriptor.table}].push_back(&f);
+  }
+  for (auto& [key, tablets] : grouped) {
+    std::sort(tablets.begin(), tablets.end(), [](const auto* a, const auto* b) {
+      return a->descriptor.start_row < b->descriptor.start_row;
+    });
+    v1::SnapshotInfo* out = response->add_snapshots();
+    out->set_tag(key.first);
+    out->set_table_name(key.second);
+    for (const TabletSnapshotInfo* t : tablets) SetTablet(*t, out->add_tablets());
+    catalog::TableInfo info;
+    info.full_name = key.second;
+    info.schema = tablets.front()->descriptor.schema;
+    *out->mutable_schema() = TableToProto(info, admin::Table::FULL);
+    out->mutable_schema()->clear_cluster_states();
   }
   return Reply(context, Status());
+}
+
+rpc::UnaryReactor* NodeAdminService::ClearSnapshot(rpc::ServerContext* context,
+                                                   const v1::ClearSnapshotRequest* request,
+                                                   v1::ClearSnapshotResponse* response) {
+  Status s = [&]() -> Status {
+    if (request->tag().empty() && !request->table_name().empty()) {
+      return absl::InvalidArgumentError("clearing one table's snapshot needs its tag (--tag)");
+    }
+    absl::MutexLock lock(&snapshot_mu_);
+    ASSIGN_OR_RETURN(std::vector<TabletSnapshotInfo> files,
+                     SnapshotFiles(*core_, request->tag(), request->table_name()));
+    FileSystem& fs = *core_->env().fs;
+    const std::string& data_dir = core_->options().engine.dir;
+    std::set<std::string> tags;
+    for (const TabletSnapshotInfo& f : files) {
+      RETURN_IF_ERROR(fs.RemoveFile(f.path));
+      response->set_files_removed(response->files_removed() + 1);
+      tags.insert(f.tag);
+    }
+    if (!request->tag().empty()) tags.insert(request->tag());
+    // Folders left empty go; so do the scratch folders of restores a crash interrupted.
+    const std::string root = SnapshotsDir(data_dir);
+    if (request->tag().empty() && fs.FileExists(root)) {
+      ASSIGN_OR_RETURN(std::vector<std::string> names, fs.GetChildren(root));
+      for (const std::string& name : names) {
+        if (name.starts_with(".restore-")) RETURN_IF_ERROR(RemoveTree(fs, root + "/" + name));
+      }
+    }
+    for (const std::string& tag : tags) {
+      const std::string dir = SnapshotTagDir(data_dir, tag);
+      StatusOr<std::vector<std::string>> left = fs.GetChildren(dir);
+      if (left.ok() && std::all_of(left->begin(), left->end(), [](const std::string& n) {
+            return n == "." || n == ".." || n.ends_with(".tmp");
+          })) {
+        RETURN_IF_ERROR(RemoveTree(fs, dir));
+      }
+    }
+    return Status();
+  }();
+  Audit(context, "clearsnapshot", StrCat(request->table_name(), " tag=", request->tag()), s);
+  return Reply(context, s);
+}
+
+Status NodeAdminService::RestoreFile(const std::string& path, const std::string& target,
+                                     v1::RestoreSnapshotResponse* response) {
+  constexpr size_t kBatchRows = 512;
+  constexpr size_t kBatchBytes = 4 << 20;
+  std::vector<model::RowMutation> batch;
+  size_t batch_bytes = 0;
+  auto write = [&]() -> Status {
+    if (batch.empty()) return Status();
+    ASSIGN_OR_RETURN(std::shared_ptr<const catalog::TableInfo> table,
+                     core_->catalog()->GetTable(target));
+    std::vector<Status> done = core_->access()->MutateRows(*table, batch, {});
+    for (const Status& s : done) RETURN_IF_ERROR(s);
+    response->set_rows(response->rows() + batch.size());
+    batch.clear();
+    batch_bytes = 0;
+    return Status();
+  };
+  const Env& env = core_->env();
+  const std::string scratch = StrCat(SnapshotsDir(core_->options().engine.dir), "/.restore-",
+                                     env.clock->NowMicros(), "-", restores_.fetch_add(1));
+  RETURN_IF_ERROR(ForEachSnapshotRow(env, path, scratch, [&](model::Row&& row) -> Status {
+    model::RowMutation mutation(row.key);
+    for (const model::Cell& cell : row.cells) {
+      mutation.SetCell(cell.family, cell.qualifier, cell.timestamp_micros, cell.value);
+    }
+    response->set_cells(response->cells() + row.cells.size());
+    batch_bytes += mutation.encoded().size();
+    batch.push_back(std::move(mutation));
+    if (batch.size() >= kBatchRows || batch_bytes >= kBatchBytes) return write();
+    return Status();
+  }));
+  return write();
+}
+
+rpc::UnaryReactor* NodeAdminService::RestoreSnapshot(rpc::ServerContext* context,
+                                                     const v1::RestoreSnapshotRequest* request,
+                                                     v1::RestoreSnapshotResponse* response) {
+  Status s = [&]() -> Status {
+    RETURN_IF_ERROR(ValidateSnapshotTag(request->tag()));
+    if (request->table_name().empty()) {
+      return absl::InvalidArgumentError("a restore needs the snapshot's table (--table)");
+    }
+    const std::string& target =
+        request->target_table_name().empty() ? request->table_name() : request->target_table_name();
+    ASSIGN_OR_RETURN(catalog::TableName target_name, catalog::TableName::Parse(target));
+    if (catalog::IsReservedInstance(target_name.instance)) {
+      return absl::PermissionDeniedError(
+          StrCat("table ", target, " is Tessera's own: a snapshot cannot be restored into it"));
+    }
+    RETURN_IF_ERROR(core_->CheckServing());
+    RETURN_IF_ERROR(core_->catalog()->GetTable(target).status());
+    ASSIGN_OR_RETURN(std::vector<TabletSnapshotInfo> files,
+                     SnapshotFiles(*core_, request->tag(), request->table_name()));
+    if (files.empty()) {
+      return absl::NotFoundError(StrCat("this node has no snapshot \"", request->tag(),
+                                        "\" of table ", request->table_name()));
+    }
+    std::vector<const TabletSnapshotInfo*> chosen;
+    for (uint64_t id : request->tablet_ids()) {
+      auto it = std::find_if(files.begin(), files.end(),
+                             [id](const TabletSnapshotInfo& f) { return f.tablet_id == id; });
+      if (it == files.end()) {
+        return absl::NotFoundError(StrCat("snapshot \"", request->tag(), "\" of table ",
+                                          request->table_name(), " has no tablet ", id,
+                                          " on this node"));
+      }
+      chosen.push_back(&*it);
+    }
+    if (request->tablet_ids().empty()) {
+      for (const TabletSnapshotInfo& f : files) chosen.push_back(&f);
+    }
+    for (const TabletSnapshotInfo* f : chosen) {
+      RETURN_IF_ERROR(RestoreFile(f->path, target, response));
+    }
+    return Status();
+  }();
+  Audit(context, "restore",
+        StrCat(request->table_name(), " tag=", request->tag(),
+               " into=", request->target_table_name()),
+        s);
+  return Reply(context, s);
 }
 
 }  // namespace tessera::server

@@ -1,7 +1,8 @@
 // NodeAdminService: tessera.v1.NodeAdmin on a node's gRPC port — Tessera's nodetool for one
-// node (`tessera admin info | tablestats | compactionstats | flush | compact`,
-// proto/tessera/v1/node_admin.proto): what the node holds and does, read from its engine, and
-// the flush and major compaction of its tablets on demand.
+// node (`tessera admin info | tablestats | compactionstats | flush | compact | snapshot |
+// listsnapshots | clearsnapshot | restore`, proto/tessera/v1/node_admin.proto): what the node
+// holds and does, read from its engine; the flush and major compaction of its tablets on
+// demand; snapshots of its tablets (table_snapshots.h) and their restore through the write path.
 //
 // Each method acts on this node's own tablets (on a cluster node: the replicas it holds), as
 // nodetool acts on the node it is pointed at. A table is found by its full name in the node's
@@ -9,12 +10,15 @@
 // under the table name "".
 //
 // Thread-safety: handlers run concurrently on the executor given to Register (Flush and Compact
-// wait for the engine); they use only thread-safe parts of the core.
+// wait for the engine); they use only thread-safe parts of the core. Snapshot changes (take,
+// clear) are serialized by snapshot_mu_.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
+#include "absl/synchronization/mutex.h"
 #include "tessera/rpc/server.h"
 #include "tessera/server/node_core.h"
 #include "tessera/util/executor.h"
@@ -45,13 +49,37 @@ class NodeAdminService final {
   rpc::UnaryReactor* Compact(rpc::ServerContext* context,
                              const ::tessera::v1::CompactRequest* request,
                              ::tessera::v1::CompactResponse* response);
+  rpc::UnaryReactor* TakeSnapshot(rpc::ServerContext* context,
+                                  const ::tessera::v1::TakeSnapshotRequest* request,
+                                  ::tessera::v1::TakeSnapshotResponse* response);
+  rpc::UnaryReactor* ListSnapshots(rpc::ServerContext* context,
+                                   const ::tessera::v1::ListSnapshotsRequest* request,
+                                   ::tessera::v1::ListSnapshotsResponse* response);
+  rpc::UnaryReactor* ClearSnapshot(rpc::ServerContext* context,
+                                   const ::tessera::v1::ClearSnapshotRequest* request,
+                                   ::tessera::v1::ClearSnapshotResponse* response);
+  // NodeCore::Drain, then the engine's figures.
+  rpc::UnaryReactor* Drain(rpc::ServerContext* context, const ::tessera::v1::DrainRequest* request,
+                           ::tessera::v1::DrainResponse* response);
+  // Writes the rows of the chosen snapshot files into the target with the node's TableAccess
+  // (on a cluster: to each row's tablet primary, at the table's default write level), in
+  // batches; the first write error stops it (the rows before it are written).
+  rpc::UnaryReactor* RestoreSnapshot(rpc::ServerContext* context,
+                                     const ::tessera::v1::RestoreSnapshotRequest* request,
+                                     ::tessera::v1::RestoreSnapshotResponse* response);
 
  private:
   // The node's endpoint as gossip names it ("" before the node has started).
   std::string Endpoint() const;
 
+  // Writes the rows of one snapshot file into `target`.
+  Status RestoreFile(const std::string& path, const std::string& target,
+                     ::tessera::v1::RestoreSnapshotResponse* response);
+
   NodeCore* const core_;
   const int64_t started_us_;
+  absl::Mutex snapshot_mu_;
+  std::atomic<uint64_t> restores_{0};  // names restores' scratch folders
 };
 
 }  // namespace tessera::server

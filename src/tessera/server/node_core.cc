@@ -74,6 +74,7 @@ Status NodeCore::OpenParts() {
     // Clusters sharing one etcd stay apart.
     lsc.key_root = tessera::StrCat("/tessera/", options_.cluster.node.cluster_name, "/");
     lsc.loop = env_.rpc_loop;
+    lsc.credentials = options_.cluster.lock_service_credentials;
     ASSIGN_OR_RETURN(own_lock_service_, coord::OpenLockService(lsc, env.fs, env.clock));
     lock_service_ = own_lock_service_.get();
   }
@@ -298,7 +299,17 @@ void NodeCore::StopNode() {
   node_.reset();
 }
 
+Status NodeCore::Drain() {
+  drained_.store(true, std::memory_order_release);
+  if (cluster::ClusterNode* node = serving_node(); node != nullptr) node->Stop();
+  return engine_->Flush(std::nullopt);
+}
+
 Status NodeCore::CheckServing() const {
+  if (drained()) {
+    return absl::UnavailableError(
+        "this node is drained (tessera admin drain): it serves again once restarted");
+  }
   cluster::ClusterNode* node = serving_node();
   return node != nullptr ? node->CheckServing()
                          : absl::UnavailableError("this node is still joining its cluster");

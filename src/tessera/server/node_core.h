@@ -42,6 +42,7 @@
 #include <memory>
 #include <string>
 
+#include "grpcpp/security/credentials.h"
 #include "tessera/catalog/ring_store.h"
 #include "tessera/catalog/table_catalog.h"
 #include "tessera/catalog/table_definitions.h"
@@ -49,16 +50,16 @@
 #include "tessera/cluster/node.h"
 #include "tessera/cluster/transport.h"
 #include "tessera/coord/lock_service.h"
+#include "tessera/replication/consistency.h"
 #include "tessera/replication/local_table_access.h"
 #include "tessera/replication/replicated_store.h"
 #include "tessera/replication/rpc_channel.h"
 #include "tessera/rpc/loop.h"
 #include "tessera/server/admin_service.h"
-#include "tessera/replication/consistency.h"
 #include "tessera/server/app_profile_store.h"
 #include "tessera/server/cluster_definitions.h"
-#include "tessera/server/schema_agreement.h"
 #include "tessera/server/node_locations.h"
+#include "tessera/server/schema_agreement.h"
 #include "tessera/tablet/engine.h"
 #include "tessera/util/env.h"
 #include "tessera/util/status.h"
@@ -72,6 +73,8 @@ struct ClusterServeOptions {
   // when the lock service is shared (NodeCoreEnv::shared_lock_service), except as the address
   // the node publishes in gossip.
   std::string lock_service = "embedded";
+  // etcd over TLS (rpc/tls.h): how the node reaches etcd's client port; null: plaintext.
+  std::shared_ptr<grpc::ChannelCredentials> lock_service_credentials;
   // Cluster name, dc, rack, seeds, gossip and session settings. `endpoint` empty = the address
   // the node was started with; `data_dir` is set to the engine's folder.
   cluster::NodeOptions node;
@@ -148,6 +151,14 @@ class NodeCore {
   void AnnounceShutdown();
   // Leaves the cluster: the node stops serving and its session closes. Idempotent.
   void StopNode();
+  // `tessera admin drain` (Cassandra's nodetool drain): the node stops serving for good — it
+  // announces its shutdown, so peers mark it down, and closes its session (ClusterNode::Stop;
+  // the master gives its tablets other primaries) — then flushes every memtable, so that a
+  // restart replays no commit log. The ClusterNode stays (handlers may hold it), refusing every
+  // data and schema request with Unavailable; the process keeps answering admin and status
+  // calls until it is stopped. Idempotent (a second call flushes again). Errors: the flush's.
+  Status Drain();
+  bool drained() const { return drained_.load(std::memory_order_acquire); }
   // StopNode(), then closes the lock service's users, the lock service (unless shared) and the
   // engine, which syncs the commit log; returns the engine's Close() status. Idempotent.
   Status Close();
@@ -236,6 +247,7 @@ class NodeCore {
   // once its port is open), so they read this, set when the node has started.
   std::atomic<cluster::ClusterNode*> serving_node_{nullptr};
   bool closed_ = false;
+  std::atomic<bool> drained_{false};
 };
 
 }  // namespace tessera::server

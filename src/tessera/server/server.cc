@@ -11,24 +11,26 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <set>
 
 #include "grpcpp/grpcpp.h"
-#include "tessera/cluster/grpc_transport.h"
 #include "prometheus/registry.h"
+#include "tessera/cluster/grpc_transport.h"
 #include "tessera/cluster/status_service.h"
 #include "tessera/metrics/http_exporter.h"
 #include "tessera/metrics/rpc_metrics.h"
-#include "tessera/server/node_metrics.h"
+#include "tessera/replication/coordinator.h"
+#include "tessera/rpc/loop.h"
+#include "tessera/rpc/server.h"
+#include "tessera/rpc/tls.h"
 #include "tessera/server/app_profile_levels.h"
 #include "tessera/server/cluster_definitions.h"
 #include "tessera/server/grpc_executor.h"
 #include "tessera/server/grpc_rpc_channel.h"
 #include "tessera/server/instance_admin_service.h"
 #include "tessera/server/node_admin_service.h"
+#include "tessera/server/node_metrics.h"
 #include "tessera/server/tablet_admin_service.h"
-#include "tessera/replication/coordinator.h"
-#include "tessera/rpc/loop.h"
-#include "tessera/rpc/server.h"
 #include "tessera/util/env.h"
 #include "tessera/util/executor.h"
 #include "tessera/util/host_port.h"
@@ -37,6 +39,15 @@
 namespace tessera::server {
 
 namespace {
+
+namespace v1 = ::tessera::v1;
+
+// Whether `listen` (HOST:PORT) is reachable only from this machine.
+bool IsLoopback(const std::string& listen) {
+  StatusOr<HostPort> where = ParseHostPort(listen, PortZero::kPicksFreePort);
+  if (!where.ok()) return false;
+  return where->host == "localhost" || where->host == "::1" || where->host.starts_with("127.");
+}
 
 // Why gRPC could not listen on `listen` (HOST:PORT): it says only that it failed, so bind a
 // socket the same way and report the system's reason ("Address already in use").
@@ -163,6 +174,9 @@ struct Server::State {
   int port = 0;
   std::string address;
   bool shut_down = false;
+  // TLS (null: plaintext) and the gate that keeps node-to-node services for certified peers.
+  std::unique_ptr<rpc::TlsMaterial> tls;
+  std::unique_ptr<rpc::PeerCertificateGate> gate;
 
   // Stops what Start() started, in reverse order; safe on a partly started state.
   Status Stop();
@@ -221,6 +235,20 @@ StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   auto state = std::make_unique<State>();
   state->options = options;
   State* s = state.get();
+  if (!options.tls.empty()) {
+    ASSIGN_OR_RETURN(rpc::TlsMaterial tls, rpc::LoadTls(options.tls));
+    s->tls = std::make_unique<rpc::TlsMaterial>(std::move(tls));
+    // Only a node with a certificate of the cluster CA may gossip or replicate with this one.
+    s->gate = std::make_unique<rpc::PeerCertificateGate>(
+        std::set<std::string, std::less<>>{std::string(v1::Gossip::service_full_name()),
+                                           std::string(v1::Replica::service_full_name())});
+  } else if (!IsLoopback(options.listen)) {
+    TLOG_WARN(
+        "server: *** {} is not a loopback address and TLS is off: anyone who reaches it can "
+        "read and change every table, and join the cluster. Give --tls-cert, --tls-key and "
+        "--tls-ca (docs/security.md). ***",
+        options.listen);
+  }
   s->builder = std::make_unique<grpc::ServerBuilder>();
   s->loop = rpc::Loop::ForServer(s->builder.get(), std::max(1, options.io_threads));
   s->cluster_env = std::make_unique<SystemEnv>(/*threads=*/2);
@@ -244,6 +272,7 @@ StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
     // commit it saw is, through a callback).
     o.inline_methods = {std::string(replication::kForwardReadMethod),
                         std::string(replication::kForwardPositionMethod)};
+    if (s->tls != nullptr) o.credentials = rpc::PeerCredentialsFor(s->tls.get());
     auto channel =
         std::make_unique<GrpcRpcChannel>(o, s->replica_executor.get(), s->loop.get());
     s->replica_service->Set(std::make_unique<ReplicaService>(channel.get()));
@@ -260,9 +289,11 @@ StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   std::unique_ptr<Server> server(new Server(std::move(state)));
   server->port_ = s->port;
   server->address_ = s->address;
-  TLOG_INFO("server: serving the Bigtable API on {} (data in {}; cluster '{}', {} lock service)",
-            server->address_, options.engine.dir, options.cluster.node.cluster_name,
-            s->core->lock_service()->backend_name());
+  TLOG_INFO(
+      "server: serving the Bigtable API on {} (data in {}; cluster '{}', {} lock service; {})",
+      server->address_, options.engine.dir, options.cluster.node.cluster_name,
+      s->core->lock_service()->backend_name(),
+      s->tls != nullptr ? "TLS, nodes by certificate" : "plaintext");
   return server;
 }
 
@@ -271,7 +302,8 @@ Status Server::StartServices(State* s) {
   NodeCore* core = s->core.get();
   s->transport = std::make_unique<cluster::GrpcTransport>(cluster::GrpcTransportOptions{
       options.cluster.node.cluster_name,
-      std::max<int64_t>(1000, 2 * options.cluster.node.gossip.interval_ms), 4, s->loop.get()});
+      std::max<int64_t>(1000, 2 * options.cluster.node.gossip.interval_ms), 4, s->loop.get(),
+      s->tls != nullptr ? rpc::PeerCredentialsFor(s->tls.get()) : nullptr});
   s->gossip_service = std::make_unique<cluster::GossipService>(s->transport.get());
   s->cluster_admin = std::make_unique<cluster::ClusterAdminService>();
   s->tablet_admin = std::make_unique<TabletAdminService>(core);
@@ -345,7 +377,7 @@ Status Server::StartServices(State* s) {
   s->admin_executor = NewThreadPoolExecutor(4);
 
   grpc::ServerBuilder& builder = *s->builder;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &s->port);
+  builder.AddListeningPort(options.listen, rpc::ServerCredentialsFor(s->tls.get()), &s->port);
   // gRPC sets SO_REUSEPORT by default, so a second server on a port in use would start and
   // share it with the first, the two answering alternately; refuse as any server does.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
@@ -371,8 +403,8 @@ Status Server::StartServices(State* s) {
     s->registry = std::make_shared<prometheus::Registry>();
     s->rpc_metrics = std::make_unique<metrics::RpcMetrics>(s->registry.get(), &s->services);
   }
-  StatusOr<std::unique_ptr<rpc::Server>> server =
-      rpc::Server::Start(&builder, &s->services, s->loop.get(), s->rpc_metrics.get());
+  StatusOr<std::unique_ptr<rpc::Server>> server = rpc::Server::Start(
+      &builder, &s->services, s->loop.get(), s->rpc_metrics.get(), s->gate.get());
   if (!server.ok() && !absl::IsUnavailable(server.status())) return server.status();
   if (!server.ok() || s->port == 0) {
     return absl::UnavailableError(

@@ -33,6 +33,7 @@
 #include <string>
 
 #include "tessera/cluster/node.h"
+#include "tessera/rpc/tls.h"
 #include "tessera/server/data_service.h"
 #include "tessera/server/node_core.h"
 #include "tessera/tablet/engine.h"
@@ -67,6 +68,8 @@ struct ServerOptions {
   // On Shutdown, calls still running after this long are cancelled.
   int64_t shutdown_grace_ms = 5000;
   ClusterServeOptions cluster;
+  // TLS (rpc/tls.h, docs/security.md): all empty serves plaintext.
+  rpc::TlsFiles tls;
 };
 
 class Server {

@@ -8,6 +8,9 @@
 //                           are accepted only under "emulator"; each is explained where used)
 //   TESSERA_ADMIN_HOST      host:port that table and instance admin go to (node 1 of the
 //                           cluster variant; on one server the same as BIGTABLE_EMULATOR_HOST)
+//   TESSERA_TLS_CA          (the TLS variant) the CA file: the client connects over TLS,
+//                           verifying the server against it, as to Cloud Bigtable — not in
+//                           emulator mode, which is plaintext only
 'use strict';
 
 const test = require('node:test');
@@ -22,11 +25,28 @@ if (!modules || !process.env.BIGTABLE_EMULATOR_HOST) {
 const {Bigtable} = require(require.resolve('@google-cloud/bigtable', {paths: [modules]}));
 const emulator = process.env.TESSERA_SERVER_KIND === 'emulator';
 
-const bigtable = new Bigtable({projectId: 'p'});
+const serverHost = process.env.BIGTABLE_EMULATOR_HOST;
+const tlsCa = process.env.TESSERA_TLS_CA;
+let bigtable;
+if (tlsCa) {
+  // The client's own TLS path: an endpoint and channel credentials instead of emulator mode.
+  const grpc = require(require.resolve('@grpc/grpc-js', {paths: [modules]}));
+  const fs = require('node:fs');
+  delete process.env.BIGTABLE_EMULATOR_HOST;
+  const [apiEndpoint, port] = serverHost.split(':');
+  bigtable = new Bigtable({
+    projectId: 'p',
+    apiEndpoint,
+    port: Number(port),
+    sslCreds: grpc.credentials.createSsl(fs.readFileSync(tlsCa)),
+  });
+} else {
+  bigtable = new Bigtable({projectId: 'p'});
+}
 // The client has one endpoint option for all three APIs. It makes each gRPC client lazily, at
 // its first call, from bigtable.options[<client>], so the admin ones are pointed elsewhere here.
 const adminHost = process.env.TESSERA_ADMIN_HOST;
-if (adminHost && adminHost !== process.env.BIGTABLE_EMULATOR_HOST) {
+if (adminHost && adminHost !== serverHost) {
   const [servicePath, port] = adminHost.split(':');
   for (const client of ['BigtableTableAdminClient', 'BigtableInstanceAdminClient']) {
     Object.assign(bigtable.options[client], {servicePath, port: Number(port)});
