@@ -50,6 +50,9 @@ inline constexpr std::string_view kStatusRemoved = "removed";
 // ("etcd://...", "embedded"), so a refusal can say what to pass.
 inline constexpr std::string_view kClusterIdKey = "cluster_id";
 inline constexpr std::string_view kLockServiceKey = "lock_service";
+// http: the node's HTTP port (metrics, the dashboard: server/dashboard.h), HOST:PORT; absent
+// when it serves none.
+inline constexpr std::string_view kHttpKey = "http";
 
 struct VersionedValue {
   std::string value;

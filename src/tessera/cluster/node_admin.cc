@@ -112,6 +112,9 @@ StatusOr<std::string> ClusterNode::RemoveNode(const std::string& endpoint, bool 
     const std::string* load = v.state.Find(kLoadKey);
     const std::string* st = v.state.Find(kStatusKey);
     const std::string* term = v.state.Find(kMasterKey);
+    if (const std::string* http = v.state.Find(kHttpKey); http != nullptr) {
+      n.set_http_address(*http);
+    }
     if (dc != nullptr) n.set_dc(*dc);
     if (rack != nullptr) n.set_rack(*rack);
     int64_t load_bytes = -1;

@@ -10,29 +10,85 @@
 #include <exception>
 #include <thread>
 
-#include "prometheus/exposer.h"
+#include "CivetServer.h"
+#include "prometheus/text_serializer.h"
 #include "tessera/util/host_port.h"
 
 namespace tessera::metrics {
 
+// Answers GET of one path with what a function makes.
+class HttpExporter::Handler final : public CivetHandler {
+ public:
+  Handler(std::string content_type, std::function<std::string()> get)
+      : content_type_(std::move(content_type)), get_(std::move(get)) {}
+
+  bool handleGet(CivetServer* /*server*/, mg_connection* conn) override {
+    std::string body;
+    try {
+      body = get_();
+    } catch (const std::exception& e) {
+      mg_send_http_error(conn, 500, "%s", e.what());
+      return true;
+    }
+    mg_printf(conn,
+              "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+              "Cache-Control: no-store\r\nAccess-Control-Allow-Origin: *\r\n"
+              "Connection: close\r\n\r\n",
+              content_type_.c_str(), body.size());
+    mg_write(conn, body.data(), body.size());
+    return true;
+  }
+
+ private:
+  const std::string content_type_;
+  const std::function<std::string()> get_;
+};
+
+HttpExporter::HttpExporter() = default;
+
+namespace {
+
+// Every live collectable's families, in Prometheus' text format.
+std::string Exposition(const std::vector<std::weak_ptr<prometheus::Collectable>>& collectables) {
+  std::vector<prometheus::MetricFamily> families;
+  for (const auto& weak : collectables) {
+    if (std::shared_ptr<prometheus::Collectable> c = weak.lock()) {
+      std::vector<prometheus::MetricFamily> some = c->Collect();
+      families.insert(families.end(), std::make_move_iterator(some.begin()),
+                      std::make_move_iterator(some.end()));
+    }
+  }
+  return prometheus::TextSerializer().Serialize(families);
+}
+
+}  // namespace
+
 StatusOr<std::unique_ptr<HttpExporter>> HttpExporter::Start(
     const std::string& listen, std::vector<std::weak_ptr<prometheus::Collectable>> collectables,
-    int threads) {
+    std::vector<HttpPage> pages, int threads) {
   StatusOr<HostPort> at = ParseHostPort(listen, PortZero::kPicksFreePort);
   if (!at.ok()) {
     return absl::InvalidArgumentError(
         StrCat("HTTP listen address \"", listen, "\": ", at.status().message()));
   }
   std::unique_ptr<HttpExporter> exporter(new HttpExporter);
+  // /metrics: every live collectable's families in Prometheus' text format.
+  pages.push_back(
+      HttpPage{"/metrics", "text/plain; version=0.0.4; charset=utf-8",
+               [collectables = std::move(collectables)] { return Exposition(collectables); }});
   try {
     // civetweb: "HOST:PORT", an IPv6 host in brackets (as HostPort writes it).
-    exporter->exposer_ = std::make_unique<prometheus::Exposer>(at->ToString(),
-                                                               static_cast<size_t>(threads));
+    exporter->server_ = std::make_unique<CivetServer>(std::vector<std::string>{
+        "listening_ports", at->ToString(), "num_threads", std::to_string(threads)});
   } catch (const std::exception& e) {
     return absl::UnavailableError(StrCat("cannot serve HTTP on ", at->ToString(), ": ", e.what()));
   }
-  for (auto& c : collectables) exporter->exposer_->RegisterCollectable(c);
-  const std::vector<int> ports = exporter->exposer_->GetListeningPorts();
+  for (HttpPage& page : pages) {
+    exporter->handlers_.push_back(
+        std::make_unique<Handler>(std::move(page.content_type), std::move(page.get)));
+    exporter->server_->addHandler(page.path, exporter->handlers_.back().get());
+  }
+  const std::vector<int> ports = exporter->server_->getListeningPorts();
   if (ports.empty()) {
     return absl::UnavailableError(StrCat("cannot serve HTTP on ", at->ToString()));
   }
@@ -47,7 +103,7 @@ StatusOr<std::unique_ptr<HttpExporter>> HttpExporter::Start(
 // so stopping it waits up to 2 s — per server, in every test that starts one. Connections to
 // the port wake the poll: they are made until the stop is done, then closed unanswered.
 HttpExporter::~HttpExporter() {
-  if (exposer_ == nullptr) return;
+  if (server_ == nullptr) return;
   std::atomic<bool> stopped{false};
   StatusOr<HostPort> at = ParseHostPort(address_);
   std::thread waker([&] {
@@ -80,7 +136,8 @@ HttpExporter::~HttpExporter() {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   });
-  exposer_.reset();
+  server_->close();
+  server_.reset();
   stopped.store(true);
   waker.join();
 }

@@ -1,12 +1,14 @@
-// HttpExporter: a node's HTTP port, serving what Prometheus scrapes at /metrics in its text
-// format, through prometheus-cpp's pull exposer (civetweb underneath): the library writes the
-// exposition, Tessera only says what to collect.
+// HttpExporter: a node's HTTP port (civetweb), serving what Prometheus scrapes at /metrics in
+// its text format — prometheus-cpp's collectables and its TextSerializer write the exposition,
+// Tessera only says what to collect — and the node's other pages (the dashboard:
+// server/dashboard.h).
 //
-// Thread-safety: the exporter's own threads (`threads`, 2 by default) answer scrapes and call
-// the collectables' Collect concurrently with everything else; a collectable is skipped once
-// its owner has released it (the exporter holds weak pointers).
+// Thread-safety: the exporter's own threads (`threads`, 2 by default) answer requests, calling
+// the collectables' Collect and the pages' functions concurrently with everything else; a
+// collectable is skipped once its owner has released it (the exporter holds weak pointers).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,20 +16,25 @@
 #include "prometheus/collectable.h"
 #include "tessera/util/status.h"
 
-namespace prometheus {
-class Exposer;
-}
+class CivetServer;
 
 namespace tessera::metrics {
+
+// One more page of the port: GET `path` (exact) answers what `get` returns.
+struct HttpPage {
+  std::string path;
+  std::string content_type;
+  std::function<std::string()> get;
+};
 
 class HttpExporter {
  public:
   // Listens on `listen` ("HOST:PORT"; port 0 picks a free one) and serves `collectables` at
-  // /metrics. Errors: InvalidArgument naming a malformed address, Unavailable naming the
-  // address when it cannot be listened on (in use, not this machine's).
+  // /metrics, and `pages`. Errors: InvalidArgument naming a malformed address, Unavailable
+  // naming the address when it cannot be listened on (in use, not this machine's).
   static StatusOr<std::unique_ptr<HttpExporter>> Start(
       const std::string& listen, std::vector<std::weak_ptr<prometheus::Collectable>> collectables,
-      int threads = 2);
+      std::vector<HttpPage> pages = {}, int threads = 2);
   ~HttpExporter();  // stops listening; waits for scrapes in progress
 
   HttpExporter(const HttpExporter&) = delete;
@@ -38,8 +45,10 @@ class HttpExporter {
   int port() const { return port_; }
 
  private:
-  HttpExporter() = default;
-  std::unique_ptr<prometheus::Exposer> exposer_;
+  class Handler;
+  HttpExporter();
+  std::vector<std::unique_ptr<Handler>> handlers_;  // outlive server_
+  std::unique_ptr<CivetServer> server_;
   std::string address_;
   int port_ = 0;
 };

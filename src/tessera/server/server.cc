@@ -25,6 +25,7 @@
 #include "tessera/rpc/tls.h"
 #include "tessera/server/app_profile_levels.h"
 #include "tessera/server/cluster_definitions.h"
+#include "tessera/server/dashboard.h"
 #include "tessera/server/grpc_executor.h"
 #include "tessera/server/grpc_rpc_channel.h"
 #include "tessera/server/instance_admin_service.h"
@@ -169,6 +170,7 @@ struct Server::State {
   // read at each scrape of the HTTP port (null with --http-listen "").
   std::shared_ptr<prometheus::Registry> registry;
   std::unique_ptr<metrics::RpcMetrics> rpc_metrics;
+  std::unique_ptr<CallCounter> calls;  // the dashboard's count, before rpc_metrics
   std::shared_ptr<NodeMetrics> node_metrics;
   std::unique_ptr<metrics::HttpExporter> http;
   int port = 0;
@@ -403,8 +405,10 @@ Status Server::StartServices(State* s) {
     s->registry = std::make_shared<prometheus::Registry>();
     s->rpc_metrics = std::make_unique<metrics::RpcMetrics>(s->registry.get(), &s->services);
   }
-  StatusOr<std::unique_ptr<rpc::Server>> server = rpc::Server::Start(
-      &builder, &s->services, s->loop.get(), s->rpc_metrics.get(), s->gate.get());
+  // Every call is counted for the dashboard, then for Prometheus.
+  s->calls = std::make_unique<CallCounter>(s->rpc_metrics.get());
+  StatusOr<std::unique_ptr<rpc::Server>> server =
+      rpc::Server::Start(&builder, &s->services, s->loop.get(), s->calls.get(), s->gate.get());
   if (!server.ok() && !absl::IsUnavailable(server.status())) return server.status();
   if (!server.ok() || s->port == 0) {
     return absl::UnavailableError(
@@ -419,6 +423,10 @@ Status Server::StartServices(State* s) {
   // Join the cluster (alone, by default) now that gossip can arrive.
   RETURN_IF_ERROR(core->StartNode(s->address, s->transport.get()));
   s->cluster_admin->SetNode(core->node());
+  // Peers' dashboards find this node's HTTP port through gossip.
+  if (s->http != nullptr) {
+    core->node()->gossiper()->SetApplicationState(cluster::kHttpKey, s->http->address());
+  }
   return Status();
 }
 
@@ -434,8 +442,8 @@ Status Server::StartHttp(State* s) {
     at = tessera::StrCat(listen.substr(0, listen.rfind(':')), ":", picked ? 0 : s->port + 1);
   }
   s->node_metrics = std::make_shared<NodeMetrics>(s->core.get());
-  StatusOr<std::unique_ptr<metrics::HttpExporter>> http =
-      metrics::HttpExporter::Start(at, {s->registry, s->node_metrics});
+  StatusOr<std::unique_ptr<metrics::HttpExporter>> http = metrics::HttpExporter::Start(
+      at, {s->registry, s->node_metrics}, DashboardPages(s->core.get(), s->calls.get()));
   if (!http.ok()) {
     // An address asked for must work; the default one may be taken (a second node on the
     // machine, say): the node serves without it, and says so.

@@ -29,22 +29,28 @@ rpc::UnaryReactor* TabletAdminService::GetTablets(
       return reactor;
     }
   }
-  cluster::ClusterNode* node = core_->serving_node();
-  replication::ReplicatedStore* store = core_->replicated();
-  if (node == nullptr || (store == nullptr && core_->cluster_definitions() != nullptr)) {
+  StatusOr<v1::NodeTablets> tablets = DescribeNodeTablets(*core_, only);
+  if (!tablets.ok()) {
     reactor->Finish(
-        grpc::Status(grpc::StatusCode::UNAVAILABLE, "this node is still joining its cluster"));
+        grpc::Status(grpc::StatusCode::UNAVAILABLE, std::string(tablets.status().message())));
     return reactor;
   }
-  const std::vector<replication::TableSnapshot> tables = core_->catalog()->ListAllTables();
-  if (store != nullptr) {
-    *response = replication::DescribeReplicas(*store->replicas(), *core_->engine(), tables, only);
-  } else {
-    *response =
-        replication::DescribeLocalTablets(node->options().endpoint, *core_->engine(), tables, only);
-  }
+  *response = *std::move(tablets);
   reactor->Finish(grpc::Status::OK);
   return reactor;
+}
+
+StatusOr<v1::NodeTablets> DescribeNodeTablets(const NodeCore& core, const std::string& only) {
+  cluster::ClusterNode* node = core.serving_node();
+  replication::ReplicatedStore* store = core.replicated();
+  if (node == nullptr || (store == nullptr && core.cluster_definitions() != nullptr)) {
+    return absl::UnavailableError("this node is still joining its cluster");
+  }
+  const std::vector<replication::TableSnapshot> tables = core.catalog()->ListAllTables();
+  if (store != nullptr) {
+    return replication::DescribeReplicas(*store->replicas(), *core.engine(), tables, only);
+  }
+  return replication::DescribeLocalTablets(node->options().endpoint, *core.engine(), tables, only);
 }
 
 rpc::UnaryReactor* TabletAdminService::GetRing(rpc::ServerContext* context,

@@ -15,6 +15,12 @@
 
 namespace tessera::server {
 
+// This node's tablets as `tessera admin tablets` shows them (of table `only`, "" = all): the
+// replicas it holds with their configuration, sequences and hints. Unavailable while the node
+// is still joining. REQUIRES: `only` is "" or a well-formed table name.
+StatusOr<::tessera::v1::NodeTablets> DescribeNodeTablets(const NodeCore& core,
+                                                         const std::string& only);
+
 class TabletAdminService final {
  public:
   // `core` must outlive the service.
