@@ -44,6 +44,9 @@ grpc::Status AskStatus(const std::string& addr, int64_t timeout_ms, v1::ClusterS
   return stub->GetClusterStatus(&ctx, v1::GetClusterStatusRequest(), status);
 }
 
+// Whether a node of a status may hold tablets: registered, or the answering node itself.
+bool MayHoldTablets(const v1::NodeStatus& n) { return n.registered() || n.is_self(); }
+
 // Which nodes of a status to ask for their tablets.
 enum class Ask {
   kRegistered,  // every node that may hold tablets: registered, or the answering node
@@ -56,7 +59,7 @@ std::vector<NodeAnswer> AskTablets(const v1::ClusterStatus& status, Ask ask,
                                    const std::string& table, int64_t timeout_ms) {
   std::vector<NodeAnswer> answers;
   for (const v1::NodeStatus& n : status.nodes()) {
-    if (!n.registered() && !n.is_self()) continue;
+    if (!MayHoldTablets(n)) continue;
     if (ask == Ask::kUp && n.liveness() != "up") continue;
     answers.push_back(NodeAnswer{n.endpoint(), {}, ""});
   }
@@ -229,7 +232,7 @@ std::vector<std::string> SnapshotNodes(const char* command, const std::string& a
   }
   std::vector<std::string> nodes;
   for (const v1::NodeStatus& n : status.nodes()) {
-    if (n.registered() || n.is_self()) nodes.push_back(n.endpoint());
+    if (MayHoldTablets(n)) nodes.push_back(n.endpoint());
   }
   return nodes;
 }

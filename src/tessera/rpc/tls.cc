@@ -58,20 +58,28 @@ std::shared_ptr<grpc::ServerCredentials> ServerCredentialsFor(const TlsMaterial*
   return grpc::SslServerCredentials(options);
 }
 
+namespace {
+
+// TLS towards a server verified against `ca_pem`, presenting `cert_pem` with its key when given.
+std::shared_ptr<grpc::ChannelCredentials> Ssl(std::string ca_pem, std::string key_pem = "",
+                                              std::string cert_pem = "") {
+  grpc::SslCredentialsOptions options;
+  options.pem_root_certs = std::move(ca_pem);
+  options.pem_private_key = std::move(key_pem);
+  options.pem_cert_chain = std::move(cert_pem);
+  return grpc::SslCredentials(options);
+}
+
+}  // namespace
+
 std::shared_ptr<grpc::ChannelCredentials> PeerCredentialsFor(const TlsMaterial* tls) {
   if (tls == nullptr) return grpc::InsecureChannelCredentials();
-  grpc::SslCredentialsOptions options;
-  options.pem_root_certs = tls->ca_pem;
-  options.pem_private_key = tls->key_pem;
-  options.pem_cert_chain = tls->cert_pem;
-  return grpc::SslCredentials(options);
+  return Ssl(tls->ca_pem, tls->key_pem, tls->cert_pem);
 }
 
 std::shared_ptr<grpc::ChannelCredentials> ClientCredentialsFor(const std::string& ca_pem) {
   if (ca_pem.empty()) return grpc::InsecureChannelCredentials();
-  grpc::SslCredentialsOptions options;
-  options.pem_root_certs = ca_pem;
-  return grpc::SslCredentials(options);
+  return Ssl(ca_pem);
 }
 
 StatusOr<std::shared_ptr<grpc::ChannelCredentials>> EtcdCredentials(const std::string& ca_file,
@@ -85,15 +93,13 @@ StatusOr<std::shared_ptr<grpc::ChannelCredentials>> EtcdCredentials(const std::s
     return absl::InvalidArgumentError(cert_file.empty() ? "--etcd-tls-key needs --etcd-tls-cert"
                                                         : "--etcd-tls-cert needs --etcd-tls-key");
   }
-  grpc::SslCredentialsOptions options;
-  ASSIGN_OR_RETURN(options.pem_root_certs, ReadPemFile("--etcd-tls-ca", ca_file, "CERTIFICATE"));
+  ASSIGN_OR_RETURN(std::string ca, ReadPemFile("--etcd-tls-ca", ca_file, "CERTIFICATE"));
+  std::string cert, key;
   if (!cert_file.empty()) {
-    ASSIGN_OR_RETURN(options.pem_cert_chain,
-                     ReadPemFile("--etcd-tls-cert", cert_file, "CERTIFICATE"));
-    ASSIGN_OR_RETURN(options.pem_private_key,
-                     ReadPemFile("--etcd-tls-key", key_file, "PRIVATE KEY"));
+    ASSIGN_OR_RETURN(cert, ReadPemFile("--etcd-tls-cert", cert_file, "CERTIFICATE"));
+    ASSIGN_OR_RETURN(key, ReadPemFile("--etcd-tls-key", key_file, "PRIVATE KEY"));
   }
-  return grpc::SslCredentials(options);
+  return Ssl(std::move(ca), std::move(key), std::move(cert));
 }
 
 grpc::Status PeerCertificateGate::Admit(const ServerContext& context) {
