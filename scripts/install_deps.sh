@@ -13,7 +13,7 @@ PACKAGES=(
   librocksdb-dev libleveldb-dev
   libcli11-dev nlohmann-json3-dev libtoml11-dev
   libedit-dev libjemalloc-dev etcd-server etcd-client
-  prometheus-cpp-dev prometheus openssl jq chromium chromium-driver
+  prometheus-cpp-dev prometheus openssl libssl-dev jq chromium chromium-driver
 )
 
 missing=()

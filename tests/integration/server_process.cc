@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "gtest/gtest.h"
+#include "tessera/rpc/bearer_token.h"
 #include "tessera/testing/child_process.h"
 
 namespace tessera::integration {
@@ -148,7 +149,7 @@ std::shared_ptr<grpc::Channel> ServerProcess::NewChannel() const {
   args.SetMaxSendMessageSize(256 << 20);
   // Separate connections per channel (the tests use several channels to load the server).
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  return grpc::CreateCustomChannel(endpoint_, grpc::InsecureChannelCredentials(), args);
+  return rpc::CreateChannelWithToken(endpoint_, grpc::InsecureChannelCredentials(), args, token_);
 }
 
 bool ParseTestFlags(int argc, char** argv,

@@ -59,8 +59,10 @@ class ServerProcess {
   // SIGKILL and reap. Safe to call twice.
   void Kill();
 
-  // A fresh insecure channel to the server (large messages allowed).
+  // A fresh insecure channel to the server (large messages allowed), whose calls carry the
+  // bearer token set with set_token (none by default: a node without --auth).
   std::shared_ptr<grpc::Channel> NewChannel() const;
+  void set_token(std::string token) { token_ = std::move(token); }
 
  private:
   ServerProcess(pid_t pid, std::string endpoint, std::string log_path)
@@ -70,6 +72,7 @@ class ServerProcess {
   bool reaped_ = false;
   const std::string endpoint_;
   const std::string log_path_;
+  std::string token_;
 };
 
 // The test binaries' own flags, "--NAME=VALUE", after gtest has taken its own: each flag named

@@ -17,6 +17,7 @@
 #include "fmt/format.h"
 #include "grpcpp/grpcpp.h"
 #include "tessera/catalog/table_definition.h"
+#include "tessera/cli/admin_access.h"
 #include "tessera/cli/admin_node.h"
 #include "tessera/cli/admin_ring_format.h"
 #include "tessera/cli/admin_snapshot.h"
@@ -38,7 +39,7 @@ std::chrono::system_clock::time_point Deadline(int64_t timeout_ms) {
 }
 
 grpc::Status AskStatus(const std::string& addr, int64_t timeout_ms, v1::ClusterStatus* status) {
-  auto stub = v1::ClusterAdmin::NewStub(grpc::CreateChannel(addr, ChannelCredentials()));
+  auto stub = v1::ClusterAdmin::NewStub(NewChannel(addr));
   grpc::ClientContext ctx;
   ctx.set_deadline(Deadline(timeout_ms));
   return stub->GetClusterStatus(&ctx, v1::GetClusterStatusRequest(), status);
@@ -66,8 +67,7 @@ std::vector<NodeAnswer> AskTablets(const v1::ClusterStatus& status, Ask ask,
   std::vector<std::thread> askers;
   for (NodeAnswer& answer : answers) {
     askers.emplace_back([&answer, &table, timeout_ms] {
-      auto stub =
-          v1::TabletAdmin::NewStub(grpc::CreateChannel(answer.endpoint, ChannelCredentials()));
+      auto stub = v1::TabletAdmin::NewStub(NewChannel(answer.endpoint));
       grpc::ClientContext ctx;
       ctx.set_deadline(Deadline(timeout_ms));
       v1::GetTabletsRequest request;
@@ -184,7 +184,7 @@ int RunRing(const std::string& addr, int64_t timeout_ms, bool json) {
     std::fprintf(stderr, "tessera admin ring: %s: %s\n", addr.c_str(), rpc.error_message().c_str());
     return 1;
   }
-  auto stub = v1::TabletAdmin::NewStub(grpc::CreateChannel(addr, ChannelCredentials()));
+  auto stub = v1::TabletAdmin::NewStub(NewChannel(addr));
   grpc::ClientContext ctx;
   ctx.set_deadline(Deadline(timeout_ms));
   v1::Ring ring;
@@ -203,7 +203,7 @@ int RunRing(const std::string& addr, int64_t timeout_ms, bool json) {
 
 int RunRemoveNode(const std::string& addr, int64_t timeout_ms, const std::string& endpoint,
                   bool force) {
-  auto stub = v1::ClusterAdmin::NewStub(grpc::CreateChannel(addr, ChannelCredentials()));
+  auto stub = v1::ClusterAdmin::NewStub(NewChannel(addr));
   grpc::ClientContext ctx;
   ctx.set_deadline(Deadline(timeout_ms));
   v1::RemoveNodeRequest request;
@@ -264,7 +264,7 @@ int RunAdmin(int argc, char** argv) {
     command->add_option("--timeout-ms", timeout_ms, "give up after this long (per node)")
         ->check(CLI::Range(int64_t{1}, int64_t{600000}))
         ->capture_default_str();
-    AddTlsCaOption(command);
+    AddConnectionOptions(command);
   };
   CLI::App* status = app.add_subcommand(
       "status",
@@ -396,13 +396,72 @@ int RunAdmin(int argc, char** argv) {
   restore->add_option("--target", target,
                       "restore into this new table (an id in --project/--instance, or a full "
                       "name) instead of the snapshot's own");
+  int64_t throughput = 0;
+  CLI::App* setcompactionthroughput = app.add_subcommand(
+      "setcompactionthroughput",
+      "the rate at which the node's compactions write, in MiB/s (0: unlimited), at once and "
+      "until it restarts (nodetool setcompactionthroughput; --compaction-mb-per-s at start)");
+  setcompactionthroughput->add_option("mb_per_second", throughput, "MiB/s, 0 = unlimited")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20))
+      ->required();
+  add_addr(setcompactionthroughput, "the node");
+  setcompactionthroughput->add_flag("--json", json, "print the answer as one JSON object");
+  CLI::App* getcompactionthroughput = app.add_subcommand(
+      "getcompactionthroughput",
+      "the rate at which the node's compactions write (nodetool getcompactionthroughput)");
+  add_addr(getcompactionthroughput, "the node");
+  getcompactionthroughput->add_flag("--json", json, "print the answer as one JSON object");
+  CLI::App* principals = app.add_subcommand(
+      "principals",
+      "with --auth: every principal, its tokens (by hash prefix; file: from --auth-tokens) and "
+      "its grants");
+  add_addr(principals, "any node");
+  principals->add_flag("--json", json, "print the answer as one JSON object");
+  std::string principal, permissions, resource, family;
+  const auto add_grant_args = [&](CLI::App* command) {
+    add_addr(command, "any node");
+    command->add_flag("--json", json, "print the answer as one JSON object");
+    command->add_option("principal", principal, "who")->required();
+    command->add_option("permissions", permissions, "read, write, admin, or a set: read,write")
+        ->required();
+    command
+        ->add_option("resource", resource,
+                     "* (everything), projects/P/instances/I, a table's full name, or a table "
+                     "id in --project/--instance")
+        ->required();
+    command->add_option("--family", family, "only this column family of the table");
+    command->add_option("--project", project,
+                        "project of a table id (default: $TESSERA_PROJECT, else p)");
+    command->add_option("--instance", instance,
+                        "instance of a table id (default: $TESSERA_INSTANCE, else i)");
+  };
+  CLI::App* grant = app.add_subcommand(
+      "grant",
+      "with --auth: give PRINCIPAL PERMISSIONS on RESOURCE and everything in it (a table's "
+      "families, an instance's tables); applies on every node");
+  add_grant_args(grant);
+  CLI::App* revoke =
+      app.add_subcommand("revoke", "with --auth: take PERMISSIONS on RESOURCE from PRINCIPAL");
+  add_grant_args(revoke);
+  CLI::App* token = app.add_subcommand("token", "with --auth: a principal's bearer tokens");
+  token->require_subcommand(1);
+  CLI::App* token_add =
+      token->add_subcommand("add", "a new random token for PRINCIPAL, printed this once");
+  CLI::App* token_remove =
+      token->add_subcommand("remove", "delete every token of PRINCIPAL kept in the lock service");
+  for (CLI::App* t : {token_add, token_remove}) {
+    add_addr(t, "any node");
+    t->add_flag("--json", json, "print the answer as one JSON object");
+    t->add_option("principal", principal, "who")->required();
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return ExitForParseError(app, e);
   }
   CLI::App* command = app.get_subcommands().front();
-  if (Status s = LoadTlsCa(); !s.ok()) {
+  if (command == token) command = command->get_subcommands().front();
+  if (Status s = LoadConnectionOptions(); !s.ok()) {
     std::fprintf(stderr, "tessera admin: %s\n", std::string(s.message()).c_str());
     return 2;
   }
@@ -413,6 +472,14 @@ int RunAdmin(int argc, char** argv) {
     }
   }
   if (status->parsed()) return RunStatus(addr, timeout_ms, json);
+  if (principals->parsed()) return RunPrincipals(addr, timeout_ms, json);
+  if (grant->parsed() || revoke->parsed()) {
+    return RunGrant(addr, timeout_ms, json, grant->parsed(), principal, permissions,
+                    GrantResource(resource, family, project, instance));
+  }
+  if (token_add->parsed() || token_remove->parsed()) {
+    return RunToken(addr, timeout_ms, json, token_add->parsed(), principal);
+  }
   // A table flag as a full name ("" for none given); false after saying why it is malformed.
   const auto full_name = [&](const char* flag, const std::string& value, std::string* out) {
     if (value.empty()) return true;
@@ -459,6 +526,12 @@ int RunAdmin(int argc, char** argv) {
   if (drain->parsed()) {
     const int64_t wait_ms = drain->get_option("--timeout-ms")->count() > 0 ? timeout_ms : 600000;
     return RunDrain(addr, wait_ms, json);
+  }
+  if (setcompactionthroughput->parsed()) {
+    return RunCompactionThroughput(addr, timeout_ms, json, throughput);
+  }
+  if (getcompactionthroughput->parsed()) {
+    return RunCompactionThroughput(addr, timeout_ms, json, /*set_mb_per_second=*/-1);
   }
   if (ring->parsed()) return RunRing(addr, timeout_ms, json);
   if (removenode->parsed()) return RunRemoveNode(addr, timeout_ms, endpoint, force);

@@ -105,4 +105,29 @@ int RunDrain(const std::string& addr, int64_t timeout_ms, bool json) {
   return 0;
 }
 
+int RunCompactionThroughput(const std::string& addr, int64_t timeout_ms, bool json,
+                            int64_t set_mb_per_second) {
+  v1::CompactionThroughput response;
+  const bool ok =
+      set_mb_per_second < 0
+          ? Ask("getcompactionthroughput", addr, timeout_ms,
+                &v1::NodeAdmin::Stub::GetCompactionThroughput, v1::GetCompactionThroughputRequest(),
+                &response)
+          : [&] {
+              v1::CompactionThroughput request;
+              request.set_mb_per_second(set_mb_per_second);
+              return Ask("setcompactionthroughput", addr, timeout_ms,
+                         &v1::NodeAdmin::Stub::SetCompactionThroughput, request, &response);
+            }();
+  if (!ok) return 1;
+  if (json) {
+    std::printf("%s\n", ProtoToJson(response).dump().c_str());
+  } else if (response.mb_per_second() == 0) {
+    fmt::print("compaction throughput of {}: unlimited\n", addr);
+  } else {
+    fmt::print("compaction throughput of {}: {} MiB/s\n", addr, response.mb_per_second());
+  }
+  return 0;
+}
+
 }  // namespace tessera::cli

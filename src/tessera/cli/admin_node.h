@@ -1,6 +1,7 @@
 // `tessera admin` commands that act on one node (tessera.v1.NodeAdmin), as nodetool's do: info,
-// compactionstats, tablestats, flush, compact, drain. admin.cc parses the flags; these ask the node
-// at `addr` and print its answer (admin_node_format.h), or one JSON object with --json.
+// compactionstats, tablestats, flush, compact, drain, set/getcompactionthroughput. admin.cc parses
+// the flags; these ask the node at `addr` and print its answer (admin_node_format.h), or one JSON
+// object with --json.
 //
 // Exit status: 0; 1 when the node cannot be reached or refuses (its message on stderr, e.g. a
 // table it does not know).
@@ -29,18 +30,22 @@ int RunFlushOrCompact(const std::string& addr, int64_t timeout_ms, bool json,
 // Drains the node: it stops serving for good and flushes its memtables (nodetool drain).
 int RunDrain(const std::string& addr, int64_t timeout_ms, bool json);
 
-// One unary call of NodeAdmin on the node at `addr`; when it fails, says why on stderr
-// ("tessera admin <command>: <addr>: <message>") and returns the status.
-template <typename Request, typename Response>
+// The node's compaction write rate (nodetool getcompactionthroughput), or, with
+// `set_mb_per_second` >= 0, sets it first (setcompactionthroughput; 0 = unlimited).
+int RunCompactionThroughput(const std::string& addr, int64_t timeout_ms, bool json,
+                            int64_t set_mb_per_second);
+
+// One unary call on the node at `addr` (any service's Stub: NodeAdmin, AccessAdmin); when it
+// fails, says why on stderr ("tessera admin <command>: <addr>: <message>") and returns the
+// status.
+template <typename Stub, typename Request, typename Response>
 grpc::Status AskNode(const char* command, const std::string& addr, int64_t timeout_ms,
-                     grpc::Status (::tessera::v1::NodeAdmin::Stub::*method)(grpc::ClientContext*,
-                                                                            const Request&,
-                                                                            Response*),
+                     grpc::Status (Stub::*method)(grpc::ClientContext*, const Request&, Response*),
                      const Request& request, Response* response) {
-  auto stub = ::tessera::v1::NodeAdmin::NewStub(grpc::CreateChannel(addr, ChannelCredentials()));
+  Stub stub(NewChannel(addr));
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));
-  grpc::Status rpc = (stub.get()->*method)(&ctx, request, response);
+  grpc::Status rpc = (stub.*method)(&ctx, request, response);
   if (!rpc.ok()) {
     std::fprintf(stderr, "tessera admin %s: %s: %s\n", command, addr.c_str(),
                  rpc.error_message().c_str());

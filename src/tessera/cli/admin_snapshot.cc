@@ -59,7 +59,7 @@ Request ForTableAndTag(const std::string& table, const std::string& tag) {
 }
 
 std::unique_ptr<btadmin::BigtableTableAdmin::Stub> TableAdmin(const std::string& addr) {
-  return btadmin::BigtableTableAdmin::NewStub(grpc::CreateChannel(addr, ChannelCredentials()));
+  return btadmin::BigtableTableAdmin::NewStub(NewChannel(addr));
 }
 
 void SetDeadline(grpc::ClientContext* ctx, int64_t timeout_ms) {
@@ -268,7 +268,7 @@ int RunRestore(const std::string& addr, const std::vector<std::string>& nodes, i
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     grpc::Status rpc;
     while (true) {
-      auto stub = v1::NodeAdmin::NewStub(grpc::CreateChannel(node, ChannelCredentials()));
+      auto stub = v1::NodeAdmin::NewStub(NewChannel(node));
       grpc::ClientContext ctx;
       SetDeadline(&ctx, timeout_ms);
       response.Clear();

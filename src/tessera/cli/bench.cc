@@ -113,7 +113,7 @@ int RunBench(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--seed", f.run.seed, "seed of keys and values")->capture_default_str();
   app.add_flag("--json", f.json, "one JSON object per workload per line on stdout");
-  AddTlsCaOption(&app);
+  AddConnectionOptions(&app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -124,7 +124,7 @@ int RunBench(int argc, char** argv) {
     fmt::print(stderr, "tessera bench: {}\n", s.message());
     return 2;
   };
-  if (Status s = LoadTlsCa(); !s.ok()) return usage_error(s);
+  if (Status s = LoadConnectionOptions(); !s.ok()) return usage_error(s);
   StatusOr<std::vector<WorkloadSpec>> workloads = ParseWorkloadList(f.workloads);
   if (!workloads.ok()) return usage_error(workloads.status());
   if (!f.distribution.empty()) {

@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "tessera/rpc/bearer_token.h"
 #include "tessera/rpc/tls.h"
 #include "tessera/util/version.h"
 
@@ -68,41 +69,54 @@ Status CheckHostPort(std::string_view where, std::string_view value, PortZero ze
 
 namespace {
 
-struct TlsCa {
-  std::string file;  // --tls-ca, or $TESSERA_TLS_CA
-  std::string pem;   // its contents once loaded
+struct Connection {
+  std::string ca_file;  // --tls-ca, or $TESSERA_TLS_CA
+  std::string ca_pem;   // its contents once loaded
+  std::string token;    // --token, or $TESSERA_TOKEN
 };
 
-TlsCa& GlobalTlsCa() {
-  static TlsCa* ca = new TlsCa;
-  return *ca;
+Connection& GlobalConnection() {
+  static Connection* c = new Connection;
+  return *c;
 }
 
 }  // namespace
 
-void AddTlsCaOption(CLI::App* app) {
-  app->add_option("--tls-ca", GlobalTlsCa().file,
+void AddConnectionOptions(CLI::App* app) {
+  app->add_option("--tls-ca", GlobalConnection().ca_file,
                   "connect with TLS, verifying the server against this CA certificate (PEM; "
                   "default: $TESSERA_TLS_CA; none: plaintext)");
+  app->add_option("--token", GlobalConnection().token,
+                  "the bearer token to send, for a node started with --auth (default: "
+                  "$TESSERA_TOKEN)");
 }
 
-Status LoadTlsCa() {
-  TlsCa& ca = GlobalTlsCa();
+Status LoadConnectionOptions() {
+  Connection& c = GlobalConnection();
+  if (c.token.empty()) {
+    if (const char* env = std::getenv("TESSERA_TOKEN"); env != nullptr) c.token = env;
+  }
   std::string flag = "--tls-ca";
-  if (ca.file.empty()) {
+  if (c.ca_file.empty()) {
     const char* env = std::getenv("TESSERA_TLS_CA");
     if (env == nullptr || *env == '\0') return Status();
-    ca.file = env;
+    c.ca_file = env;
     flag = "$TESSERA_TLS_CA";
   }
-  ASSIGN_OR_RETURN(ca.pem, rpc::ReadPemFile(flag, ca.file, "CERTIFICATE"));
+  ASSIGN_OR_RETURN(c.ca_pem, rpc::ReadPemFile(flag, c.ca_file, "CERTIFICATE"));
   return Status();
 }
 
-const std::string& TlsCaPem() { return GlobalTlsCa().pem; }
+const std::string& TlsCaPem() { return GlobalConnection().ca_pem; }
+const std::string& BearerToken() { return GlobalConnection().token; }
 
 std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials() {
   return rpc::ClientCredentialsFor(TlsCaPem());
+}
+
+std::shared_ptr<grpc::Channel> NewChannel(const std::string& target,
+                                          const grpc::ChannelArguments& args) {
+  return rpc::CreateChannelWithToken(target, ChannelCredentials(), args, BearerToken());
 }
 
 }  // namespace tessera::cli

@@ -11,7 +11,9 @@
 #include <string_view>
 
 #include "CLI/CLI.hpp"
+#include "grpcpp/channel.h"
 #include "grpcpp/security/credentials.h"
+#include "grpcpp/support/channel_arguments.h"
 #include "tessera/util/host_port.h"
 #include "tessera/util/status.h"
 
@@ -44,15 +46,21 @@ CLI::Validator HostPortCheck(PortZero zero = PortZero::kRefused);
 Status CheckHostPort(std::string_view where, std::string_view value,
                      PortZero zero = PortZero::kRefused);
 
-// TLS towards the server, for the commands that call one (shell, admin, bench): --tls-ca FILE
-// (default: $TESSERA_TLS_CA), the CA the server's certificate is verified against; none means
-// plaintext. AddTlsCaOption adds the flag to `app`; LoadTlsCa, after parsing, reads the file
-// (InvalidArgument naming it when it cannot be read or holds no certificate); then
-// ChannelCredentials() is what every channel of the command is made with. Process-wide state:
-// a command line is parsed once.
-void AddTlsCaOption(CLI::App* app);
-Status LoadTlsCa();
+// How the commands that call a server (shell, admin, bench) connect:
+//   --tls-ca FILE (default $TESSERA_TLS_CA): TLS, verifying the server against this CA; none
+//     means plaintext;
+//   --token TOKEN (default $TESSERA_TOKEN): a bearer token sent with every call, for a node
+//     started with --auth (docs/auth.md).
+// AddConnectionOptions adds the flags to `app`; LoadConnectionOptions, after parsing, reads the
+// CA file (InvalidArgument naming it when it cannot be read or holds no certificate); then
+// every channel of the command is made with NewChannel. Process-wide state: a command line is
+// parsed once.
+void AddConnectionOptions(CLI::App* app);
+Status LoadConnectionOptions();
 const std::string& TlsCaPem();
+const std::string& BearerToken();
 std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials();
+std::shared_ptr<grpc::Channel> NewChannel(const std::string& target,
+                                          const grpc::ChannelArguments& args = {});
 
 }  // namespace tessera::cli

@@ -526,6 +526,31 @@ TEST(CliProcessTest, AdminDrainStopsServingAndFlushes) {
   EXPECT_THAT(r.out, HasSubstr("cf:q"));
 }
 
+// setcompactionthroughput / getcompactionthroughput change and show the node's compaction
+// rate at run time, as nodetool's do.
+TEST(CliProcessTest, AdminCompactionThroughputChangesAtRunTime) {
+  testing::TempDir dir;
+  auto server = testing::TestServer::StartTesseraServe(TESSERA_BINARY_PATH, dir.path());
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::string addr = (*server)->endpoint();
+  ProcessResult r = Tessera({"admin", "getcompactionthroughput", "--addr", addr});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr(": 64 MiB/s"));  // --compaction-mb-per-s's default
+  r = Tessera({"admin", "setcompactionthroughput", "16", "--addr", addr});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr(": 16 MiB/s"));
+  r = Tessera({"admin", "getcompactionthroughput", "--json", "--addr", addr});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["mb_per_second"], 16) << r.out;
+  r = Tessera({"admin", "setcompactionthroughput", "0", "--addr", addr});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("unlimited"));
+  // The compaction still runs (unthrottled) and a bad value is a usage error.
+  EXPECT_EQ(Tessera({"admin", "compact", "--addr", addr}).exit_code, 0);
+  EXPECT_EQ(Tessera({"admin", "setcompactionthroughput", "abc", "--addr", addr}).exit_code, 2);
+  EXPECT_EQ(Tessera({"admin", "setcompactionthroughput", "--addr", addr}).exit_code, 2);
+}
+
 // `admin ring` on one node: its token, chosen when it first registered, owns the whole ring.
 // The ring is kept in the lock service (here embedded in the data folder), so a restart finds
 // it again; a test server listens on a new port each start, and a node at another address is

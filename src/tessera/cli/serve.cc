@@ -114,6 +114,13 @@ int RunServe(int argc, char** argv) {
                  "the cluster CA (PEM): peers' certificates must be signed by it, and only a "
                  "node presenting one may gossip or replicate with this node")
       ->check(CLI::ExistingFile);
+  app.add_flag("--auth", options.auth,
+               "require a bearer token on every call, and grants for what it may do "
+               "(docs/auth.md; `tessera admin grant`)");
+  app.add_option("--auth-tokens", options.auth_tokens_file,
+                 "with --auth: a private file of \"<principal> <token> [admin]\" lines; an "
+                 "`admin` line names an administrator of the whole cluster")
+      ->check(CLI::ExistingFile);
   app.add_option("--data-dir", options.engine.dir, "folder holding the node's data")
       ->capture_default_str();
   app.add_option("--sync", sync,

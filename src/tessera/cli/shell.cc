@@ -144,7 +144,7 @@ int RunShell(int argc, char** argv) {
   app.add_option("--endpoint", flags.endpoint,
                  "server HOST:PORT (default: $BIGTABLE_EMULATOR_HOST, else 127.0.0.1:8086)")
       ->check(HostPortCheck());
-  AddTlsCaOption(&app);
+  AddConnectionOptions(&app);
   app.add_option("--project", flags.project, "project id (default: $TESSERA_PROJECT, else p)");
   app.add_option("--instance", flags.instance, "instance id (default: $TESSERA_INSTANCE, else i)");
   app.add_option("-e,--execute", flags.commands, "run these commands (';'-separated) and exit");
@@ -169,7 +169,7 @@ int RunShell(int argc, char** argv) {
     std::fprintf(stderr, "tessera shell: give -e or -f, not both\n");
     return 2;
   }
-  if (Status s = LoadTlsCa(); !s.ok()) {
+  if (Status s = LoadConnectionOptions(); !s.ok()) {
     std::fprintf(stderr, "tessera shell: %s\n", std::string(s.message()).c_str());
     return 2;
   }
@@ -186,6 +186,7 @@ int RunShell(int argc, char** argv) {
   client::ClientOptions options;
   options.endpoint = flags.endpoint;
   options.tls_ca_pem = TlsCaPem();
+  options.token = BearerToken();
   options.project = flags.project;
   options.instance = flags.instance;
   const auto ms = [](double s) { return std::chrono::milliseconds(static_cast<int64_t>(s * 1000)); };

@@ -202,7 +202,7 @@ ChannelPool::ChannelPool(std::vector<std::string> endpoints, int per_endpoint)
       args.SetInt("tessera.bench.channel_index", i);
       args.SetMaxReceiveMessageSize(-1);
       args.SetMaxSendMessageSize(-1);
-      channels_.push_back(grpc::CreateCustomChannel(endpoint, ChannelCredentials(), args));
+      channels_.push_back(NewChannel(endpoint, args));
     }
   }
 }

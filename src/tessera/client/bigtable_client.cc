@@ -1,4 +1,5 @@
 #include "tessera/client/bigtable_client.h"
+#include "tessera/rpc/bearer_token.h"
 #include "tessera/rpc/tls.h"
 #include "tessera/util/coding.h"
 
@@ -182,8 +183,8 @@ StatusOr<std::unique_ptr<BigtableClient>> BigtableClient::Create(ClientOptions o
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
   args.SetMaxSendMessageSize(-1);
-  std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(
-      options.endpoint, rpc::ClientCredentialsFor(options.tls_ca_pem), args);
+  std::shared_ptr<grpc::Channel> channel = rpc::CreateChannelWithToken(
+      options.endpoint, rpc::ClientCredentialsFor(options.tls_ca_pem), args, options.token);
   if (channel == nullptr) {
     return absl::InvalidArgumentError(StrCat("client: cannot make a channel to ", options.endpoint));
   }

@@ -60,6 +60,8 @@ struct ClientOptions {
   int max_receive_message_bytes = 256 << 20;
   // The CA (PEM) the server's TLS certificate is verified against; empty: plaintext.
   std::string tls_ca_pem;
+  // Sent as `authorization: Bearer <token>` with every call (a node with --auth); empty: none.
+  std::string token;
 };
 
 // Per-call settings.

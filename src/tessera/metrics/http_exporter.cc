@@ -16,32 +16,81 @@
 
 namespace tessera::metrics {
 
-// Answers GET of one path with what a function makes.
+// Answers GET and POST of one path with what the page's functions make.
 class HttpExporter::Handler final : public CivetHandler {
  public:
-  Handler(std::string content_type, std::function<std::string()> get)
-      : content_type_(std::move(content_type)), get_(std::move(get)) {}
+  explicit Handler(HttpPage page) : page_(std::move(page)) {}
 
   bool handleGet(CivetServer* /*server*/, mg_connection* conn) override {
+    if (!page_.get) return NotAllowed(conn);
     std::string body;
     try {
-      body = get_();
+      body = page_.get();
     } catch (const std::exception& e) {
       mg_send_http_error(conn, 500, "%s", e.what());
       return true;
     }
+    Send(conn, 200, body);
+    return true;
+  }
+
+  bool handlePost(CivetServer* /*server*/, mg_connection* conn) override {
+    if (!page_.post) return NotAllowed(conn);
+    const mg_request_info* info = mg_get_request_info(conn);
+    if (info->content_length > static_cast<long long>(kMaxPostBytes)) {
+      mg_send_http_error(conn, 413, "the body is larger than %zu bytes", kMaxPostBytes);
+      return true;
+    }
+    HttpRequest request;
+    if (const char* auth = mg_get_header(conn, "Authorization"); auth != nullptr) {
+      request.authorization = auth;
+    }
+    request.peer = info->remote_addr;
+    char buffer[4096];
+    for (int n; (n = mg_read(conn, buffer, sizeof(buffer))) > 0;) {
+      request.body.append(buffer, n);
+      if (request.body.size() > kMaxPostBytes) {
+        mg_send_http_error(conn, 413, "the body is larger than %zu bytes", kMaxPostBytes);
+        return true;
+      }
+    }
+    HttpReply reply;
+    try {
+      reply = page_.post(request);
+    } catch (const std::exception& e) {
+      mg_send_http_error(conn, 500, "%s", e.what());
+      return true;
+    }
+    Send(conn, reply.status, reply.body);
+    return true;
+  }
+
+  // The browser's CORS preflight before a cross-origin POST or a request with Authorization.
+  bool handleOptions(CivetServer* /*server*/, mg_connection* conn) override {
     mg_printf(conn,
-              "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-              "Cache-Control: no-store\r\nAccess-Control-Allow-Origin: *\r\n"
-              "Connection: close\r\n\r\n",
-              content_type_.c_str(), body.size());
-    mg_write(conn, body.data(), body.size());
+              "HTTP/1.1 204 No Content\r\nAccess-Control-Allow-Origin: *\r\n"
+              "Access-Control-Allow-Methods: GET, POST\r\n"
+              "Access-Control-Allow-Headers: Authorization, Content-Type\r\n"
+              "Access-Control-Max-Age: 600\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
     return true;
   }
 
  private:
-  const std::string content_type_;
-  const std::function<std::string()> get_;
+  bool NotAllowed(mg_connection* conn) {
+    mg_send_http_error(conn, 405, "method not allowed on this page");
+    return true;
+  }
+  void Send(mg_connection* conn, int status, const std::string& body) {
+    mg_printf(conn,
+              "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+              "Cache-Control: no-store\r\nAccess-Control-Allow-Origin: *\r\n"
+              "Connection: close\r\n\r\n",
+              status, mg_get_response_code_text(nullptr, status), page_.content_type.c_str(),
+              body.size());
+    mg_write(conn, body.data(), body.size());
+  }
+
+  const HttpPage page_;
 };
 
 HttpExporter::HttpExporter() = default;
@@ -84,9 +133,9 @@ StatusOr<std::unique_ptr<HttpExporter>> HttpExporter::Start(
     return absl::UnavailableError(StrCat("cannot serve HTTP on ", at->ToString(), ": ", e.what()));
   }
   for (HttpPage& page : pages) {
-    exporter->handlers_.push_back(
-        std::make_unique<Handler>(std::move(page.content_type), std::move(page.get)));
-    exporter->server_->addHandler(page.path, exporter->handlers_.back().get());
+    const std::string path = page.path;
+    exporter->handlers_.push_back(std::make_unique<Handler>(std::move(page)));
+    exporter->server_->addHandler(path, exporter->handlers_.back().get());
   }
   const std::vector<int> ports = exporter->server_->getListeningPorts();
   if (ports.empty()) {

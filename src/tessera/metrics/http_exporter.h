@@ -20,11 +20,29 @@ class CivetServer;
 
 namespace tessera::metrics {
 
-// One more page of the port: GET `path` (exact) answers what `get` returns.
+// What a POST brings: its Authorization header ("" when none), the client's address and the
+// body (at most kMaxPostBytes; a larger one is refused with 413 before the handler runs).
+struct HttpRequest {
+  std::string authorization;
+  std::string peer;
+  std::string body;
+};
+inline constexpr size_t kMaxPostBytes = 64 << 10;
+
+// A POST's answer: its HTTP status and body (of the page's content type).
+struct HttpReply {
+  int status = 200;
+  std::string body;
+};
+
+// One more page of the port: GET `path` (exact) answers what `get` returns; POST, what `post`
+// returns. Either may be null (405 for that method). Every page answers CORS (any origin; the
+// Authorization and Content-Type headers), so that one node's dashboard reaches the others.
 struct HttpPage {
   std::string path;
   std::string content_type;
   std::function<std::string()> get;
+  std::function<HttpReply(const HttpRequest&)> post = nullptr;
 };
 
 class HttpExporter {

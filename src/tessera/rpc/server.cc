@@ -159,6 +159,11 @@ class ServerCall final : public ServerContext {
           grpc::StatusCode::INVALID_ARGUMENT,
           tessera::StrCat("the request of ", ctx_.method(), " does not parse")));
     }
+    if (server_->gate_ != nullptr) {
+      if (grpc::Status admitted = server_->gate_->AdmitRequest(*this, *request_); !admitted.ok()) {
+        return FinishUnserved(admitted);
+      }
+    }
     if (method_->new_response != nullptr) response_ = method_->new_response(&arena_);
     RunOn(method_->executor, [this] { StartHandler(); });
   }
@@ -346,6 +351,23 @@ void ServerContext::AddTrailingMetadata(const std::string& key, const std::strin
   CallOf(this)->grpc_context().AddTrailingMetadata(key, value);
 }
 UnaryReactor* ServerContext::DefaultReactor() { return CallOf(this)->DefaultReactor(); }
+
+grpc::Status GateChain::Admit(ServerContext& context) {
+  for (CallGate* gate : gates_) {
+    if (gate == nullptr) continue;
+    if (grpc::Status s = gate->Admit(context); !s.ok()) return s;
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status GateChain::AdmitRequest(const ServerContext& context,
+                                     const google::protobuf::MessageLite& request) {
+  for (CallGate* gate : gates_) {
+    if (gate == nullptr) continue;
+    if (grpc::Status s = gate->AdmitRequest(context, request); !s.ok()) return s;
+  }
+  return grpc::Status::OK;
+}
 
 ServerReactor::ServerReactor(ServerContext* context) : call_(CallOf(context)) {
   call_->Bind(this);

@@ -78,6 +78,10 @@ class ServerContext {
   // True when the caller presented a TLS certificate that the handshake verified against the
   // server's CA (rpc/tls.h); false on a plaintext port.
   bool peer_certificate_verified() const;
+  // Who makes the call, as a CallGate authenticated it (a bearer token's principal,
+  // docs/auth.md); empty when no gate names one. Set before the handler runs, constant after.
+  const std::string& principal() const { return principal_; }
+  void set_principal(std::string principal) { principal_ = std::move(principal); }
   // REQUIRES: before Finish, on the thread that calls it.
   void AddTrailingMetadata(const std::string& key, const std::string& value);
   // A unary call's reactor that only finishes it (owned by the call).
@@ -86,6 +90,9 @@ class ServerContext {
  protected:
   ServerContext() = default;
   ~ServerContext() = default;
+
+ private:
+  std::string principal_;
 };
 
 // What a server tells its observer of each call, once the call is over.
@@ -258,13 +265,33 @@ class Services {
 };
 
 // Decides, before a call's handler runs, whether its caller may make it (a node's TLS
-// certificate, a bearer token: docs/security.md). OK lets the call run; any other status ends
-// it with that status and its handler never runs. Called on the loop thread for every call of
-// a registered method, concurrently: must not block.
+// certificate, a bearer token: docs/security.md, docs/auth.md). OK lets the call go on; any
+// other status ends it with that status and its handler never runs. Both are called on the
+// loop thread for every call of a registered method, concurrently: they must not block.
 class CallGate {
  public:
   virtual ~CallGate() = default;
-  virtual grpc::Status Admit(const ServerContext& context) = 0;
+  // When the call arrives, before its request is read. May name the caller
+  // (ServerContext::set_principal).
+  virtual grpc::Status Admit(ServerContext& context) = 0;
+  // Once the request of a unary or server-streaming call has parsed (bidirectional calls have
+  // no single request): what the request names may decide (a table, an instance).
+  virtual grpc::Status AdmitRequest(const ServerContext& /*context*/,
+                                    const google::protobuf::MessageLite& /*request*/) {
+    return grpc::Status::OK;
+  }
+};
+
+// Gates asked in order; the first refusal ends the call. Null gates are skipped.
+class GateChain final : public CallGate {
+ public:
+  explicit GateChain(std::vector<CallGate*> gates) : gates_(std::move(gates)) {}
+  grpc::Status Admit(ServerContext& context) override;
+  grpc::Status AdmitRequest(const ServerContext& context,
+                            const google::protobuf::MessageLite& request) override;
+
+ private:
+  const std::vector<CallGate*> gates_;
 };
 
 // A gRPC server whose calls run on a Loop.

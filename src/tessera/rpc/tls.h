@@ -80,7 +80,7 @@ class PeerCertificateGate final : public CallGate {
  public:
   explicit PeerCertificateGate(std::set<std::string, std::less<>> services)
       : services_(std::move(services)) {}
-  grpc::Status Admit(const ServerContext& context) override;
+  grpc::Status Admit(ServerContext& context) override;
 
  private:
   const std::set<std::string, std::less<>> services_;

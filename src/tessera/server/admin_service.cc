@@ -170,7 +170,7 @@ Status AdminService::ResolveTableOptions(const ::tessera::v1::TableOptions& opti
 }
 
 StatusOr<admin::ListTablesResponse> AdminService::DoListTables(
-    const admin::ListTablesRequest& request) {
+    const admin::ListTablesRequest& request, std::string_view principal) {
   RETURN_IF_ERROR(catalog::ValidateInstanceName(request.parent()));
   ASSIGN_OR_RETURN(const int page_size, ListPageSize(request.page_size()));
   // The page token is the id of the last table of the previous page.
@@ -181,6 +181,9 @@ StatusOr<admin::ListTablesResponse> AdminService::DoListTables(
   admin::ListTablesResponse response;
   for (const auto& info : catalog_->ListTables(request.parent())) {
     if (!after.empty() && info->name.table_id <= after) continue;
+    if (access_control_ != nullptr && !access_control_->HoldsAnything(principal, info->full_name)) {
+      continue;
+    }
     if (response.tables_size() == page_size) {
       response.set_next_page_token(
           response.tables(page_size - 1)
@@ -416,7 +419,7 @@ rpc::UnaryReactor* AdminService::ListTables(rpc::ServerContext* context,
                                                    const admin::ListTablesRequest* request,
                                                    admin::ListTablesResponse* response) {
   if (Status serving = CheckServing(); !serving.ok()) return Reply(context, serving);
-  return Reply(context, DoListTables(*request), response);
+  return Reply(context, DoListTables(*request, context->principal()), response);
 }
 
 rpc::UnaryReactor* AdminService::GetTable(rpc::ServerContext* context,

@@ -33,10 +33,11 @@
 #include "tessera/catalog/ring_store.h"
 #include "tessera/catalog/table_catalog.h"
 #include "tessera/catalog/table_definitions.h"
-#include "tessera/replication/consistency_tokens.h"
 #include "tessera/catalog/table_placement.h"
+#include "tessera/replication/consistency_tokens.h"
 #include "tessera/replication/table_access.h"
 #include "tessera/rpc/server.h"
+#include "tessera/server/access_control.h"
 #include "tessera/util/executor.h"
 
 namespace tessera::server {
@@ -82,6 +83,11 @@ class AdminService final {
         tokens_(std::move(tokens)),
         placement_(std::move(placement)) {}
 
+  // With --auth: ListTables leaves out the tables the call's principal holds nothing on (the
+  // AuthGate checks every other method before it runs). Null (the default): no filtering.
+  // Call before Register; `access` must outlive the service.
+  void set_access_control(const AccessControl* access) { access_control_ = access; }
+
   // Registers every method of BigtableTableAdmin; the handlers run on `executor`, since they
   // wait for the engine, the lock service and other nodes.
   void Register(rpc::Services* services, Executor* executor);
@@ -125,8 +131,10 @@ class AdminService final {
   // The handlers' logic, callable without gRPC (tests, the shell's embedded mode).
   StatusOr<::google::bigtable::admin::v2::Table> DoCreateTable(
       const ::google::bigtable::admin::v2::CreateTableRequest& request);
+  // `principal`: with access control, only the tables it may read.
   StatusOr<::google::bigtable::admin::v2::ListTablesResponse> DoListTables(
-      const ::google::bigtable::admin::v2::ListTablesRequest& request);
+      const ::google::bigtable::admin::v2::ListTablesRequest& request,
+      std::string_view principal = "");
   StatusOr<::google::bigtable::admin::v2::Table> DoGetTable(
       const ::google::bigtable::admin::v2::GetTableRequest& request);
   StatusOr<::google::longrunning::Operation> DoUpdateTable(
@@ -143,6 +151,7 @@ class AdminService final {
 
  private:
   Status CheckServing() const;
+  const AccessControl* access_control_ = nullptr;
   // The ConsistencyTokens for `table` when its tablets are replicated; null when they are not
   // (version-1 tokens). Unavailable while the node's replication has not begun.
   StatusOr<replication::ConsistencyTokens*> TokensFor(const catalog::TableInfo& table) const;

@@ -6,6 +6,9 @@
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
 #include "tessera/cluster/node.h"
+#include "tessera/server/audit.h"
+#include "tessera/server/auth_gate.h"
+#include "tessera/server/node_admin_service.h"
 #include "tessera/server/tablet_admin_service.h"
 
 namespace tessera::server {
@@ -38,8 +41,87 @@ std::string NodeJson(NodeCore* core, const CallCounter* calls) {
                  {"flushes", e.flushes},
                  {"compactions", e.compactions}};
   out["drained"] = core->drained();
+  out["auth"] = core->access_control() != nullptr;
   out["serving"] = core->CheckServing().ok();
   return out.dump();
+}
+
+int HttpStatusOf(const Status& s) {
+  switch (s.code()) {
+    case absl::StatusCode::kInvalidArgument:
+      return 400;
+    case absl::StatusCode::kUnauthenticated:
+      return 401;
+    case absl::StatusCode::kPermissionDenied:
+    case absl::StatusCode::kFailedPrecondition:
+      return 403;
+    case absl::StatusCode::kNotFound:
+      return 404;
+    case absl::StatusCode::kUnavailable:
+      return 503;
+    default:
+      return 500;
+  }
+}
+
+metrics::HttpReply Reply(const Status& s, const std::string& message) {
+  if (!s.ok()) {
+    return {HttpStatusOf(s), nlohmann::json{{"error", std::string(s.message())}}.dump()};
+  }
+  return {200, nlohmann::json{{"ok", true}, {"message", message}}.dump()};
+}
+
+// Who may act: an admin of `*` named by the request's bearer token. Sets *principal to whom
+// the token names, once known.
+Status CheckActor(NodeCore* core, const metrics::HttpRequest& request, std::string* principal) {
+  const AccessControl* access = core->access_control();
+  if (access == nullptr) {
+    return absl::FailedPreconditionError(
+        "this node runs without --auth: the dashboard is read-only (use tessera admin)");
+  }
+  const std::string_view token = BearerToken(request.authorization);
+  if (token.empty()) return absl::UnauthenticatedError("an admin's bearer token is needed");
+  ASSIGN_OR_RETURN(*principal, access->Authenticate(token));
+  return access->Check(*principal, kPermAdmin, kAllResources);
+}
+
+metrics::HttpReply Action(NodeCore* core, const metrics::HttpRequest& request) {
+  const nlohmann::json body = nlohmann::json::parse(request.body, nullptr, false);
+  const std::string action =
+      body.is_object() && body.contains("action") && body["action"].is_string()
+          ? body["action"].get<std::string>()
+          : "";
+  const std::string table = body.is_object() && body.contains("table") && body["table"].is_string()
+                                ? body["table"].get<std::string>()
+                                : "";
+  std::string principal;
+  const std::string what = StrCat("dashboard ", action.empty() ? "?" : action);
+  if (Status allowed = CheckActor(core, request, &principal); !allowed.ok()) {
+    AuditAdmin(principal.empty() ? "?" : principal, request.peer, what, table, allowed);
+    return Reply(allowed, "");
+  }
+  Status s;
+  std::string message;
+  if (action == "flush") {
+    StatusOr<::tessera::v1::FlushResponse> r = FlushTablets(*core, table);
+    s = r.status();
+    if (s.ok()) message = StrCat("flushed ", r->tablets(), " tablets");
+  } else if (action == "compact") {
+    StatusOr<::tessera::v1::CompactResponse> r = CompactTablets(*core, table);
+    s = r.status();
+    if (s.ok()) {
+      message = StrCat("compacted ", r->tablets(), " tablets: ", r->sstables_before(), " -> ",
+                       r->sstables_after(), " SSTables");
+    }
+  } else if (action == "drain") {
+    s = core->Drain();
+    message = "drained: the node serves no more and waits to be stopped";
+  } else {
+    s = absl::InvalidArgumentError(
+        "the body must be {\"action\": \"flush\"|\"compact\"|\"drain\", \"table\": optional}");
+  }
+  AuditAdmin(principal, request.peer, what, table, s);
+  return Reply(s, message);
 }
 
 }  // namespace
@@ -50,6 +132,9 @@ std::vector<metrics::HttpPage> DashboardPages(NodeCore* core, const CallCounter*
                         [] { return std::string(kDashboardHtml); }},
       metrics::HttpPage{"/api/node", "application/json",
                         [core, calls] { return NodeJson(core, calls); }},
+      metrics::HttpPage{
+          "/api/action", "application/json", nullptr,
+          [core](const metrics::HttpRequest& request) { return Action(core, request); }},
   };
 }
 

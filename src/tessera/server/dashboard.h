@@ -9,10 +9,17 @@
 // /api/node: {"endpoint", "http", "status": ClusterStatus, "tablets": NodeTablets (as `tessera
 // admin tablets`; null while joining), "calls": {"count", "bounds_seconds", "cumulative"} (every
 // gRPC call this node answered: CallCounter), "jobs": {"pending", "running", "flushes",
-// "compactions"}, "drained"}.
+// "compactions"}, "drained", "serving", "auth" (the node runs with --auth)}.
 //
-// Admin actions (flush, compact, repair, decommission) are not offered: the node has no
-// authentication yet, and the page is read-only (the admin tool does those).
+// /api/action (POST {"action": "flush"|"compact"|"drain", "table": optional full name}): the
+// action on this node, for an administrator (`admin` on `*`, docs/auth.md) named by the bearer
+// token of the Authorization header; audited. 401 without a known token, 403 for a principal
+// that is not an administrator or on a node without --auth (the page is then read-only), 400
+// for a malformed body. The page shows its buttons once a token is given (a box on the page, or
+// once #token=... in its URL; kept in the tab's sessionStorage) and posts to the node of the
+// row. The action runs on the HTTP thread that received it (a long compaction holds one of
+// the port's threads). GET pages need no token: bind --http-listen to a private address when
+// the cluster's layout is not for everyone (docs/dashboard.md).
 //
 // Thread-safety: the pages' functions run on the HTTP threads and read only thread-safe parts
 // of the core; CallCounter is thread-safe.

@@ -31,11 +31,16 @@ const char* const kDashboardHtml = R"HTML(<!doctype html>
 <h1>Tessera <span id="cluster" class="sub"></span></h1>
 <div class="sub">served by <span id="self" class="mono"></span>; updated <span id="updated">never</span>
   <span id="error"></span></div>
+<div id="auth" class="sub" hidden>Admin token:
+  <input id="token-input" type="password" size="30" autocomplete="off">
+  <button id="token-use" type="button">Use</button>
+  <span id="token-state"></span></div>
+<div id="action-result" class="mono"></div>
 
 <h2>Nodes</h2>
 <table>
   <thead><tr><th>Node</th><th>DC / rack</th><th>State</th><th>Phi</th><th>Load</th>
-    <th>Role</th><th>Tablets</th><th>Primaries</th><th>Status</th></tr></thead>
+    <th>Role</th><th>Tablets</th><th>Primaries</th><th>Status</th><th>Actions</th></tr></thead>
   <tbody id="nodes"></tbody>
 </table>
 
@@ -60,8 +65,9 @@ const char* const kDashboardHtml = R"HTML(<!doctype html>
   <thead><tr><th>Table</th><th>Rows</th><th>Epoch</th><th>Primary</th><th>Replicas</th></tr></thead>
   <tbody id="tablets"></tbody>
 </table>
-<p class="sub">Read-only: admin actions (flush, compact, repair, decommission) are in
-  <span class="mono">tessera admin</span>; the page offers them once nodes authenticate.</p>
+<p class="sub" id="actions-note">Admin actions (flush, compact, drain) are offered to an
+  administrator of a node started with <span class="mono">--auth</span>; without it the page is
+  read-only (<span class="mono">tessera admin</span> does them).</p>
 
 <script>
 'use strict';
@@ -81,6 +87,49 @@ function cell(row, text, cls) {
   const td = document.createElement('td');
   td.textContent = text;
   if (cls) td.className = cls;
+  row.appendChild(td);
+}
+// The admin token: from the box, or once from the URL's #token=..., kept in this tab only.
+function token() { return sessionStorage.getItem('tessera-token') || ''; }
+function takeTokenFromUrl() {
+  const m = /(?:^#|&)token=([^&]*)/.exec(location.hash);
+  if (!m) return;
+  sessionStorage.setItem('tessera-token', decodeURIComponent(m[1]));
+  window.history.replaceState(null, '', location.pathname + location.search);
+}
+async function act(http, endpoint, action) {
+  const out = document.getElementById('action-result');
+  out.textContent = action + ' on ' + endpoint + ' ...';
+  try {
+    const r = await fetch((http ? 'http://' + http : '') + '/api/action', {
+      method: 'POST', cache: 'no-store',
+      headers: {'Authorization': 'Bearer ' + token(), 'Content-Type': 'application/json'},
+      body: JSON.stringify({action: action})});
+    const a = await r.json();
+    out.textContent = action + ' on ' + endpoint + ': ' + (r.ok ? a.message : 'refused (HTTP ' + r.status + '): ' + a.error);
+    out.setAttribute('data-status', String(r.status));
+  } catch (e) {
+    out.textContent = action + ' on ' + endpoint + ': ' + String(e);
+    out.setAttribute('data-status', 'error');
+  }
+}
+function actions(row, n, self, auth) {
+  const td = document.createElement('td');
+  if (auth && token()) {
+    for (const action of ['flush', 'compact', 'drain']) {
+      const b = document.createElement('button');
+      b.type = 'button';
+      b.textContent = action;
+      b.setAttribute('data-action', action);
+      b.setAttribute('data-endpoint', n.endpoint);
+      const http = n.is_self ? '' : n.http_address;
+      b.onclick = () => {
+        if (action === 'drain' && !confirm('Drain ' + n.endpoint + '? It stops serving for good.')) return;
+        act(http, n.endpoint, action);
+      };
+      td.appendChild(b);
+    }
+  }
   row.appendChild(td);
 }
 async function fetchNode(base) {
@@ -139,6 +188,8 @@ function draw(id, key, endpoints) {
 }
 function render(self, answers) {
   const status = self.status || {nodes: []};
+  document.getElementById('auth').hidden = !self.auth;
+  document.getElementById('token-state').textContent = token() ? 'token set' : 'no token: read-only';
   document.getElementById('cluster').textContent = "cluster '" + (status.cluster_name || '') + "'";
   document.getElementById('self').textContent = self.endpoint;
   const nodes = document.getElementById('nodes');
@@ -161,6 +212,7 @@ function render(self, answers) {
     cell(row, String(tablets));
     cell(row, String(primaries));
     cell(row, n.status);
+    actions(row, n, self, self.auth);
     nodes.appendChild(row);
   }
   const endpoints = status.nodes.map(n => n.endpoint);
@@ -234,6 +286,12 @@ async function poll() {
     document.getElementById('error').textContent = String(e);
   }
 }
+takeTokenFromUrl();
+document.getElementById('token-use').onclick = () => {
+  sessionStorage.setItem('tessera-token', document.getElementById('token-input').value.trim());
+  document.getElementById('token-input').value = '';
+  poll();
+};
 poll();
 setInterval(poll, 1000);
 </script>

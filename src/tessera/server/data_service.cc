@@ -16,6 +16,7 @@
 #include "google/bigtable/v2/feature_flags.pb.h"
 #include "tessera/catalog/metadata_table.h"
 #include "tessera/model/cell_key.h"
+#include "tessera/server/data_authorization.h"
 #include "tessera/server/grpc_status.h"
 #include "tessera/server/mutation_builder.h"
 #include "tessera/server/read_rows_chunker.h"
@@ -199,6 +200,12 @@ class DataService::Impl {
     return table;
   }
 
+  // With --auth: OK when the call's principal holds `permission` on what `needs` names.
+  Status Authorize(const rpc::ServerContext* ctx, const catalog::TableInfo& table,
+                   Permission permission, const FamilyNeeds& needs) const {
+    return AuthorizeData(options_.access_control, *ctx, table, permission, needs);
+  }
+
   // How a request on `table` runs: its app profile's levels and the client's deadline.
   StatusOr<replication::AccessOptions> OptionsFor(const rpc::ServerContext* ctx,
                                                   const catalog::TableInfo& table,
@@ -230,6 +237,10 @@ class DataService::Impl {
                  std::function<void(Status)> done) {
     StatusOr<TablePtr> table = ResolveWritableTable(req.table_name(), req.authorized_view_name());
     if (!table.ok()) return done(table.status());
+    if (Status allowed = Authorize(ctx, **table, kPermWrite, MutationFamilies(req.mutations()));
+        !allowed.ok()) {
+      return done(allowed);
+    }
     StatusOr<replication::AccessOptions> options = OptionsFor(ctx, **table, req.app_profile_id());
     if (!options.ok()) return done(options.status());
     MutationBuilder builder((*table)->schema);
@@ -257,7 +268,7 @@ class DataService::Impl {
   void ReadModifyWriteRow(const rpc::ServerContext* ctx,
                           const v2::ReadModifyWriteRowRequest& req,
                           v2::ReadModifyWriteRowResponse* resp, std::function<void(Status)> done);
-  Status SampleRowKeys(const v2::SampleRowKeysRequest& req,
+  Status SampleRowKeys(const rpc::ServerContext* ctx, const v2::SampleRowKeysRequest& req,
                        std::vector<v2::SampleRowKeysResponse>* out);
 
  private:
@@ -320,6 +331,10 @@ StatusOr<CheckAndMutateArgs> DataService::Impl::BuildCheckAndMutate(
         CompileRowFilter(req.predicate_filter(), FilterOptionsFor(table->schema, NextSeed())));
     args.predicate = std::make_shared<model::RowFilter>(std::move(f));
   }
+  RETURN_IF_ERROR(Authorize(ctx, *table, kPermRead, FilterFamilies(args.predicate.get())));
+  RETURN_IF_ERROR(Authorize(
+      ctx, *table, kPermWrite,
+      Union(MutationFamilies(req.true_mutations()), MutationFamilies(req.false_mutations()))));
   return args;
 }
 
@@ -378,6 +393,12 @@ StatusOr<ReadModifyWriteArgs> DataService::Impl::BuildReadModifyWrite(
       out.increment_amount = rule.increment_amount();
     }
   }
+  FamilyNeeds needs;
+  for (const v2::ReadModifyWriteRule& rule : req.rules())
+    needs.families.push_back(rule.family_name());
+  needs = Union(std::move(needs), FamilyNeeds());  // sorted, distinct
+  RETURN_IF_ERROR(Authorize(ctx, *table, kPermRead, needs));
+  RETURN_IF_ERROR(Authorize(ctx, *table, kPermWrite, needs));
   const int64_t now = ServerTimestamp(table->schema, clock_->NowMicros());
   return ReadModifyWriteArgs{.table = table,
                              .options = options,
@@ -385,10 +406,13 @@ StatusOr<ReadModifyWriteArgs> DataService::Impl::BuildReadModifyWrite(
                              .now_micros = now};
 }
 
-Status DataService::Impl::SampleRowKeys(const v2::SampleRowKeysRequest& req,
+Status DataService::Impl::SampleRowKeys(const rpc::ServerContext* ctx,
+                                        const v2::SampleRowKeysRequest& req,
                                         std::vector<v2::SampleRowKeysResponse>* out) {
   ASSIGN_OR_RETURN(TablePtr table, ResolveTable(req.table_name(), req.authorized_view_name(),
                                                 req.materialized_view_name()));
+  RETURN_IF_ERROR(
+      Authorize(ctx, *table, kPermRead, FamilyNeeds{.scope = FamilyNeeds::Scope::kTable}));
   ASSIGN_OR_RETURN(
       std::vector<replication::RowKeySample> samples,
       access_->SampleRowKeys(*table, std::max<uint64_t>(1, options_.sample_every_bytes)));
@@ -499,6 +523,12 @@ class MutateRowsReactor final : public rpc::WriteReactor<v2::MutateRowsResponse>
     // The built entries by tablet index, each tablet's in request order.
     std::map<size_t, Slice> by_tablet;
     for (int i = 0; i < n; ++i) {
+      if (Status allowed = impl_->Authorize(ctx_, *table_, kPermWrite,
+                                            MutationFamilies(req_->entries(i).mutations()));
+          !allowed.ok()) {
+        statuses_[i] = allowed;
+        continue;
+      }
       StatusOr<model::RowMutation> m = impl_->BuildEntry(*table_, req_->entries(i), now_micros);
       if (!m.ok()) {
         statuses_[i] = m.status();
@@ -650,6 +680,7 @@ class ReadRowsReactor final : public rpc::WriteReactor<v2::ReadRowsResponse> {
           read.filter,
           CompileRowFilter(req_->filter(), FilterOptionsFor(table_->schema, impl_->NextSeed())));
     }
+    RETURN_IF_ERROR(impl_->Authorize(ctx_, *table_, kPermRead, FilterFamilies(&read.filter)));
     read.reversed = req_->reversed();
     ASSIGN_OR_RETURN(replication::AccessOptions options,
                      impl_->OptionsFor(ctx_, *table_, req_->app_profile_id()));
@@ -785,8 +816,8 @@ rpc::WriteReactor<v2::SampleRowKeysResponse>* DataService::SampleRowKeys(
     rpc::ServerContext* context, const v2::SampleRowKeysRequest* request) {
   Impl* impl = impl_.get();
   return new ListWriter<v2::SampleRowKeysResponse>(
-      context, impl, [impl, request](std::vector<v2::SampleRowKeysResponse>* out) {
-        return impl->SampleRowKeys(*request, out);
+      context, impl, [impl, context, request](std::vector<v2::SampleRowKeysResponse>* out) {
+        return impl->SampleRowKeys(context, *request, out);
       });
 }
 

@@ -45,6 +45,7 @@
 #include "tessera/catalog/table_catalog.h"
 #include "tessera/replication/table_access.h"
 #include "tessera/rpc/server.h"
+#include "tessera/server/access_control.h"
 #include "tessera/server/app_profile_levels.h"
 #include "tessera/util/clock.h"
 #include "tessera/util/executor.h"
@@ -74,6 +75,11 @@ struct DataServiceOptions {
   // and sets none.
   std::function<StatusOr<ProfileLevels>(std::string_view instance, std::string_view id)>
       profile_levels;
+  // With --auth: every request's principal (set by the AuthGate) must hold what the request
+  // needs on the families it reads and writes (data_authorization.h); PERMISSION_DENIED
+  // otherwise, checked once the table is resolved and before any read or write. A MutateRows
+  // entry refused fails alone. Null: no checks. Must outlive the service.
+  const AccessControl* access_control = nullptr;
 
   // --- performance ---
   // ReadRows steps run on the gRPC loop's thread instead of the executor. Saves two thread

@@ -13,6 +13,7 @@
 #include "tessera/catalog/table_definition.h"
 #include "tessera/cluster/node.h"
 #include "tessera/server/admin_convert.h"
+#include "tessera/server/audit.h"
 #include "tessera/server/grpc_status.h"
 #include "tessera/server/table_snapshots.h"
 #include "tessera/server/table_stats.h"
@@ -30,14 +31,6 @@ uint64_t ResidentBytes() {
   uint64_t pages = 0, resident = 0;
   if (!(statm >> pages >> resident)) return 0;
   return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-}
-
-// One audit line per admin action that changes something: who asked (the peer), what, on
-// what, and how it ended.
-void Audit(const rpc::ServerContext* context, std::string_view action, std::string_view target,
-           const Status& result) {
-  TLOG_INFO("audit: admin action={} target=\"{}\" peer={} result={}", action, target,
-            context->peer(), result.ok() ? "OK" : result.ToString());
 }
 
 void SetTablet(const TabletSnapshotInfo& info, v1::SnapshotTablet* out) {
@@ -88,6 +81,10 @@ void NodeAdminService::Register(rpc::Services* services, Executor* executor) {
   services->Add(kService, "ClearSnapshot", this, &NodeAdminService::ClearSnapshot, executor);
   services->Add(kService, "RestoreSnapshot", this, &NodeAdminService::RestoreSnapshot, executor);
   services->Add(kService, "Drain", this, &NodeAdminService::Drain, executor);
+  services->Add(kService, "SetCompactionThroughput", this,
+                &NodeAdminService::SetCompactionThroughput, executor);
+  services->Add(kService, "GetCompactionThroughput", this,
+                &NodeAdminService::GetCompactionThroughput, executor);
 }
 
 rpc::UnaryReactor* NodeAdminService::GetNodeInfo(rpc::ServerContext* context,
@@ -151,42 +148,48 @@ rpc::UnaryReactor* NodeAdminService::GetTableStats(rpc::ServerContext* context,
   return Reply(context, Status());
 }
 
+StatusOr<v1::FlushResponse> FlushTablets(NodeCore& core, const std::string& table) {
+  v1::FlushResponse response;
+  ASSIGN_OR_RETURN(std::vector<LocalTablet> tablets, LocalTablets(core, table));
+  for (const LocalTablet& t : tablets) {
+    Status flushed = core.engine()->Flush(t.id);
+    if (absl::IsNotFound(flushed)) continue;  // dropped since it was listed
+    RETURN_IF_ERROR(flushed);
+    response.set_tablets(response.tablets() + 1);
+  }
+  return response;
+}
+
+StatusOr<v1::CompactResponse> CompactTablets(NodeCore& core, const std::string& table) {
+  v1::CompactResponse response;
+  ASSIGN_OR_RETURN(std::vector<LocalTablet> tablets, LocalTablets(core, table));
+  tablet::Engine* engine = core.engine();
+  for (const LocalTablet& t : tablets) {
+    const uint64_t before = SstableCount(engine, t.id);
+    Status compacted = engine->CompactTablet(t.id);
+    if (absl::IsNotFound(compacted)) continue;
+    RETURN_IF_ERROR(compacted);
+    response.set_tablets(response.tablets() + 1);
+    response.set_sstables_before(response.sstables_before() + before);
+    response.set_sstables_after(response.sstables_after() + SstableCount(engine, t.id));
+  }
+  return response;
+}
+
 rpc::UnaryReactor* NodeAdminService::Flush(rpc::ServerContext* context,
                                            const v1::FlushRequest* request,
                                            v1::FlushResponse* response) {
-  Status s = [&]() -> Status {
-    ASSIGN_OR_RETURN(std::vector<LocalTablet> tablets, LocalTablets(*core_, request->table_name()));
-    for (const LocalTablet& t : tablets) {
-      Status flushed = core_->engine()->Flush(t.id);
-      if (absl::IsNotFound(flushed)) continue;  // dropped since it was listed
-      RETURN_IF_ERROR(flushed);
-      response->set_tablets(response->tablets() + 1);
-    }
-    return Status();
-  }();
-  Audit(context, "flush", request->table_name(), s);
-  return Reply(context, s);
+  StatusOr<v1::FlushResponse> done = FlushTablets(*core_, request->table_name());
+  AuditAdmin(*context, "flush", request->table_name(), done.status());
+  return Reply(context, std::move(done), response);
 }
 
 rpc::UnaryReactor* NodeAdminService::Compact(rpc::ServerContext* context,
                                              const v1::CompactRequest* request,
                                              v1::CompactResponse* response) {
-  Status s = [&]() -> Status {
-    ASSIGN_OR_RETURN(std::vector<LocalTablet> tablets, LocalTablets(*core_, request->table_name()));
-    tablet::Engine* engine = core_->engine();
-    for (const LocalTablet& t : tablets) {
-      const uint64_t before = SstableCount(engine, t.id);
-      Status compacted = engine->CompactTablet(t.id);
-      if (absl::IsNotFound(compacted)) continue;
-      RETURN_IF_ERROR(compacted);
-      response->set_tablets(response->tablets() + 1);
-      response->set_sstables_before(response->sstables_before() + before);
-      response->set_sstables_after(response->sstables_after() + SstableCount(engine, t.id));
-    }
-    return Status();
-  }();
-  Audit(context, "compact", request->table_name(), s);
-  return Reply(context, s);
+  StatusOr<v1::CompactResponse> done = CompactTablets(*core_, request->table_name());
+  AuditAdmin(*context, "compact", request->table_name(), done.status());
+  return Reply(context, std::move(done), response);
 }
 
 rpc::UnaryReactor* NodeAdminService::Drain(rpc::ServerContext* context,
@@ -198,8 +201,41 @@ rpc::UnaryReactor* NodeAdminService::Drain(rpc::ServerContext* context,
   response->set_memtable_bytes(stats.memtable_bytes);
   response->set_sstables(stats.sstable_files);
   if (s.ok()) TLOG_WARN("admin: drain: done; the node waits to be stopped");
-  Audit(context, "drain", "", s);
+  AuditAdmin(*context, "drain", "", s);
   return Reply(context, s);
+}
+
+namespace {
+
+constexpr int64_t kMiB = 1 << 20;
+
+void SetThroughput(const tablet::Engine& engine, v1::CompactionThroughput* out) {
+  const int64_t rate = engine.compaction_bytes_per_second();
+  out->set_mb_per_second(rate <= 0 ? 0 : std::max<int64_t>(1, rate / kMiB));
+}
+
+}  // namespace
+
+rpc::UnaryReactor* NodeAdminService::SetCompactionThroughput(
+    rpc::ServerContext* context, const v1::CompactionThroughput* request,
+    v1::CompactionThroughput* response) {
+  Status s;
+  if (request->mb_per_second() < 0 || request->mb_per_second() > (int64_t{1} << 40) / kMiB) {
+    s = absl::InvalidArgumentError(StrCat("compaction throughput ", request->mb_per_second(),
+                                          " MiB/s: give 0 (unlimited) to 1048576"));
+  } else {
+    core_->engine()->SetCompactionBytesPerSecond(request->mb_per_second() * kMiB);
+    SetThroughput(*core_->engine(), response);
+  }
+  AuditAdmin(*context, "setcompactionthroughput", StrCat(request->mb_per_second(), " MiB/s"), s);
+  return Reply(context, s);
+}
+
+rpc::UnaryReactor* NodeAdminService::GetCompactionThroughput(
+    rpc::ServerContext* context, const v1::GetCompactionThroughputRequest* /*request*/,
+    v1::CompactionThroughput* response) {
+  SetThroughput(*core_->engine(), response);
+  return Reply(context, Status());
 }
 
 rpc::UnaryReactor* NodeAdminService::TakeSnapshot(rpc::ServerContext* context,
@@ -231,7 +267,7 @@ rpc::UnaryReactor* NodeAdminService::TakeSnapshot(rpc::ServerContext* context,
     }
     return Status();
   }();
-  Audit(context, "snapshot", StrCat(request->table_name(), " tag=", request->tag()), s);
+  AuditAdmin(*context, "snapshot", StrCat(request->table_name(), " tag=", request->tag()), s);
   return Reply(context, s);
 }
 
@@ -302,7 +338,7 @@ rpc::UnaryReactor* NodeAdminService::ClearSnapshot(rpc::ServerContext* context,
     }
     return Status();
   }();
-  Audit(context, "clearsnapshot", StrCat(request->table_name(), " tag=", request->tag()), s);
+  AuditAdmin(*context, "clearsnapshot", StrCat(request->table_name(), " tag=", request->tag()), s);
   return Reply(context, s);
 }
 
@@ -382,10 +418,10 @@ rpc::UnaryReactor* NodeAdminService::RestoreSnapshot(rpc::ServerContext* context
     }
     return Status();
   }();
-  Audit(context, "restore",
-        StrCat(request->table_name(), " tag=", request->tag(),
-               " into=", request->target_table_name()),
-        s);
+  AuditAdmin(*context, "restore",
+             StrCat(request->table_name(), " tag=", request->tag(),
+                    " into=", request->target_table_name()),
+             s);
   return Reply(context, s);
 }
 

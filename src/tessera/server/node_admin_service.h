@@ -26,6 +26,14 @@
 
 namespace tessera::server {
 
+// Flushes the memtables of the node's tablets of `table` ("" = every table), one after the
+// other, waiting for each; what Flush answers (the dashboard's action too). InvalidArgument for a
+// malformed table name, NotFound for a table the catalog does not hold; the engine's error if a
+// flush fails (the tablets before it are done).
+StatusOr<::tessera::v1::FlushResponse> FlushTablets(NodeCore& core, const std::string& table);
+// The same for a major compaction of each tablet.
+StatusOr<::tessera::v1::CompactResponse> CompactTablets(NodeCore& core, const std::string& table);
+
 class NodeAdminService final {
  public:
   // `core` must outlive the service. The uptime counts from the service's construction.
@@ -61,6 +69,13 @@ class NodeAdminService final {
   // NodeCore::Drain, then the engine's figures.
   rpc::UnaryReactor* Drain(rpc::ServerContext* context, const ::tessera::v1::DrainRequest* request,
                            ::tessera::v1::DrainResponse* response);
+  // Engine::SetCompactionBytesPerSecond; answers the rate now in force. Audited.
+  rpc::UnaryReactor* SetCompactionThroughput(rpc::ServerContext* context,
+                                             const ::tessera::v1::CompactionThroughput* request,
+                                             ::tessera::v1::CompactionThroughput* response);
+  rpc::UnaryReactor* GetCompactionThroughput(
+      rpc::ServerContext* context, const ::tessera::v1::GetCompactionThroughputRequest* request,
+      ::tessera::v1::CompactionThroughput* response);
   // Writes the rows of the chosen snapshot files into the target with the node's TableAccess
   // (on a cluster: to each row's tablet primary, at the table's default write level), in
   // batches; the first write error stops it (the rows before it are written).

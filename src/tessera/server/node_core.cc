@@ -87,6 +87,11 @@ Status NodeCore::OpenParts() {
     ASSIGN_OR_RETURN(schema_, ClusterDefinitions::Open(catalog_.get(), schema_options));
   }
   ASSIGN_OR_RETURN(profiles_, AppProfileStore::Open(AppProfileStoreOptions{}));
+  if (options_.auth) {
+    ASSIGN_OR_RETURN(
+        access_control_,
+        AccessControl::Open(AccessControlOptions{.tokens_file = options_.auth_tokens_file}));
+  }
   local_access_ = std::make_unique<replication::LocalTableAccess>(engine_.get());
   if (env_.replica_channel && schema_ != nullptr) {
     access_ = std::make_unique<replication::ClusterTableAccess>(
@@ -115,6 +120,7 @@ Status NodeCore::OpenParts() {
   admin_ = std::make_unique<AdminService>(
       catalog_.get(), access_.get(), schema_.get(), [this] { return CheckServing(); },
       std::move(tokens), std::move(placement));
+  admin_->set_access_control(access_control_.get());
   return Status();
 }
 
@@ -143,10 +149,12 @@ cluster::NodeHooks NodeCore::Hooks() const {
   AppProfileStore* profiles = profiles_.get();
   replication::ReplicatedStore* store = store_.get();
   catalog::RingStore* ring = ring_.get();
-  hooks.on_registered = [schema, profiles, store, ring](coord::Session* session) {
+  AccessControl* access = access_control_.get();
+  hooks.on_registered = [schema, profiles, store, ring, access](coord::Session* session) {
     // The token first: the master places ring tables only on nodes that have one.
     if (ring != nullptr) RETURN_IF_ERROR(ring->Attach(session));
     if (schema != nullptr) RETURN_IF_ERROR(schema->Attach(session));
+    if (access != nullptr) RETURN_IF_ERROR(access->Attach(session));
     profiles->Attach(session);
     if (store != nullptr) RETURN_IF_ERROR(store->Attach(session));
     return Status();
@@ -157,8 +165,9 @@ cluster::NodeHooks NodeCore::Hooks() const {
     if (s.ok()) TLOG_INFO("ring: removed the token of {}", endpoint);
     return absl::IsNotFound(s) ? Status() : s;
   };
-  hooks.on_session_lost = [schema, profiles, store, ring] {
+  hooks.on_session_lost = [schema, profiles, store, ring, access] {
     if (store != nullptr) store->Detach();
+    if (access != nullptr) access->Detach();
     profiles->Detach();
     if (schema != nullptr) schema->Detach();
     if (ring != nullptr) ring->Detach();
@@ -331,6 +340,7 @@ Status NodeCore::Close() {
   local_access_.reset();
   schema_.reset();
   profiles_.reset();
+  access_control_.reset();  // its mirror stops before the lock service closes
   own_lock_service_.reset();
   lock_service_ = nullptr;
   catalog_.reset();

@@ -55,6 +55,7 @@
 #include "tessera/replication/replicated_store.h"
 #include "tessera/replication/rpc_channel.h"
 #include "tessera/rpc/loop.h"
+#include "tessera/server/access_control.h"
 #include "tessera/server/admin_service.h"
 #include "tessera/server/app_profile_store.h"
 #include "tessera/server/cluster_definitions.h"
@@ -99,6 +100,10 @@ struct ClusterServeOptions {
 struct NodeCoreOptions {
   tablet::EngineOptions engine;  // engine.dir is the data folder
   ClusterServeOptions cluster;
+  // `tessera serve --auth` (docs/auth.md): every call needs a bearer token, and grants in the
+  // lock service decide what its principal may do. `auth_tokens_file`: --auth-tokens.
+  bool auth = false;
+  std::string auth_tokens_file;
 };
 
 // What the core runs on. Every pointer must outlive the core.
@@ -129,7 +134,8 @@ struct NodeCoreEnv {
 class NodeCore {
  public:
   // Opens the engine in options.engine.dir, the catalog, the lock service (unless shared),
-  // the schema mirror (cluster schema only) and the app profile store. Errors: the engine's,
+  // the schema mirror (cluster schema only), the app profile store and, with auth, the access
+  // control (its tokens file). Errors: the engine's,
   // the catalog's, the lock service's and the schema store's.
   static StatusOr<std::unique_ptr<NodeCore>> Open(const NodeCoreOptions& options,
                                                   const NodeCoreEnv& env);
@@ -180,6 +186,8 @@ class NodeCore {
   }
   AdminService* admin() const { return admin_.get(); }
   AppProfileStore* profiles() const { return profiles_.get(); }
+  // Null unless options.auth.
+  AccessControl* access_control() const { return access_control_.get(); }
   coord::LockService* lock_service() const { return lock_service_; }
   // The ring's tokens and the live nodes (catalog/ring_store.h): null before the node first
   // begins; this node's token is chosen or read back at each registration.
@@ -216,6 +224,7 @@ class NodeCore {
   // Cluster schema only: the schema decided in the lock service.
   std::unique_ptr<ClusterDefinitions> schema_;
   std::unique_ptr<AppProfileStore> profiles_;
+  std::unique_ptr<AccessControl> access_control_;  // with --auth
   // This node's engine behind the seam; every data operation goes through access_
   // (docs/replication.md): local_access_ itself, or the coordinator of the replicated store.
   std::unique_ptr<replication::LocalTableAccess> local_access_;

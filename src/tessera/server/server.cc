@@ -23,7 +23,9 @@
 #include "tessera/rpc/loop.h"
 #include "tessera/rpc/server.h"
 #include "tessera/rpc/tls.h"
+#include "tessera/server/access_admin_service.h"
 #include "tessera/server/app_profile_levels.h"
+#include "tessera/server/auth_gate.h"
 #include "tessera/server/cluster_definitions.h"
 #include "tessera/server/dashboard.h"
 #include "tessera/server/grpc_executor.h"
@@ -179,6 +181,10 @@ struct Server::State {
   // TLS (null: plaintext) and the gate that keeps node-to-node services for certified peers.
   std::unique_ptr<rpc::TlsMaterial> tls;
   std::unique_ptr<rpc::PeerCertificateGate> gate;
+  // With --auth: bearer tokens and the admin services' permissions; then both gates in order.
+  std::unique_ptr<AuthGate> auth_gate;
+  std::unique_ptr<rpc::GateChain> gates;
+  std::unique_ptr<AccessAdminService> access_admin;
 
   // Stops what Start() started, in reverse order; safe on a partly started state.
   Status Stop();
@@ -208,6 +214,7 @@ Status Server::State::Stop() {
   cluster_admin.reset();
   tablet_admin.reset();
   node_admin.reset();
+  access_admin.reset();
   gossip_service.reset();
   transport.reset();
   Status closed;
@@ -233,6 +240,9 @@ NodeCore* Server::core() const { return state_->core.get(); }
 
 StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   // Before any channel of the node (lock service, gossip) or the server is made.
+  if (!options.auth && !options.auth_tokens_file.empty()) {
+    return absl::InvalidArgumentError("--auth-tokens needs --auth");
+  }
   SetGrpcExecutorThreads(options.grpc_executor_threads);
   auto state = std::make_unique<State>();
   state->options = options;
@@ -281,7 +291,11 @@ StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
     return std::unique_ptr<replication::RpcChannel>(std::move(channel));
   };
   ASSIGN_OR_RETURN(s->core,
-                   NodeCore::Open(NodeCoreOptions{options.engine, s->options.cluster}, env));
+                   NodeCore::Open(NodeCoreOptions{.engine = options.engine,
+                                                  .cluster = s->options.cluster,
+                                                  .auth = options.auth,
+                                                  .auth_tokens_file = options.auth_tokens_file},
+                                  env));
   Status started = StartServices(s);
   if (!started.ok()) {
     Status stopped = s->Stop();
@@ -316,6 +330,7 @@ Status Server::StartServices(State* s) {
   auto serving_check = [core] { return core->CheckServing(); };
   DataServiceOptions data_options = options.data;
   data_options.serving_check = serving_check;
+  data_options.access_control = core->access_control();
   if (ClusterDefinitions* definitions = core->cluster_definitions(); definitions != nullptr) {
     // A table this node does not know may have been created through another node a moment
     // ago (one whose schema agreement timed out): the store reconciles once before NotFound,
@@ -400,6 +415,21 @@ Status Server::StartServices(State* s) {
   s->cluster_admin->Register(&s->services, admin);
   s->tablet_admin->Register(&s->services, admin);
   s->node_admin->Register(&s->services, admin);
+  s->access_admin = std::make_unique<AccessAdminService>(core->access_control());
+  s->access_admin->Register(&s->services, admin);
+  if (core->access_control() != nullptr) {
+    // Node-to-node services stay under the certificate gate: a coordinator authorizes a
+    // request before it forwards it.
+    s->auth_gate = std::make_unique<AuthGate>(
+        core->access_control(),
+        std::set<std::string, std::less<>>{std::string(v1::Gossip::service_full_name()),
+                                           std::string(v1::Replica::service_full_name())});
+    if (s->tls == nullptr && !IsLoopback(options.listen)) {
+      TLOG_WARN("server: *** --auth without TLS: bearer tokens cross the network in clear ***");
+    }
+  }
+  s->gates = std::make_unique<rpc::GateChain>(
+      std::vector<rpc::CallGate*>{s->gate.get(), s->auth_gate.get()});
   s->replica_service->Register(&s->services);
   if (!options.http_listen.empty()) {
     s->registry = std::make_shared<prometheus::Registry>();
@@ -408,7 +438,7 @@ Status Server::StartServices(State* s) {
   // Every call is counted for the dashboard, then for Prometheus.
   s->calls = std::make_unique<CallCounter>(s->rpc_metrics.get());
   StatusOr<std::unique_ptr<rpc::Server>> server =
-      rpc::Server::Start(&builder, &s->services, s->loop.get(), s->calls.get(), s->gate.get());
+      rpc::Server::Start(&builder, &s->services, s->loop.get(), s->calls.get(), s->gates.get());
   if (!server.ok() && !absl::IsUnavailable(server.status())) return server.status();
   if (!server.ok() || s->port == 0) {
     return absl::UnavailableError(

@@ -70,6 +70,10 @@ struct ServerOptions {
   ClusterServeOptions cluster;
   // TLS (rpc/tls.h, docs/security.md): all empty serves plaintext.
   rpc::TlsFiles tls;
+  // --auth and --auth-tokens (docs/auth.md): bearer tokens and grants. Off: every caller may
+  // do everything, as with the emulator.
+  bool auth = false;
+  std::string auth_tokens_file;
 };
 
 class Server {

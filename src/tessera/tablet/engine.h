@@ -455,6 +455,12 @@ class Engine {
   // Waits until no flush or compaction is queued or running. For tests and benchmarks.
   virtual Status WaitForBackgroundWork() = 0;
 
+  // The compaction write rate (EngineOptions::compaction_bytes_per_second), changed at run time
+  // (`tessera admin setcompactionthroughput`): a compaction under way paces its next writes by
+  // it. <= 0: unlimited.
+  virtual void SetCompactionBytesPerSecond(int64_t bytes_per_second) = 0;
+  virtual int64_t compaction_bytes_per_second() const = 0;
+
   virtual EngineStats GetStats() const = 0;
   // NotFound for an unknown tablet.
   virtual StatusOr<TabletStats> GetTabletStats(TabletId id) const = 0;

@@ -93,6 +93,10 @@ class TabletManager final : public Engine {
   StatusOr<std::vector<SstableInfo>> ListSstables(TabletId id) const override;
   Status WaitForBackgroundWork() override;
   EngineStats GetStats() const override;
+  void SetCompactionBytesPerSecond(int64_t bytes_per_second) override {
+    rate_limiter_.SetBytesPerSecond(bytes_per_second);
+  }
+  int64_t compaction_bytes_per_second() const override { return rate_limiter_.bytes_per_second(); }
   StatusOr<TabletStats> GetTabletStats(TabletId id) const override;
   Status Close() override;
 

@@ -6,8 +6,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include "tessera/testing/test_support.h"
@@ -31,8 +33,9 @@ class Fd {
 
 }  // namespace
 
-StatusOr<std::string> HttpGet(const std::string& address, const std::string& path,
-                              int timeout_ms) {
+StatusOr<HttpAnswer> HttpCall(const std::string& address, const std::string& method,
+                              const std::string& path, const std::string& body,
+                              const std::vector<std::string>& headers, int timeout_ms) {
   ASSIGN_OR_RETURN(const HostPort at, ParseHostPort(address));
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
@@ -45,8 +48,11 @@ StatusOr<std::string> HttpGet(const std::string& address, const std::string& pat
   const int connected = fd.get() < 0 ? -1 : ::connect(fd.get(), found->ai_addr, found->ai_addrlen);
   freeaddrinfo(found);
   if (connected != 0) return absl::UnavailableError(StrCat("cannot connect to ", address));
-  const std::string request =
-      StrCat("GET ", path, " HTTP/1.0\r\nHost: ", address, "\r\nConnection: close\r\n\r\n");
+  std::string request =
+      StrCat(method, " ", path, " HTTP/1.1\r\nHost: ", address, "\r\nConnection: close\r\n");
+  for (const std::string& h : headers) request += StrCat(h, "\r\n");
+  if (!body.empty()) request += StrCat("Content-Length: ", body.size(), "\r\n");
+  request += "\r\n" + body;
   if (::send(fd.get(), request.data(), request.size(), MSG_NOSIGNAL) !=
       static_cast<ssize_t>(request.size())) {
     return absl::UnavailableError(StrCat("cannot send to ", address));
@@ -67,14 +73,31 @@ StatusOr<std::string> HttpGet(const std::string& address, const std::string& pat
     if (n < 0) return absl::UnavailableError(StrCat("reading from ", address, " failed"));
     if (n == 0) break;
     answer.append(buf, static_cast<size_t>(n));
+    // Done once the body a Content-Length announces is in (some servers keep the connection).
+    if (const size_t end = answer.find("\r\n\r\n"); end != std::string::npos) {
+      std::string head = answer.substr(0, end);
+      for (char& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (const size_t at = head.find("\r\ncontent-length:"); at != std::string::npos) {
+        const size_t length = std::strtoull(head.c_str() + at + 17, nullptr, 10);
+        if (answer.size() >= end + 4 + length) break;
+      }
+    }
   }
-  const size_t line_end = answer.find("\r\n");
-  const std::string status_line = answer.substr(0, line_end);
-  if (status_line.find(" 200") == std::string::npos) {
-    return absl::InternalError(StrCat("GET ", path, " from ", address, ": ", status_line));
+  HttpAnswer out;
+  // "HTTP/1.1 200 OK"
+  const size_t space = answer.find(' ');
+  if (space != std::string::npos) out.status = std::atoi(answer.c_str() + space + 1);
+  const size_t at_body = answer.find("\r\n\r\n");
+  if (at_body != std::string::npos) out.body = answer.substr(at_body + 4);
+  return out;
+}
+
+StatusOr<std::string> HttpGet(const std::string& address, const std::string& path, int timeout_ms) {
+  ASSIGN_OR_RETURN(HttpAnswer answer, HttpCall(address, "GET", path, "", {}, timeout_ms));
+  if (answer.status != 200) {
+    return absl::InternalError(StrCat("GET ", path, " from ", address, ": HTTP ", answer.status));
   }
-  const size_t body = answer.find("\r\n\r\n");
-  return body == std::string::npos ? std::string() : answer.substr(body + 4);
+  return std::move(answer.body);
 }
 
 Status PromtoolCheckMetrics(const std::string& exposition) {

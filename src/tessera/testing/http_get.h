@@ -1,12 +1,27 @@
-// Test helpers for a node's HTTP port: a plain HTTP/1.0 GET, and Prometheus' own check of an
+// Test helpers for a node's HTTP port: plain HTTP/1.1 calls (one per connection, closed by the
+// server; answers with a Content-Length, not chunked), and Prometheus' own check of an
 // exposition (promtool).
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "tessera/util/status.h"
 
 namespace tessera::testing {
+
+// An HTTP answer: its status code and body.
+struct HttpAnswer {
+  int status = 0;
+  std::string body;
+};
+
+// `method` http://`address``path` with `headers` ("Name: value") and `body` (sent with its
+// Content-Length when not empty), within `timeout_ms`: the answer, whatever its status.
+// Unavailable when the server cannot be reached or does not answer in time.
+StatusOr<HttpAnswer> HttpCall(const std::string& address, const std::string& method,
+                              const std::string& path, const std::string& body = "",
+                              const std::vector<std::string>& headers = {}, int timeout_ms = 5000);
 
 // GETs http://`address``path` (address "HOST:PORT") within `timeout_ms`; the body of a 200
 // answer. Errors: Unavailable (cannot connect, no answer in time), Internal (another status,
