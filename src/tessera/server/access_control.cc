@@ -18,10 +18,11 @@ namespace {
 constexpr std::string_view kTokens = "tokens/";
 constexpr std::string_view kGrants = "grants/";
 
-bool IdChars(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-           c == '_' || c == '.';
+// Non-empty, and only letters, digits and the characters of `extra`.
+bool NameChars(std::string_view s, std::string_view extra) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [extra](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           extra.find(c) != std::string_view::npos;
   });
 }
 
@@ -69,7 +70,7 @@ Status ValidateResource(std::string_view resource) {
   const bool shape = parts.size() == 4 || parts.size() == 6 || parts.size() == 8;
   bool ok = shape;
   for (size_t i = 0; ok && i < parts.size(); i += 2) {
-    ok = parts[i] == kLabels[i / 2] && IdChars(parts[i + 1]);
+    ok = parts[i] == kLabels[i / 2] && NameChars(parts[i + 1], "-_.");
   }
   if (!ok) {
     return absl::InvalidArgumentError(
@@ -82,10 +83,15 @@ Status ValidateResource(std::string_view resource) {
 
 std::string WiderResource(std::string_view resource) {
   if (resource == kAllResources) return "";
-  std::vector<std::string_view> parts = Split(resource, '/');
-  if (parts.size() <= 4) return std::string(kAllResources);
-  parts.resize(parts.size() - 2);
-  return Join(parts, "/");
+  // Drop the last "/<label>/<id>": a family's table, a table's instance; an instance's is `*`.
+  // Every Check walks up this way, so no pieces are made.
+  const size_t last = resource.rfind('/');
+  const size_t cut = last == std::string_view::npos || last == 0 ? std::string_view::npos
+                                                                 : resource.rfind('/', last - 1);
+  if (cut == std::string_view::npos) return std::string(kAllResources);
+  const std::string_view wider = resource.substr(0, cut);
+  if (wider.find("/instances/") == std::string_view::npos) return std::string(kAllResources);
+  return std::string(wider);
 }
 
 std::string FamilyResource(std::string_view table, std::string_view family) {
@@ -93,11 +99,7 @@ std::string FamilyResource(std::string_view table, std::string_view family) {
 }
 
 Status ValidatePrincipal(std::string_view principal) {
-  const bool ok = !principal.empty() && principal.size() <= 128 &&
-                  std::all_of(principal.begin(), principal.end(), [](char c) {
-                    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                           (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' || c == '@';
-                  });
+  const bool ok = principal.size() <= 128 && NameChars(principal, "-_.@");
   if (!ok) {
     return absl::InvalidArgumentError(StrCat("\"", principal,
                                              "\" is not a principal name: 1 to 128 of "
