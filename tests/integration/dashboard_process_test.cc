@@ -75,6 +75,7 @@ TEST_F(DashboardClusterTest, APersonSeesTheNodesTheTabletsAndLiveCharts) {
     EXPECT_NE(line.find("<td class=\"up\">up</td>"), std::string::npos) << line;
   }
   EXPECT_EQ(Count(dom, "<td>master</td>"), 1u) << dom;
+  EXPECT_EQ(Count(dom, "<td>0 out, 0 in</td>"), 3u) << dom;  // no rebuild streams on any node
   // Both tablets of r, each with its primary.
   EXPECT_EQ(Count(dom, "<td>r</td>"), 2u) << dom;
   // The charts were drawn from several polls, one line per node.

@@ -86,6 +86,10 @@ TEST_F(MetricsClusterTest, EveryNodeServesMetricsThatMoveWithTheWork) {
     primaries += Sum(*text, "tessera_tablets", {"role=\"primary\""});
     replicas += Sum(*text, "tessera_tablets", {"role=\"replica\""});
     masters += Sum(*text, "tessera_is_master");
+    // No replica was away: no stream; the stream rate is --stream-mb-per-s's default.
+    EXPECT_EQ(Count(*text, "\ntessera_streams_in_progress{direction="), 2u);
+    EXPECT_EQ(Sum(*text, "tessera_streams_in_progress"), 0);
+    EXPECT_EQ(Sum(*text, "tessera_stream_throughput_bytes_per_second"), 24 << 20);
     static const std::regex kType("# TYPE ([a-z_:]+) ");
     for (auto it = std::sregex_iterator(text->begin(), text->end(), kType);
          it != std::sregex_iterator(); ++it) {

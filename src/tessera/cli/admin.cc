@@ -396,21 +396,36 @@ int RunAdmin(int argc, char** argv) {
   restore->add_option("--target", target,
                       "restore into this new table (an id in --project/--instance, or a full "
                       "name) instead of the snapshot's own");
+  // nodetool's set/get…throughput pairs: the compaction write rate and the rebuild stream rate.
   int64_t throughput = 0;
-  CLI::App* setcompactionthroughput = app.add_subcommand(
-      "setcompactionthroughput",
-      "the rate at which the node's compactions write, in MiB/s (0: unlimited), at once and "
-      "until it restarts (nodetool setcompactionthroughput; --compaction-mb-per-s at start)");
-  setcompactionthroughput->add_option("mb_per_second", throughput, "MiB/s, 0 = unlimited")
-      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20))
-      ->required();
-  add_addr(setcompactionthroughput, "the node");
-  setcompactionthroughput->add_flag("--json", json, "print the answer as one JSON object");
-  CLI::App* getcompactionthroughput = app.add_subcommand(
-      "getcompactionthroughput",
-      "the rate at which the node's compactions write (nodetool getcompactionthroughput)");
-  add_addr(getcompactionthroughput, "the node");
-  getcompactionthroughput->add_flag("--json", json, "print the answer as one JSON object");
+  struct ThroughputCommands {
+    ThroughputKind kind;
+    CLI::App* set;
+    CLI::App* get;
+  };
+  auto add_throughput = [&](ThroughputKind kind, const std::string& what,
+                            const std::string& rate_of, const std::string& flag) {
+    CLI::App* set = app.add_subcommand(
+        "set" + what + "throughput",
+        "the rate at which " + rate_of + ", in MiB/s (0: unlimited), at once and until it " +
+            "restarts (nodetool set" + what + "throughput; " + flag + " at start)");
+    set->add_option("mb_per_second", throughput, "MiB/s, 0 = unlimited")
+        ->check(CLI::Range(int64_t{0}, int64_t{1} << 20))
+        ->required();
+    CLI::App* get = app.add_subcommand(
+        "get" + what + "throughput",
+        "the rate at which " + rate_of + " (nodetool get" + what + "throughput)");
+    for (CLI::App* c : {set, get}) {
+      add_addr(c, "the node");
+      c->add_flag("--json", json, "print the answer as one JSON object");
+    }
+    return ThroughputCommands{kind, set, get};
+  };
+  const ThroughputCommands throughputs[] = {
+      add_throughput(ThroughputKind::kCompaction, "compaction", "the node's compactions write",
+                     "--compaction-mb-per-s"),
+      add_throughput(ThroughputKind::kStream, "stream",
+                     "rebuild copies leave the node, every copy together", "--stream-mb-per-s")};
   CLI::App* principals = app.add_subcommand(
       "principals",
       "with --auth: every principal, its tokens (by hash prefix; file: from --auth-tokens) and "
@@ -527,11 +542,9 @@ int RunAdmin(int argc, char** argv) {
     const int64_t wait_ms = drain->get_option("--timeout-ms")->count() > 0 ? timeout_ms : 600000;
     return RunDrain(addr, wait_ms, json);
   }
-  if (setcompactionthroughput->parsed()) {
-    return RunCompactionThroughput(addr, timeout_ms, json, throughput);
-  }
-  if (getcompactionthroughput->parsed()) {
-    return RunCompactionThroughput(addr, timeout_ms, json, /*set_mb_per_second=*/-1);
+  for (const ThroughputCommands& t : throughputs) {
+    if (t.set->parsed()) return RunThroughput(t.kind, addr, timeout_ms, json, throughput);
+    if (t.get->parsed()) return RunThroughput(t.kind, addr, timeout_ms, json, -1);
   }
   if (ring->parsed()) return RunRing(addr, timeout_ms, json);
   if (removenode->parsed()) return RunRemoveNode(addr, timeout_ms, endpoint, force);

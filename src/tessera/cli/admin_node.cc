@@ -105,27 +105,34 @@ int RunDrain(const std::string& addr, int64_t timeout_ms, bool json) {
   return 0;
 }
 
-int RunCompactionThroughput(const std::string& addr, int64_t timeout_ms, bool json,
-                            int64_t set_mb_per_second) {
-  v1::CompactionThroughput response;
-  const bool ok =
-      set_mb_per_second < 0
-          ? Ask("getcompactionthroughput", addr, timeout_ms,
-                &v1::NodeAdmin::Stub::GetCompactionThroughput, v1::GetCompactionThroughputRequest(),
-                &response)
-          : [&] {
-              v1::CompactionThroughput request;
-              request.set_mb_per_second(set_mb_per_second);
-              return Ask("setcompactionthroughput", addr, timeout_ms,
-                         &v1::NodeAdmin::Stub::SetCompactionThroughput, request, &response);
-            }();
+int RunThroughput(ThroughputKind kind, const std::string& addr, int64_t timeout_ms, bool json,
+                  int64_t set_mb_per_second) {
+  const bool compaction = kind == ThroughputKind::kCompaction;
+  const char* what = compaction ? "compaction" : "stream";
+  const std::string command =
+      fmt::format("{}{}throughput", set_mb_per_second < 0 ? "get" : "set", what);
+  v1::Throughput response;
+  bool ok = false;
+  if (set_mb_per_second < 0) {
+    ok = Ask(command.c_str(), addr, timeout_ms,
+             compaction ? &v1::NodeAdmin::Stub::GetCompactionThroughput
+                        : &v1::NodeAdmin::Stub::GetStreamThroughput,
+             v1::GetThroughputRequest(), &response);
+  } else {
+    v1::Throughput request;
+    request.set_mb_per_second(set_mb_per_second);
+    ok = Ask(command.c_str(), addr, timeout_ms,
+             compaction ? &v1::NodeAdmin::Stub::SetCompactionThroughput
+                        : &v1::NodeAdmin::Stub::SetStreamThroughput,
+             request, &response);
+  }
   if (!ok) return 1;
   if (json) {
     std::printf("%s\n", ProtoToJson(response).dump().c_str());
   } else if (response.mb_per_second() == 0) {
-    fmt::print("compaction throughput of {}: unlimited\n", addr);
+    fmt::print("{} throughput of {}: unlimited\n", what, addr);
   } else {
-    fmt::print("compaction throughput of {}: {} MiB/s\n", addr, response.mb_per_second());
+    fmt::print("{} throughput of {}: {} MiB/s\n", what, addr, response.mb_per_second());
   }
   return 0;
 }

@@ -30,10 +30,14 @@ int RunFlushOrCompact(const std::string& addr, int64_t timeout_ms, bool json,
 // Drains the node: it stops serving for good and flushes its memtables (nodetool drain).
 int RunDrain(const std::string& addr, int64_t timeout_ms, bool json);
 
-// The node's compaction write rate (nodetool getcompactionthroughput), or, with
-// `set_mb_per_second` >= 0, sets it first (setcompactionthroughput; 0 = unlimited).
-int RunCompactionThroughput(const std::string& addr, int64_t timeout_ms, bool json,
-                            int64_t set_mb_per_second);
+// Which of the node's rates `RunThroughput` shows or sets.
+enum class ThroughputKind { kCompaction, kStream };
+
+// The node's compaction write rate or rebuild stream rate (nodetool getcompactionthroughput,
+// getstreamthroughput), or, with `set_mb_per_second` >= 0, sets it first
+// (setcompactionthroughput, setstreamthroughput; 0 = unlimited).
+int RunThroughput(ThroughputKind kind, const std::string& addr, int64_t timeout_ms, bool json,
+                  int64_t set_mb_per_second);
 
 // One unary call on the node at `addr` (any service's Stub: NodeAdmin, AccessAdmin); when it
 // fails, says why on stderr ("tessera admin <command>: <addr>: <message>") and returns the

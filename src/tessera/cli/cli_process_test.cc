@@ -528,27 +528,35 @@ TEST(CliProcessTest, AdminDrainStopsServingAndFlushes) {
 
 // setcompactionthroughput / getcompactionthroughput change and show the node's compaction
 // rate at run time, as nodetool's do.
-TEST(CliProcessTest, AdminCompactionThroughputChangesAtRunTime) {
+TEST(CliProcessTest, AdminCompactionAndStreamThroughputsChangeAtRunTime) {
   testing::TempDir dir;
   auto server = testing::TestServer::StartTesseraServe(TESSERA_BINARY_PATH, dir.path());
   ASSERT_TRUE(server.ok()) << server.status();
   const std::string addr = (*server)->endpoint();
-  ProcessResult r = Tessera({"admin", "getcompactionthroughput", "--addr", addr});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.out, HasSubstr(": 64 MiB/s"));  // --compaction-mb-per-s's default
-  r = Tessera({"admin", "setcompactionthroughput", "16", "--addr", addr});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.out, HasSubstr(": 16 MiB/s"));
-  r = Tessera({"admin", "getcompactionthroughput", "--json", "--addr", addr});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(nlohmann::json::parse(r.out)["mb_per_second"], 16) << r.out;
-  r = Tessera({"admin", "setcompactionthroughput", "0", "--addr", addr});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.out, HasSubstr("unlimited"));
-  // The compaction still runs (unthrottled) and a bad value is a usage error.
+  // The defaults of --compaction-mb-per-s and --stream-mb-per-s.
+  for (const auto& [what, default_rate] :
+       {std::pair<std::string, std::string>{"compaction", "64"}, {"stream", "24"}}) {
+    SCOPED_TRACE(what);
+    const std::string get = "get" + what + "throughput", set = "set" + what + "throughput";
+    ProcessResult r = Tessera({"admin", get, "--addr", addr});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.out, HasSubstr(what + " throughput of " + addr + ": " + default_rate + " MiB/s"));
+    r = Tessera({"admin", set, "16", "--addr", addr});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.out, HasSubstr(": 16 MiB/s"));
+    r = Tessera({"admin", get, "--json", "--addr", addr});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["mb_per_second"], 16) << r.out;
+    r = Tessera({"admin", set, "0", "--addr", addr});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.out, HasSubstr("unlimited"));
+    // A bad value is a usage error.
+    EXPECT_EQ(Tessera({"admin", set, "abc", "--addr", addr}).exit_code, 2);
+    EXPECT_EQ(Tessera({"admin", set, "-1", "--addr", addr}).exit_code, 2);
+    EXPECT_EQ(Tessera({"admin", set, "--addr", addr}).exit_code, 2);
+  }
+  // The compaction still runs (unthrottled).
   EXPECT_EQ(Tessera({"admin", "compact", "--addr", addr}).exit_code, 0);
-  EXPECT_EQ(Tessera({"admin", "setcompactionthroughput", "abc", "--addr", addr}).exit_code, 2);
-  EXPECT_EQ(Tessera({"admin", "setcompactionthroughput", "--addr", addr}).exit_code, 2);
 }
 
 // `admin ring` on one node: its token, chosen when it first registered, owns the whole ring.

@@ -88,6 +88,7 @@ int RunServe(int argc, char** argv) {
   int64_t max_hints_mb = static_cast<int64_t>(options.cluster.replica.max_hints_bytes / kMiB);
   int64_t hint_delivery_mb_per_s =
       static_cast<int64_t>(options.cluster.replica.hint_delivery_bytes_per_s / kMiB);
+  int64_t stream_mb_per_s = static_cast<int64_t>(options.cluster.replica.stream_bytes_per_s / kMiB);
   std::string port_file;
   std::string log_level = "info";
   std::string log_format = "text";
@@ -288,6 +289,12 @@ int RunServe(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
       ->capture_default_str()
       ->group("Cluster");
+  app.add_option("--stream-mb-per-s", stream_mb_per_s,
+                 "rebuild copies sent to replicas, per node, every copy together; 0 = unlimited "
+                 "(`tessera admin setstreamthroughput` changes it at run time)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20))
+      ->capture_default_str()
+      ->group("Cluster");
   app.add_option("--hint-delivery-mb-per-s", hint_delivery_mb_per_s,
                  "hints sent from disk to replicas that are back, per node; 0 = unlimited")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20))
@@ -353,6 +360,7 @@ int RunServe(int argc, char** argv) {
   options.cluster.replica.max_hints_bytes = static_cast<uint64_t>(max_hints_mb) * kMiB;
   options.cluster.replica.hint_delivery_bytes_per_s =
       static_cast<uint64_t>(hint_delivery_mb_per_s) * kMiB;
+  options.cluster.replica.stream_bytes_per_s = static_cast<uint64_t>(stream_mb_per_s) * kMiB;
   node.on_session_loss = on_session_loss == "exit" ? cluster::SessionLossAction::kExit
                                                    : cluster::SessionLossAction::kReregister;
   options.cluster.on_fatal = [](const Status& why) {

@@ -47,7 +47,15 @@ struct ReplicaNode::Peer {
   uint64_t copy_id = 0;
   uint64_t copy_sequence = 0;
   uint64_t chunks_sent = 0;
+  uint64_t copy_bytes = 0;  // chunk bytes this copy has sent
   std::shared_ptr<tablet::TabletCopySource> source;
+  // A chunk the stream throughput holds back: the tick sends it at held_until_us, if its copy
+  // (held_copy_id) is still the one under way.
+  std::optional<std::string> held;
+  uint64_t held_copy_id = 0;
+  size_t held_chunk_bytes = 0;
+  bool held_last = false;
+  int64_t held_until_us = 0;
 };
 
 struct ReplicaNode::Retained {
@@ -122,7 +130,8 @@ ReplicaNode::ReplicaNode(tablet::Engine* engine, RpcChannel* channel, Executor* 
                        HintStoreOptions{.window_us = options_.hint_window_us,
                                         .max_bytes = options_.max_hints_bytes,
                                         .delivery_bytes_per_s = options_.hint_delivery_bytes_per_s,
-                                        .burst_bytes = options_.max_batch_bytes})) {}
+                                        .burst_bytes = options_.max_batch_bytes})),
+      stream_limiter_(static_cast<int64_t>(options_.stream_bytes_per_s), clock) {}
 
 ReplicaNode::~ReplicaNode() { Stop(); }
 
@@ -983,6 +992,8 @@ void ReplicaNode::StartCopy(uint64_t tablet_id, const std::string& peer) {
       }
       p.source = std::shared_ptr<tablet::TabletCopySource>(std::move(*source));
       p.copy_sequence = p.source->sequence();
+      p.copy_bytes = 0;
+      p.held.reset();
       TLOG_INFO("replication: {}: rebuilding {} from a copy at sequence {}", TabletName(tablet_id),
                 peer, p.copy_sequence);
     }
@@ -1024,7 +1035,38 @@ void ReplicaNode::SendNextChunk(uint64_t tablet_id, const std::string& peer) {
   }
   const uint64_t copy_id = request.copy_id();
   const bool last = request.last();
-  channel_->Call(peer, kRebuildMethod, request.SerializeAsString(), options_.call_timeout_us,
+  const size_t chunk_bytes = request.chunk().size();
+  const int64_t wait_us = stream_limiter_.Reserve(static_cast<int64_t>(chunk_bytes));
+  if (wait_us > 0) {
+    absl::MutexLock l(&mu_);
+    auto it = tablets_.find(tablet_id);
+    if (it == tablets_.end()) return;
+    for (Peer& p : it->second->peers) {
+      if (p.endpoint != peer || !p.copying || p.copy_id != copy_id) continue;
+      p.held = request.SerializeAsString();
+      p.held_copy_id = copy_id;
+      p.held_chunk_bytes = chunk_bytes;
+      p.held_last = last;
+      p.held_until_us = clock_->MonotonicMicros() + wait_us;
+    }
+    return;
+  }
+  SendChunk(tablet_id, peer, copy_id, last, chunk_bytes, request.SerializeAsString());
+}
+
+void ReplicaNode::SendChunk(uint64_t tablet_id, const std::string& peer, uint64_t copy_id,
+                            bool last, size_t chunk_bytes, std::string request) {
+  {
+    absl::MutexLock l(&mu_);
+    stream_sent_bytes_ += chunk_bytes;
+    auto it = tablets_.find(tablet_id);
+    if (it != tablets_.end()) {
+      for (Peer& p : it->second->peers) {
+        if (p.endpoint == peer && p.copy_id == copy_id) p.copy_bytes += chunk_bytes;
+      }
+    }
+  }
+  channel_->Call(peer, kRebuildMethod, std::move(request), options_.call_timeout_us,
                  [this, tablet_id, peer, copy_id, last](StatusOr<std::string> response) {
                    OnRebuildDone(tablet_id, peer, copy_id, last, std::move(response));
                  });
@@ -1057,8 +1099,9 @@ void ReplicaNode::OnRebuildDone(uint64_t tablet_id, const std::string& peer, uin
     if (!last) {
       next = true;
     } else {
-      TLOG_INFO("replication: {}: {} rebuilt at sequence {}", TabletName(tablet_id), peer,
-                p->copy_sequence);
+      TLOG_INFO("replication: {}: {} rebuilt at sequence {} ({} bytes streamed)",
+                TabletName(tablet_id), peer, p->copy_sequence, p->copy_bytes);
+      ++copies_done_;
       p->copying = false;
       p->rebuild = false;
       p->source.reset();
@@ -1125,7 +1168,11 @@ void ReplicaNode::HandleRebuild(const std::string& request, RpcChannel::Responde
           StrCat(TabletName(t->id), ": no copy ", r.copy_id(), " under way here")));
       return;
     }
-    if (!r.chunk().empty()) result = sink->Add(r.chunk());
+    if (!r.chunk().empty()) {
+      result = sink->Add(r.chunk());
+      absl::MutexLock l(&mu_);
+      if (result.ok()) stream_received_bytes_ += r.chunk().size();
+    }
     if (result.ok() && r.last()) {
       tablet::DropMarks marks;
       for (const v1::DropMark& m : r.drop_marks()) marks[m.family()] = m.sequence();
@@ -1183,6 +1230,19 @@ void ReplicaNode::Tick() {
       }
       CompleteWaitersLocked(t.get(), &fx);
       PumpLocked(t.get(), &fx);
+      for (Peer& p : t->peers) {
+        if (!p.held.has_value()) continue;
+        if (!p.copying || p.copy_id != p.held_copy_id) {
+          p.held.reset();  // its copy ended (failed, or the peer left) while it waited
+        } else if (now >= p.held_until_us) {
+          fx.push_back([this, id = id, peer = p.endpoint, copy_id = p.held_copy_id,
+                        last = p.held_last, bytes = p.held_chunk_bytes,
+                        request = *std::move(p.held)]() mutable {
+            SendChunk(id, peer, copy_id, last, bytes, std::move(request));
+          });
+          p.held.reset();
+        }
+      }
     }
     auto keep = seals_.begin();
     for (auto it = seals_.begin(); it != seals_.end(); ++it) {
@@ -1235,6 +1295,33 @@ StatusOr<ReplicaPosition> ReplicaNode::Position(uint64_t tablet_id) {
   ASSIGN_OR_RETURN(uint64_t promise, LoadPromise(t));
   ASSIGN_OR_RETURN(uint64_t last, engine_->LastSequence(tablet_id));
   return ReplicaPosition{JoinedOf(promise), last};
+}
+
+void ReplicaNode::SetStreamBytesPerSecond(int64_t bytes_per_second) {
+  stream_limiter_.SetBytesPerSecond(bytes_per_second);
+  absl::MutexLock l(&mu_);
+  const int64_t now = clock_->MonotonicMicros();
+  for (auto& [id, t] : tablets_) {
+    for (Peer& p : t->peers) p.held_until_us = std::min(p.held_until_us, now);
+  }
+}
+
+StreamStats ReplicaNode::Streams() const {
+  StreamStats s;
+  absl::MutexLock l(&mu_);
+  for (const auto& [id, t] : tablets_) {
+    if (t->sink != nullptr) ++s.receiving;
+    if (!t->primary) continue;
+    for (const Peer& p : t->peers) {
+      if (!p.copying) continue;
+      ++s.sending;
+      s.sending_bytes += p.copy_bytes;
+    }
+  }
+  s.sent_bytes_total = stream_sent_bytes_;
+  s.received_bytes_total = stream_received_bytes_;
+  s.copies_done_total = copies_done_;
+  return s;
 }
 
 std::vector<TabletReplicaState> ReplicaNode::States() const {

@@ -54,6 +54,7 @@
 #include "tessera/tablet/engine.h"
 #include "tessera/util/clock.h"
 #include "tessera/util/executor.h"
+#include "tessera/util/rate_limiter.h"
 #include "tessera/util/status.h"
 
 namespace tessera::v1 {
@@ -102,6 +103,21 @@ struct ReplicaNodeOptions {
   // Hints are sent from the hint log at most this fast, per node: every tablet and peer share
   // it (the live stream, from memory, is not throttled). 0: unthrottled.
   uint64_t hint_delivery_bytes_per_s = 1 << 20;
+  // Rebuild copies (streams) leave this node at most this fast, every copy together
+  // (Cassandra's stream_throughput_outbound; `tessera admin setstreamthroughput` changes it at
+  // run time). 0: unthrottled.
+  uint64_t stream_bytes_per_s = 24ull << 20;
+};
+
+// This node's streams (rebuild copies), for operators: the copies it sends as a primary and
+// receives as a replica, now and since it started.
+struct StreamStats {
+  size_t sending = 0;          // copies under way from this node
+  size_t receiving = 0;        // copies under way into this node
+  uint64_t sending_bytes = 0;  // bytes the copies under way have sent so far
+  uint64_t sent_bytes_total = 0;
+  uint64_t received_bytes_total = 0;
+  uint64_t copies_done_total = 0;  // copies this node sent whole
 };
 
 // One tablet as this node holds it, for operators (`tessera admin tablets`).
@@ -197,6 +213,12 @@ class ReplicaNode final : public TabletWriter {
   StatusOr<ReplicaPosition> Position(uint64_t tablet_id);
 
   std::vector<TabletReplicaState> States() const;
+  StreamStats Streams() const;
+  // The rebuild stream throughput (ReplicaNodeOptions::stream_bytes_per_s), changed at run
+  // time: a chunk held back now goes at the next tick, the chunks after it at the new rate.
+  // <= 0: unthrottled.
+  void SetStreamBytesPerSecond(int64_t bytes_per_second);
+  int64_t stream_bytes_per_second() const { return stream_limiter_.bytes_per_second(); }
   const std::string& self() const { return channel_->self(); }
 
  private:
@@ -253,7 +275,11 @@ class ReplicaNode final : public TabletWriter {
   // The primary's side of a rebuild of `peer`: takes the copy, then sends its chunks one at a
   // time; a failure drops the copy and the next pump starts another.
   void StartCopy(uint64_t tablet_id, const std::string& peer);
+  // Reads the next chunk and sends it, or, when the stream throughput says wait, holds it in
+  // the peer for the tick to send when its time comes.
   void SendNextChunk(uint64_t tablet_id, const std::string& peer);
+  void SendChunk(uint64_t tablet_id, const std::string& peer, uint64_t copy_id, bool last,
+                 size_t chunk_bytes, std::string request) ABSL_LOCKS_EXCLUDED(mu_);
   void OnRebuildDone(uint64_t tablet_id, const std::string& peer, uint64_t copy_id, bool last,
                      StatusOr<std::string> response);
   // One tablet's share of a Replicate call, answered in `ack`.
@@ -270,6 +296,7 @@ class ReplicaNode final : public TabletWriter {
   // Null without a hint log. Lock order: mu_, then the store's own mutex (Spill, Holds, Stats
   // and TakeBudget under mu_); its file I/O only from the tick and rebuilds, without mu_.
   const std::unique_ptr<HintStore> hints_;
+  RateLimiter stream_limiter_;  // thread-safe of its own
 
   mutable absl::Mutex mu_;
   std::map<uint64_t, std::unique_ptr<Tablet>> tablets_ ABSL_GUARDED_BY(mu_);
@@ -279,6 +306,9 @@ class ReplicaNode final : public TabletWriter {
   TimerId tick_timer_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t next_copy_id_ ABSL_GUARDED_BY(mu_) = 1;
   int64_t started_at_us_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t stream_sent_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t stream_received_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t copies_done_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace tessera::replication

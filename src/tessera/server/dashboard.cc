@@ -6,6 +6,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
 #include "tessera/cluster/node.h"
+#include "tessera/replication/replicated_store.h"
 #include "tessera/server/audit.h"
 #include "tessera/server/auth_gate.h"
 #include "tessera/server/node_admin_service.h"
@@ -40,6 +41,16 @@ std::string NodeJson(NodeCore* core, const CallCounter* calls) {
                  {"running", e.running_jobs()},
                  {"flushes", e.flushes},
                  {"compactions", e.compactions}};
+  replication::StreamStats streams;
+  if (const replication::ReplicatedStore* store = core->replicated()) {
+    streams = store->replicas()->Streams();
+  }
+  out["streams"] = {{"sending", streams.sending},
+                    {"receiving", streams.receiving},
+                    {"sending_bytes", streams.sending_bytes},
+                    {"sent_bytes_total", streams.sent_bytes_total},
+                    {"received_bytes_total", streams.received_bytes_total},
+                    {"throughput_bytes_per_second", core->stream_bytes_per_second()}};
   out["drained"] = core->drained();
   out["auth"] = core->access_control() != nullptr;
   out["serving"] = core->CheckServing().ok();

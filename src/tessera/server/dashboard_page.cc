@@ -56,7 +56,7 @@ const char* const kDashboardHtml = R"HTML(<!doctype html>
 <h2>Operations in progress</h2>
 <table>
   <thead><tr><th>Node</th><th>Flushes and compactions running</th><th>Queued</th>
-    <th>Done since start</th><th>Replica rebuilds</th><th>Serving</th></tr></thead>
+    <th>Done since start</th><th>Replica rebuilds</th><th>Streams</th><th>Serving</th></tr></thead>
   <tbody id="operations"></tbody>
 </table>
 
@@ -241,6 +241,9 @@ function render(self, answers) {
     cell(row, String(a.jobs.pending));
     cell(row, a.jobs.flushes + ' flushes, ' + a.jobs.compactions + ' compactions');
     cell(row, String(rebuilds));
+    const st = a.streams || {sending: 0, receiving: 0, sending_bytes: 0};
+    cell(row, st.sending + ' out, ' + st.receiving + ' in' +
+        (st.sending > 0 ? ' (' + human(st.sending_bytes) + ' sent)' : ''));
     cell(row, a.drained ? 'drained' : (a.serving ? 'yes' : 'no'));
     ops.appendChild(row);
   }

@@ -85,6 +85,10 @@ void NodeAdminService::Register(rpc::Services* services, Executor* executor) {
                 &NodeAdminService::SetCompactionThroughput, executor);
   services->Add(kService, "GetCompactionThroughput", this,
                 &NodeAdminService::GetCompactionThroughput, executor);
+  services->Add(kService, "SetStreamThroughput", this, &NodeAdminService::SetStreamThroughput,
+                executor);
+  services->Add(kService, "GetStreamThroughput", this, &NodeAdminService::GetStreamThroughput,
+                executor);
 }
 
 rpc::UnaryReactor* NodeAdminService::GetNodeInfo(rpc::ServerContext* context,
@@ -209,32 +213,54 @@ namespace {
 
 constexpr int64_t kMiB = 1 << 20;
 
-void SetThroughput(const tablet::Engine& engine, v1::CompactionThroughput* out) {
-  const int64_t rate = engine.compaction_bytes_per_second();
-  out->set_mb_per_second(rate <= 0 ? 0 : std::max<int64_t>(1, rate / kMiB));
+// A rate in bytes per second (<= 0: unlimited) as the API gives it: whole MiB/s, 0 unlimited.
+void SetThroughput(int64_t bytes_per_second, v1::Throughput* out) {
+  out->set_mb_per_second(bytes_per_second <= 0 ? 0 : std::max<int64_t>(1, bytes_per_second / kMiB));
+}
+
+Status CheckThroughput(std::string_view what, int64_t mb_per_second) {
+  if (mb_per_second >= 0 && mb_per_second <= (int64_t{1} << 40) / kMiB) return Status();
+  return absl::InvalidArgumentError(
+      StrCat(what, " throughput ", mb_per_second, " MiB/s: give 0 (unlimited) to 1048576"));
 }
 
 }  // namespace
 
-rpc::UnaryReactor* NodeAdminService::SetCompactionThroughput(
-    rpc::ServerContext* context, const v1::CompactionThroughput* request,
-    v1::CompactionThroughput* response) {
-  Status s;
-  if (request->mb_per_second() < 0 || request->mb_per_second() > (int64_t{1} << 40) / kMiB) {
-    s = absl::InvalidArgumentError(StrCat("compaction throughput ", request->mb_per_second(),
-                                          " MiB/s: give 0 (unlimited) to 1048576"));
-  } else {
+rpc::UnaryReactor* NodeAdminService::SetCompactionThroughput(rpc::ServerContext* context,
+                                                             const v1::Throughput* request,
+                                                             v1::Throughput* response) {
+  Status s = CheckThroughput("compaction", request->mb_per_second());
+  if (s.ok()) {
     core_->engine()->SetCompactionBytesPerSecond(request->mb_per_second() * kMiB);
-    SetThroughput(*core_->engine(), response);
+    SetThroughput(core_->engine()->compaction_bytes_per_second(), response);
   }
   AuditAdmin(*context, "setcompactionthroughput", StrCat(request->mb_per_second(), " MiB/s"), s);
   return Reply(context, s);
 }
 
 rpc::UnaryReactor* NodeAdminService::GetCompactionThroughput(
-    rpc::ServerContext* context, const v1::GetCompactionThroughputRequest* /*request*/,
-    v1::CompactionThroughput* response) {
-  SetThroughput(*core_->engine(), response);
+    rpc::ServerContext* context, const v1::GetThroughputRequest* /*request*/,
+    v1::Throughput* response) {
+  SetThroughput(core_->engine()->compaction_bytes_per_second(), response);
+  return Reply(context, Status());
+}
+
+rpc::UnaryReactor* NodeAdminService::SetStreamThroughput(rpc::ServerContext* context,
+                                                         const v1::Throughput* request,
+                                                         v1::Throughput* response) {
+  Status s = CheckThroughput("stream", request->mb_per_second());
+  if (s.ok()) {
+    core_->SetStreamBytesPerSecond(request->mb_per_second() * kMiB);
+    SetThroughput(core_->stream_bytes_per_second(), response);
+  }
+  AuditAdmin(*context, "setstreamthroughput", StrCat(request->mb_per_second(), " MiB/s"), s);
+  return Reply(context, s);
+}
+
+rpc::UnaryReactor* NodeAdminService::GetStreamThroughput(
+    rpc::ServerContext* context, const v1::GetThroughputRequest* /*request*/,
+    v1::Throughput* response) {
+  SetThroughput(core_->stream_bytes_per_second(), response);
   return Reply(context, Status());
 }
 

@@ -71,11 +71,18 @@ class NodeAdminService final {
                            ::tessera::v1::DrainResponse* response);
   // Engine::SetCompactionBytesPerSecond; answers the rate now in force. Audited.
   rpc::UnaryReactor* SetCompactionThroughput(rpc::ServerContext* context,
-                                             const ::tessera::v1::CompactionThroughput* request,
-                                             ::tessera::v1::CompactionThroughput* response);
-  rpc::UnaryReactor* GetCompactionThroughput(
-      rpc::ServerContext* context, const ::tessera::v1::GetCompactionThroughputRequest* request,
-      ::tessera::v1::CompactionThroughput* response);
+                                             const ::tessera::v1::Throughput* request,
+                                             ::tessera::v1::Throughput* response);
+  rpc::UnaryReactor* GetCompactionThroughput(rpc::ServerContext* context,
+                                             const ::tessera::v1::GetThroughputRequest* request,
+                                             ::tessera::v1::Throughput* response);
+  // NodeCore::SetStreamBytesPerSecond; answers the rate now in force. Audited.
+  rpc::UnaryReactor* SetStreamThroughput(rpc::ServerContext* context,
+                                         const ::tessera::v1::Throughput* request,
+                                         ::tessera::v1::Throughput* response);
+  rpc::UnaryReactor* GetStreamThroughput(rpc::ServerContext* context,
+                                         const ::tessera::v1::GetThroughputRequest* request,
+                                         ::tessera::v1::Throughput* response);
   // Writes the rows of the chosen snapshot files into the target with the node's TableAccess
   // (on a cluster: to each row's tablet primary, at the table's default write level), in
   // batches; the first write error stops it (the rows before it are written).

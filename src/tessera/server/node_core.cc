@@ -13,7 +13,16 @@
 namespace tessera::server {
 
 NodeCore::NodeCore(const NodeCoreOptions& options, const NodeCoreEnv& env)
-    : options_(options), env_(env) {}
+    : options_(options),
+      env_(env),
+      stream_bytes_per_s_(static_cast<int64_t>(options.cluster.replica.stream_bytes_per_s)) {}
+
+void NodeCore::SetStreamBytesPerSecond(int64_t bytes_per_second) {
+  stream_bytes_per_s_.store(bytes_per_second);
+  if (replication::ReplicatedStore* store = replicated()) {
+    store->replicas()->SetStreamBytesPerSecond(bytes_per_second);
+  }
+}
 
 NodeCore::~NodeCore() {
   Status s = Close();
@@ -240,6 +249,9 @@ Status NodeCore::StartReplication(const std::string& endpoint) {
   replayed_.clear();
   store_->Start();
   replicated_.store(store_.get(), std::memory_order_release);
+  // After publishing: a concurrent SetStreamBytesPerSecond either sees the store or its rate
+  // is read here.
+  store_->replicas()->SetStreamBytesPerSecond(stream_bytes_per_s_.load());
   if (options_.cluster.schema_agreement_timeout_us > 0) StartSchemaAgreement();
   return Status();
 }

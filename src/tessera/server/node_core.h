@@ -184,6 +184,12 @@ class NodeCore {
   replication::ReplicatedStore* replicated() const {
     return replicated_.load(std::memory_order_acquire);
   }
+  // The rebuild stream rate (ReplicaNodeOptions::stream_bytes_per_s, at first from
+  // options.cluster.replica), changed at run time: kept here and given to the replicas now or
+  // when they start, so a node that replicates nothing yet takes the setting too. Any thread.
+  // <= 0: unlimited.
+  void SetStreamBytesPerSecond(int64_t bytes_per_second);
+  int64_t stream_bytes_per_second() const { return stream_bytes_per_s_.load(); }
   AdminService* admin() const { return admin_.get(); }
   AppProfileStore* profiles() const { return profiles_.get(); }
   // Null unless options.auth.
@@ -257,6 +263,7 @@ class NodeCore {
   std::atomic<cluster::ClusterNode*> serving_node_{nullptr};
   bool closed_ = false;
   std::atomic<bool> drained_{false};
+  std::atomic<int64_t> stream_bytes_per_s_;
 };
 
 }  // namespace tessera::server

@@ -1,5 +1,6 @@
 #include "tessera/server/node_metrics.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -157,6 +158,29 @@ void NodeMetrics::CollectTablets(std::vector<MetricFamily>* out) const {
                            "Mutations kept in memory for replicas that have not acknowledged "
                            "them"),
                      retained));
+  const replication::StreamStats streams = store->replicas()->Streams();
+  MetricFamily under_way =
+      Gauge("tessera_streams_in_progress",
+            "Rebuild copies (streams) under way: out, sent by this node as a tablet's primary; in, "
+            "received by it as a replica");
+  AddValue(&under_way, static_cast<double>(streams.sending), {{"direction", "out"}});
+  AddValue(&under_way, static_cast<double>(streams.receiving), {{"direction", "in"}});
+  out->push_back(std::move(under_way));
+  out->push_back(One(Gauge("tessera_streams_in_progress_sent_bytes",
+                           "Bytes the rebuild copies under way from this node have sent so far"),
+                     static_cast<double>(streams.sending_bytes)));
+  MetricFamily streamed = Counter("tessera_stream_bytes_total",
+                                  "Bytes of rebuild copies this node sent (out) and received (in)");
+  AddValue(&streamed, static_cast<double>(streams.sent_bytes_total), {{"direction", "out"}});
+  AddValue(&streamed, static_cast<double>(streams.received_bytes_total), {{"direction", "in"}});
+  out->push_back(std::move(streamed));
+  out->push_back(
+      One(Counter("tessera_streams_completed_total", "Rebuild copies this node sent whole"),
+          static_cast<double>(streams.copies_done_total)));
+  out->push_back(
+      One(Gauge("tessera_stream_throughput_bytes_per_second",
+                "The rebuild stream rate limit of this node; 0: unlimited"),
+          static_cast<double>(std::max<int64_t>(0, store->replicas()->stream_bytes_per_second()))));
 }
 
 void NodeMetrics::CollectTables(std::vector<MetricFamily>* out) const {

@@ -475,6 +475,44 @@ TEST(SimReplicationTest, AReplicaAwayLongerThanTheHintWindowIsRebuilt) {
   ASSERT_NO_FATAL_FAILURE(ExpectEveryRowOn(c, run.away, kRows));
 }
 
+TEST(SimReplicationTest, ARebuildStreamsNoFasterThanTheStreamThroughputWhichChangesAtRunTime) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE(StrCat("replay with TESSERA_SEED=", seed));
+  SimClusterOptions o = SmallRetention(seed);
+  o.replica.hint_window_us = 5 * kSecond;
+  o.replica.stream_bytes_per_s = 4000;  // the copy of 100 rows of 200 bytes needs > 5 s
+  SimCluster c(o);
+  constexpr int kRows = 100;
+  AwayRun run;
+  ASSERT_NO_FATAL_FAILURE(StartAndWriteWhileAway(c, kRows, &run));
+  c.RunFor(6 * kSecond);  // past the window: the away replica will need a copy
+  replication::ReplicaNode* primary = c.core(run.primary)->replicated()->replicas();
+  const replication::StreamStats before = primary->Streams();
+  ASSERT_TRUE(c.Restart(run.away).ok());
+  auto caught_up = [&] {
+    auto p = StateAt(c, run.primary, run.tablet);
+    StatusOr<replication::ReplicaPosition> at =
+        c.core(run.away)->replicated()->replicas()->Position(run.tablet);
+    return p.has_value() && at.ok() && at->last_sequence == p->last_sequence;
+  };
+  ASSERT_TRUE(c.RunUntil([&] { return primary->Streams().sending == 1; }, 5 * kSecond))
+      << DescribeReplicas(c);
+  c.RunFor(3 * kSecond);
+  EXPECT_FALSE(caught_up()) << "the copy went faster than 4000 bytes/s";
+  EXPECT_EQ(primary->Streams().sending, 1u);
+  EXPECT_EQ(primary->stream_bytes_per_second(), 4000);
+  primary->SetStreamBytesPerSecond(0);  // unthrottled from now on
+  ASSERT_TRUE(c.RunUntil(caught_up, 1 * kSecond)) << DescribeReplicas(c);
+  ASSERT_TRUE(c.RunUntil([&] { return primary->Streams().sending == 0; }, 1 * kSecond));
+  const replication::StreamStats after = primary->Streams();
+  EXPECT_EQ(after.sending, 0u);
+  EXPECT_EQ(after.copies_done_total, before.copies_done_total + 1);
+  EXPECT_GT(after.sent_bytes_total, before.sent_bytes_total + kRows * 200);
+  EXPECT_EQ(c.core(run.away)->replicated()->replicas()->Streams().received_bytes_total,
+            after.sent_bytes_total - before.sent_bytes_total);
+  ASSERT_NO_FATAL_FAILURE(ExpectEveryRowOn(c, run.away, kRows));
+}
+
 TEST(SimReplicationTest, ConsistencyLevelsCountTheReplicasThatAnswer) {
   const uint64_t seed = TestSeed();
   SCOPED_TRACE(StrCat("replay with TESSERA_SEED=", seed));

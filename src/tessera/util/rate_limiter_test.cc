@@ -33,5 +33,19 @@ TEST(RateLimiterTest, LargeRequestsPassInPieces) {
   EXPECT_LT(seconds, 11.0);
 }
 
+TEST(RateLimiterTest, ReserveSaysHowLongToWaitWithoutBlocking) {
+  ManualClock clock;
+  RateLimiter limiter(1000, &clock);  // 1000 B/s, empty at first
+  const int64_t start = clock.MonotonicMicros();
+  EXPECT_NEAR(limiter.Reserve(500), 500'000, 10);
+  EXPECT_NEAR(limiter.Reserve(500), 1'000'000, 10);  // behind what the first borrowed
+  EXPECT_EQ(clock.MonotonicMicros(), start);         // it never slept
+  clock.Advance(1'000'000);
+  EXPECT_LE(limiter.Reserve(0), 0);
+  EXPECT_NEAR(limiter.Reserve(1000), 1'000'000, 10);
+  limiter.SetBytesPerSecond(0);
+  EXPECT_EQ(limiter.Reserve(1'000'000'000), 0);
+}
+
 }  // namespace
 }  // namespace tessera
