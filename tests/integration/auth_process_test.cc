@@ -7,6 +7,7 @@
 //     that is not an administrator is refused an action from the page, an administrator
 //     flushes a node with a click.
 // Part of the cluster_process_test binary (main() in cluster_process_test.cc).
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -292,6 +293,31 @@ std::string HttpAddressOf(const ServerProcess& node) {
   if (at == std::string::npos) return "";
   const size_t from = at + mark.size();
   return log.substr(from, log.find("/metrics", from) - from);
+}
+
+// SIGHUP reads --auth-tokens again: a token added to the file works without a restart; a file
+// that does not parse keeps the previous tokens. Both are logged and audited.
+TEST_F(AuthClusterTest, ASighupReadsTheTokensFileAgain) {
+  StartAuthCluster(1);
+  ServerProcess& n0 = *nodes_[0];
+  const std::string ops_token = "ops-token-added-later-0123456789";
+  std::string out;
+  EXPECT_NE(Admin(n0, "status", ops_token, &out), 0) << out;
+  std::ofstream(tokens_file_) << "root " << kRootToken << " admin\nops " << ops_token << " admin\n";
+  ASSERT_EQ(::kill(n0.pid(), SIGHUP), 0);
+  EXPECT_TRUE(
+      WaitFor([&] { return Admin(n0, "status", ops_token, &out) == 0; }, milliseconds(5'000)))
+      << out;
+  std::ofstream(tokens_file_) << "ops\n";  // broken: the tokens read before stay
+  ASSERT_EQ(::kill(n0.pid(), SIGHUP), 0);
+  EXPECT_TRUE(WaitFor([&] { return FullLog(n0).find("tokens not reloaded") != std::string::npos; },
+                      milliseconds(5'000)));
+  EXPECT_EQ(Admin(n0, "status", ops_token, &out), 0) << out;
+  EXPECT_EQ(Admin(n0, "status", kRootToken, &out), 0) << out;
+  const std::string log = FullLog(n0);
+  EXPECT_NE(log.find("audit: admin action=reloadtokens"), std::string::npos) << log;
+  EXPECT_NE(log.find("line 1: expected"), std::string::npos) << log;
+  EXPECT_EQ(log.find(ops_token), std::string::npos) << "a token was logged";
 }
 
 TEST_F(AuthClusterTest, AnAdministratorFlushesANodeFromTheDashboardInABrowser) {

@@ -371,12 +371,13 @@ int RunServe(int argc, char** argv) {
     kill(getpid(), SIGTERM);
   };
 
-  // SIGTERM and SIGINT are taken by sigwait below; block them before any thread starts so that
-  // every thread inherits the mask.
+  // SIGTERM, SIGINT and SIGHUP are taken by sigwait below; block them before any thread starts
+  // so that every thread inherits the mask.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   StatusOr<std::unique_ptr<server::Server>> server = server::Server::Start(options);
@@ -399,7 +400,16 @@ int RunServe(int argc, char** argv) {
   std::fflush(stdout);
 
   int sig = 0;
-  sigwait(&signals, &sig);
+  // SIGHUP reads the tokens file again (as daemons reread their configuration); the others stop.
+  for (sigwait(&signals, &sig); sig == SIGHUP; sigwait(&signals, &sig)) {
+    StatusOr<size_t> tokens = (*server)->ReloadAuthTokens();
+    if (tokens.ok()) {
+      TLOG_INFO("tessera serve: SIGHUP: {} token(s) read again from --auth-tokens", *tokens);
+    } else {
+      TLOG_ERROR("tessera serve: SIGHUP: tokens not reloaded, the previous ones stay: {}",
+                 tokens.status().message());
+    }
+  }
   Status fatal;
   {
     absl::MutexLock lock(&g_fatal_mu);

@@ -139,7 +139,11 @@ StatusOr<std::unique_ptr<AccessControl>> AccessControl::Open(AccessControlOption
     return absl::InvalidArgumentError("the access-control prefix must end with '/'");
   }
   std::unique_ptr<AccessControl> ac(new AccessControl(std::move(options)));
-  RETURN_IF_ERROR(ac->ReadTokensFile());
+  ASSIGN_OR_RETURN(FileTokens file, ac->ReadTokensFile());
+  {
+    absl::MutexLock l(&ac->mu_);
+    ac->file_ = std::move(file);
+  }
   coord::PrefixMirrorOptions mo;
   mo.prefix = ac->options_.prefix;
   mo.what = "the access grants";
@@ -152,9 +156,10 @@ AccessControl::~AccessControl() {
   if (mirror_ != nullptr) mirror_->Stop();
 }
 
-Status AccessControl::ReadTokensFile() {
+StatusOr<AccessControl::FileTokens> AccessControl::ReadTokensFile() const {
+  FileTokens file;
   const std::string& path = options_.tokens_file;
-  if (path.empty()) return Status();
+  if (path.empty()) return file;
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
     return absl::NotFoundError(StrCat("--auth-tokens: cannot read ", path));
@@ -188,13 +193,23 @@ Status AccessControl::ReadTokensFile() {
       return absl::InvalidArgumentError(StrCat(where, ": the token is shorter than 16 characters"));
     }
     FileEntry entry{.principal = std::string(words[0]), .admin = words.size() == 3};
-    if (!file_tokens_.emplace(TokenHash(words[1]), entry).second) {
+    if (!file.tokens.emplace(TokenHash(words[1]), entry).second) {
       return absl::InvalidArgumentError(StrCat(where, ": this token is given twice"));
     }
-    if (entry.admin) file_admins_.insert(entry.principal);
+    if (entry.admin) file.admins.insert(entry.principal);
   }
-  TLOG_INFO("access control: {} token(s) from {}", file_tokens_.size(), path);
-  return Status();
+  TLOG_INFO("access control: {} token(s) from {}", file.tokens.size(), path);
+  return file;
+}
+
+StatusOr<size_t> AccessControl::ReloadTokensFile() {
+  if (options_.tokens_file.empty()) {
+    return absl::FailedPreconditionError("the node has no tokens file (--auth-tokens)");
+  }
+  ASSIGN_OR_RETURN(FileTokens file, ReadTokensFile());
+  absl::MutexLock l(&mu_);
+  file_ = std::move(file);
+  return file_.tokens.size();
 }
 
 std::string AccessControl::TokenFile(std::string_view hash) const {
@@ -217,8 +232,8 @@ void AccessControl::Detach() {
 
 StatusOr<std::string> AccessControl::Authenticate(std::string_view token) const {
   const std::string hash = TokenHash(token);
-  if (auto it = file_tokens_.find(hash); it != file_tokens_.end()) return it->second.principal;
   absl::ReaderMutexLock l(&mu_);
+  if (auto it = file_.tokens.find(hash); it != file_.tokens.end()) return it->second.principal;
   if (auto it = tokens_.find(hash); it != tokens_.end()) return it->second;
   if (!synced_) {
     return absl::UnavailableError("the node has not loaded its access tokens yet");
@@ -228,8 +243,8 @@ StatusOr<std::string> AccessControl::Authenticate(std::string_view token) const 
 
 Status AccessControl::Check(std::string_view principal, Permission permission,
                             std::string_view resource) const {
-  if (file_admins_.contains(principal)) return Status();
   absl::ReaderMutexLock l(&mu_);
+  if (file_.admins.contains(principal)) return Status();
   for (std::string r(resource); !r.empty(); r = WiderResource(r)) {
     auto it = grants_.find(GrantKey(principal, r));
     if (it != grants_.end() && (it->second & permission) != 0) return Status();
@@ -240,8 +255,8 @@ Status AccessControl::Check(std::string_view principal, Permission permission,
 }
 
 bool AccessControl::HoldsAnything(std::string_view principal, std::string_view resource) const {
-  if (file_admins_.contains(principal)) return true;
   absl::ReaderMutexLock l(&mu_);
+  if (file_.admins.contains(principal)) return true;
   for (std::string r(resource); !r.empty(); r = WiderResource(r)) {
     if (grants_.contains(GrantKey(principal, r))) return true;
   }
@@ -346,12 +361,12 @@ std::vector<PrincipalInfo> AccessControl::Principals() const {
     p.name = name;
     return p;
   };
-  for (const auto& [hash, entry] : file_tokens_) {
+  absl::ReaderMutexLock l(&mu_);
+  for (const auto& [hash, entry] : file_.tokens) {
     PrincipalInfo& p = info(entry.principal);
     ++p.file_tokens;
     p.file_admin = p.file_admin || entry.admin;
   }
-  absl::ReaderMutexLock l(&mu_);
   for (const auto& [hash, principal] : tokens_) info(principal).token_hashes.push_back(hash);
   for (const auto& [key, permissions] : grants_) {
     const size_t cut = key.find('\n');

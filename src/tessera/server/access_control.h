@@ -1,7 +1,8 @@
 // AccessControl: who a bearer token names, and what that principal may do (docs/auth.md).
 //
 // Principals and tokens:
-//   * The tokens file (`tessera serve --auth-tokens FILE`), read once at start: lines
+//   * The tokens file (`tessera serve --auth-tokens FILE`), read at start and again by
+//     ReloadTokensFile (`tessera serve` does on SIGHUP): lines
 //     `<principal> <token> [admin]`, '#' comments and blank lines ignored. `admin` makes the
 //     principal an administrator of the whole node (`admin` on `*`) without any grant: that is
 //     how the first administrator exists. The file must not be readable by group or others.
@@ -130,6 +131,12 @@ class AccessControl final : public coord::MirrorListener {
   // Deletes every lock-service token of `principal`; returns how many. The file's stay.
   StatusOr<int> RemoveTokens(std::string_view principal);
 
+  // Reads the tokens file again and, if it is valid, puts its tokens and administrators in
+  // place of the previous ones at once (calls checked after this see them); returns how many
+  // tokens it holds. A file that does not read or parse changes nothing: the error names it.
+  // FailedPrecondition when the node has no tokens file.
+  StatusOr<size_t> ReloadTokensFile();
+
   // Every principal the file, the tokens or the grants name, sorted by name.
   std::vector<PrincipalInfo> Principals() const;
 
@@ -145,8 +152,13 @@ class AccessControl final : public coord::MirrorListener {
     bool admin = false;
   };
 
+  struct FileTokens {
+    std::map<std::string, FileEntry, std::less<>> tokens;  // by token hash
+    std::set<std::string, std::less<>> admins;
+  };
+
   explicit AccessControl(AccessControlOptions options) : options_(std::move(options)) {}
-  Status ReadTokensFile();
+  StatusOr<FileTokens> ReadTokensFile() const;
   std::string TokenFile(std::string_view hash) const;
   std::string GrantFile(std::string_view principal, std::string_view resource) const;
   // Applies `change` to the permissions stored in `name` by compare-and-set (0 deletes the
@@ -159,12 +171,10 @@ class AccessControl final : public coord::MirrorListener {
 
   const AccessControlOptions options_;
   std::unique_ptr<coord::PrefixMirror> mirror_;
-  // The tokens file by token hash; constant after Open.
-  std::map<std::string, FileEntry, std::less<>> file_tokens_;
-  std::set<std::string, std::less<>> file_admins_;
-
   absl::Mutex attach_mu_;
   mutable absl::Mutex mu_;
+  // The tokens file as last read.
+  FileTokens file_ ABSL_GUARDED_BY(mu_);
   bool synced_ ABSL_GUARDED_BY(mu_) = false;
   // The lock service's view: token hash -> principal; "<principal>\n<resource>" -> permissions
   // (sorted so that a principal's grants on a resource and everything under it are adjacent).

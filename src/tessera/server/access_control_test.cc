@@ -117,6 +117,38 @@ TEST(TokensFileTest, RefusesBadFiles) {
       AccessControl::Open(AccessControlOptions{.tokens_file = "/nonexistent/tokens"}).status()));
 }
 
+TEST(TokensFileTest, AReloadReplacesTheTokensAndABadFileKeepsThePreviousOnes) {
+  const std::string path = TokensFile(
+      "tokens_reload", "root root-token-0123456789 admin\nalice alice-token-0123456789\n");
+  auto ac = AccessControl::Open(AccessControlOptions{.tokens_file = path});
+  ASSERT_TRUE(ac.ok()) << ac.status();
+  // alice's token is replaced, bob comes, root is no longer an administrator.
+  TokensFile("tokens_reload",
+             "root root-token-0123456789\nalice alice-token-new-0123456789\n"
+             "bob bob-token-0123456789 admin\n");
+  StatusOr<size_t> n = (*ac)->ReloadTokensFile();
+  ASSERT_TRUE(n.ok()) << n.status();
+  EXPECT_EQ(*n, 3u);
+  EXPECT_EQ(*(*ac)->Authenticate("alice-token-new-0123456789"), "alice");
+  EXPECT_EQ(*(*ac)->Authenticate("bob-token-0123456789"), "bob");
+  EXPECT_FALSE((*ac)->Authenticate("alice-token-0123456789").ok());
+  EXPECT_TRUE((*ac)->Check("bob", kPermAdmin, "*").ok());
+  EXPECT_FALSE((*ac)->Check("root", kPermAdmin, "*").ok());
+  // A file gone bad (or readable by others) changes nothing and says why.
+  TokensFile("tokens_reload", "bob\n");
+  n = (*ac)->ReloadTokensFile();
+  EXPECT_TRUE(absl::IsInvalidArgument(n.status())) << n.status();
+  EXPECT_NE(n.status().message().find("line 1: expected"), std::string::npos) << n.status();
+  TokensFile("tokens_reload", "bob bob-token-0123456789 admin\n", 0644);
+  EXPECT_TRUE(absl::IsInvalidArgument((*ac)->ReloadTokensFile().status()));
+  EXPECT_EQ(*(*ac)->Authenticate("alice-token-new-0123456789"), "alice");
+  EXPECT_TRUE((*ac)->Check("bob", kPermAdmin, "*").ok());
+  // Without a tokens file there is nothing to reload.
+  auto none = AccessControl::Open(AccessControlOptions{});
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition((*none)->ReloadTokensFile().status()));
+}
+
 // Two nodes' access controls over one embedded lock service.
 class AccessControlTest : public ::testing::Test {
  protected:

@@ -25,6 +25,7 @@
 #include "tessera/rpc/tls.h"
 #include "tessera/server/access_admin_service.h"
 #include "tessera/server/app_profile_levels.h"
+#include "tessera/server/audit.h"
 #include "tessera/server/auth_gate.h"
 #include "tessera/server/cluster_definitions.h"
 #include "tessera/server/dashboard.h"
@@ -237,6 +238,16 @@ Server::~Server() {
 tablet::Engine* Server::engine() const { return state_->core->engine(); }
 cluster::ClusterNode* Server::node() const { return state_->core->node(); }
 NodeCore* Server::core() const { return state_->core.get(); }
+
+StatusOr<size_t> Server::ReloadAuthTokens() {
+  AccessControl* ac = core()->access_control();
+  StatusOr<size_t> tokens = ac != nullptr
+                                ? ac->ReloadTokensFile()
+                                : StatusOr<size_t>(absl::FailedPreconditionError(
+                                      "the node has no tokens file (--auth --auth-tokens)"));
+  AuditAdmin("-", "signal", "reloadtokens", core()->options().auth_tokens_file, tokens.status());
+  return tokens;
+}
 
 StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   // Before any channel of the node (lock service, gossip) or the server is made.

@@ -93,6 +93,11 @@ class Server {
   cluster::ClusterNode* node() const;
   NodeCore* core() const;
 
+  // Reads the --auth-tokens file again (AccessControl::ReloadTokensFile; `tessera serve` on
+  // SIGHUP), audited as the action `reloadtokens`; returns how many tokens it holds.
+  // FailedPrecondition without --auth-tokens; the file's error otherwise, the old tokens kept.
+  StatusOr<size_t> ReloadAuthTokens();
+
   // Stops serving and closes the engine; returns the engine's Close() status. Idempotent.
   Status Shutdown();
 
