@@ -4,8 +4,9 @@
 // prints them merged (admin_tablets_format.h); `ring` shows each node's token and share of the
 // ring (TabletAdmin/GetRing with the status, admin_ring_format.h), like Cassandra's `nodetool
 // ring`; `removenode HOST:PORT` forgets a dead node on every node (ClusterAdmin/RemoveNode),
-// like Cassandra's `nodetool removenode`. `info`, `compactionstats`, `tablestats`, `flush` and
-// `compact` act on the node at --addr alone, as nodetool's do (admin_node.h).
+// like Cassandra's `nodetool removenode`. `info`, `compactionstats`, `netstats`, `tablestats`,
+// `flush`, `compact` and the throughput pairs act on the node at --addr alone, as nodetool's do
+// (admin_node.h).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -306,6 +307,12 @@ int RunAdmin(int argc, char** argv) {
       "written, write stalls (nodetool compactionstats)");
   add_addr(compactionstats, "the node");
   compactionstats->add_flag("--json", json, "print the answer as one JSON object");
+  CLI::App* netstats = app.add_subcommand(
+      "netstats",
+      "the node's streams (replica rebuild copies): under way out and in with the bytes sent "
+      "so far, bytes and copies since it started, the stream rate (nodetool netstats)");
+  add_addr(netstats, "the node");
+  netstats->add_flag("--json", json, "print the answer as one JSON object");
   CLI::App* tablestats = app.add_subcommand(
       "tablestats",
       "per table, the node's tablets: SSTables, space used, memtable size, local reads, scans "
@@ -513,8 +520,11 @@ int RunAdmin(int argc, char** argv) {
     return 2;
   }
   if (tablets->parsed()) return RunTablets(addr, timeout_ms, json, full);
-  if (info->parsed()) return RunNodeInfo(addr, timeout_ms, json, /*compaction=*/false);
-  if (compactionstats->parsed()) return RunNodeInfo(addr, timeout_ms, json, /*compaction=*/true);
+  if (info->parsed()) return RunNodeInfo(addr, timeout_ms, json, NodeInfoView::kInfo);
+  if (compactionstats->parsed()) {
+    return RunNodeInfo(addr, timeout_ms, json, NodeInfoView::kCompactionStats);
+  }
+  if (netstats->parsed()) return RunNodeInfo(addr, timeout_ms, json, NodeInfoView::kNetStats);
   if (tablestats->parsed()) return RunTableStats(addr, timeout_ms, json, full);
   if (flush->parsed()) return RunFlushOrCompact(addr, timeout_ms, json, full, /*compact=*/false);
   if (compact->parsed()) {

@@ -26,16 +26,20 @@ bool Ask(const char* command, const std::string& addr, int64_t timeout_ms,
 
 }  // namespace
 
-int RunNodeInfo(const std::string& addr, int64_t timeout_ms, bool json, bool compaction) {
+int RunNodeInfo(const std::string& addr, int64_t timeout_ms, bool json, NodeInfoView view) {
+  static constexpr const char* kCommand[] = {"info", "compactionstats", "netstats"};
+  static constexpr std::string (*kFormat[])(const v1::NodeInfo&) = {
+      FormatNodeInfo, FormatCompactionStats, FormatNetStats};
+  const auto i = static_cast<size_t>(view);
   v1::NodeInfo info;
-  if (!Ask(compaction ? "compactionstats" : "info", addr, timeout_ms,
-           &v1::NodeAdmin::Stub::GetNodeInfo, v1::GetNodeInfoRequest(), &info)) {
+  if (!Ask(kCommand[i], addr, timeout_ms, &v1::NodeAdmin::Stub::GetNodeInfo,
+           v1::GetNodeInfoRequest(), &info)) {
     return 1;
   }
   if (json) {
     std::printf("%s\n", ProtoToJson(info).dump().c_str());
   } else {
-    std::fputs((compaction ? FormatCompactionStats(info) : FormatNodeInfo(info)).c_str(), stdout);
+    std::fputs(kFormat[i](info).c_str(), stdout);
   }
   return 0;
 }

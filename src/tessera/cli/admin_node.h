@@ -1,5 +1,6 @@
 // `tessera admin` commands that act on one node (tessera.v1.NodeAdmin), as nodetool's do: info,
-// compactionstats, tablestats, flush, compact, drain, set/getcompactionthroughput. admin.cc parses
+// compactionstats, netstats, tablestats, flush, compact, drain, set/get compaction and stream
+// throughput. admin.cc parses
 // the flags; these ask the node at `addr` and print its answer (admin_node_format.h), or one JSON
 // object with --json.
 //
@@ -18,8 +19,10 @@
 
 namespace tessera::cli {
 
-// `compaction`: only the figures of compactionstats.
-int RunNodeInfo(const std::string& addr, int64_t timeout_ms, bool json, bool compaction);
+// Which figures of the node's NodeInfo `RunNodeInfo` prints: info's, compactionstats' or
+// netstats' (the JSON is the whole answer for each).
+enum class NodeInfoView { kInfo, kCompactionStats, kNetStats };
+int RunNodeInfo(const std::string& addr, int64_t timeout_ms, bool json, NodeInfoView view);
 // `table`: a full table name, or "" for every table.
 int RunTableStats(const std::string& addr, int64_t timeout_ms, bool json,
                   const std::string& table);

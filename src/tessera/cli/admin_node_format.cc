@@ -67,6 +67,26 @@ std::string FormatCompactionStats(const v1::NodeInfo& info) {
   return out;
 }
 
+std::string FormatNetStats(const v1::NodeInfo& info) {
+  std::string out;
+  Line(&out, "Mode", info.serving() ? "serving" : info.drained() ? "drained" : "not serving");
+  Line(&out, "Streams out",
+       info.streams_out() == 0 ? std::string("none")
+                               : fmt::format("{} under way ({} sent so far)", info.streams_out(),
+                                             Bytes(info.streams_out_bytes())));
+  Line(&out, "Streams in",
+       info.streams_in() == 0 ? std::string("none")
+                              : fmt::format("{} under way", info.streams_in()));
+  Line(&out, "Streamed since start",
+       fmt::format("{} sent, {} received, {} copies sent whole", Bytes(info.stream_bytes_sent()),
+                   Bytes(info.stream_bytes_received()), info.streams_done()));
+  Line(&out, "Stream throughput",
+       info.stream_throughput_mb_per_second() == 0
+           ? std::string("unlimited")
+           : fmt::format("{} MiB/s", info.stream_throughput_mb_per_second()));
+  return out;
+}
+
 std::string FormatTableStats(const v1::TableStats& stats) {
   std::string out = fmt::format("Node: {}\n", stats.endpoint().empty() ? "?" : stats.endpoint());
   if (stats.tables_size() == 0) out += "(no tablets of any table asked for on this node)\n";

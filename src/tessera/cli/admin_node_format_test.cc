@@ -51,6 +51,28 @@ TEST(AdminNodeFormatTest, CompactionStatsShowsPendingRunningAndDone) {
   EXPECT_THAT(out, HasSubstr("compactions done        : 9 (2.0 KiB written)\n"));
 }
 
+TEST(AdminNodeFormatTest, NetStatsShowStreamsUnderWayAndSinceTheStart) {
+  v1::NodeInfo info;
+  info.set_serving(true);
+  info.set_stream_throughput_mb_per_second(24);
+  std::string out = FormatNetStats(info);
+  EXPECT_THAT(out, HasSubstr("Mode                    : serving\n"));
+  EXPECT_THAT(out, HasSubstr("Streams out             : none\n"));
+  EXPECT_THAT(out, HasSubstr("Streams in              : none\n"));
+  EXPECT_THAT(out, HasSubstr("Stream throughput       : 24 MiB/s\n"));
+  info.set_streams_out(2);
+  info.set_streams_out_bytes(3 << 20);
+  info.set_streams_in(1);
+  info.set_stream_bytes_sent(5 << 20);
+  info.set_streams_done(4);
+  info.set_stream_throughput_mb_per_second(0);
+  out = FormatNetStats(info);
+  EXPECT_THAT(out, HasSubstr("Streams out             : 2 under way (3.0 MiB sent so far)\n"));
+  EXPECT_THAT(out, HasSubstr("Streams in              : 1 under way\n"));
+  EXPECT_THAT(out, HasSubstr(": 5.0 MiB sent, 0 B received, 4 copies sent whole\n"));
+  EXPECT_THAT(out, HasSubstr("Stream throughput       : unlimited\n"));
+}
+
 TEST(AdminNodeFormatTest, TableStatsHaveABlockPerTableWithMeanLatencies) {
   v1::TableStats stats;
   stats.set_endpoint("n1:1");

@@ -547,6 +547,16 @@ TEST(CliProcessTest, AdminCompactionAndStreamThroughputsChangeAtRunTime) {
     r = Tessera({"admin", get, "--json", "--addr", addr});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(nlohmann::json::parse(r.out)["mb_per_second"], 16) << r.out;
+    if (what == "stream") {  // netstats shows the rate, and no stream on one node
+      r = Tessera({"admin", "netstats", "--addr", addr});
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      EXPECT_THAT(r.out, HasSubstr("Stream throughput       : 16 MiB/s\n"));
+      EXPECT_THAT(r.out, HasSubstr("Streams out             : none\n"));
+      EXPECT_THAT(r.out, HasSubstr("0 B sent, 0 B received, 0 copies sent whole"));
+      r = Tessera({"admin", "netstats", "--json", "--addr", addr});
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      EXPECT_EQ(nlohmann::json::parse(r.out)["stream_throughput_mb_per_second"], 16) << r.out;
+    }
     r = Tessera({"admin", set, "0", "--addr", addr});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_THAT(r.out, HasSubstr("unlimited"));

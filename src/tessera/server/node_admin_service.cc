@@ -12,6 +12,7 @@
 #include "tessera/catalog/metadata_table.h"
 #include "tessera/catalog/table_definition.h"
 #include "tessera/cluster/node.h"
+#include "tessera/replication/replicated_store.h"
 #include "tessera/server/admin_convert.h"
 #include "tessera/server/audit.h"
 #include "tessera/server/grpc_status.h"
@@ -91,6 +92,23 @@ void NodeAdminService::Register(rpc::Services* services, Executor* executor) {
                 executor);
 }
 
+namespace {
+
+constexpr int64_t kMiB = 1 << 20;
+
+// A rate in bytes per second (<= 0: unlimited) as the API gives it: whole MiB/s, 0 unlimited.
+void SetThroughput(int64_t bytes_per_second, v1::Throughput* out) {
+  out->set_mb_per_second(bytes_per_second <= 0 ? 0 : std::max<int64_t>(1, bytes_per_second / kMiB));
+}
+
+Status CheckThroughput(std::string_view what, int64_t mb_per_second) {
+  if (mb_per_second >= 0 && mb_per_second <= (int64_t{1} << 40) / kMiB) return Status();
+  return absl::InvalidArgumentError(
+      StrCat(what, " throughput ", mb_per_second, " MiB/s: give 0 (unlimited) to 1048576"));
+}
+
+}  // namespace
+
 rpc::UnaryReactor* NodeAdminService::GetNodeInfo(rpc::ServerContext* context,
                                                  const v1::GetNodeInfoRequest* /*request*/,
                                                  v1::NodeInfo* response) {
@@ -117,6 +135,18 @@ rpc::UnaryReactor* NodeAdminService::GetNodeInfo(rpc::ServerContext* context,
   response->set_write_stalls(s.write_stalls);
   response->set_serving(core_->CheckServing().ok());
   response->set_drained(core_->drained());
+  if (const replication::ReplicatedStore* store = core_->replicated()) {
+    const replication::StreamStats streams = store->replicas()->Streams();
+    response->set_streams_out(streams.sending);
+    response->set_streams_in(streams.receiving);
+    response->set_streams_out_bytes(streams.sending_bytes);
+    response->set_stream_bytes_sent(streams.sent_bytes_total);
+    response->set_stream_bytes_received(streams.received_bytes_total);
+    response->set_streams_done(streams.copies_done_total);
+  }
+  v1::Throughput rate;
+  SetThroughput(core_->stream_bytes_per_second(), &rate);
+  response->set_stream_throughput_mb_per_second(rate.mb_per_second());
   return Reply(context, Status());
 }
 
@@ -208,23 +238,6 @@ rpc::UnaryReactor* NodeAdminService::Drain(rpc::ServerContext* context,
   AuditAdmin(*context, "drain", "", s);
   return Reply(context, s);
 }
-
-namespace {
-
-constexpr int64_t kMiB = 1 << 20;
-
-// A rate in bytes per second (<= 0: unlimited) as the API gives it: whole MiB/s, 0 unlimited.
-void SetThroughput(int64_t bytes_per_second, v1::Throughput* out) {
-  out->set_mb_per_second(bytes_per_second <= 0 ? 0 : std::max<int64_t>(1, bytes_per_second / kMiB));
-}
-
-Status CheckThroughput(std::string_view what, int64_t mb_per_second) {
-  if (mb_per_second >= 0 && mb_per_second <= (int64_t{1} << 40) / kMiB) return Status();
-  return absl::InvalidArgumentError(
-      StrCat(what, " throughput ", mb_per_second, " MiB/s: give 0 (unlimited) to 1048576"));
-}
-
-}  // namespace
 
 rpc::UnaryReactor* NodeAdminService::SetCompactionThroughput(rpc::ServerContext* context,
                                                              const v1::Throughput* request,
