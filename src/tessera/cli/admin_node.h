@@ -1,8 +1,7 @@
 // `tessera admin` commands that act on one node (tessera.v1.NodeAdmin), as nodetool's do: info,
 // compactionstats, netstats, tablestats, flush, compact, drain, set/get compaction and stream
-// throughput. admin.cc parses
-// the flags; these ask the node at `addr` and print its answer (admin_node_format.h), or one JSON
-// object with --json.
+// throughput. admin.cc parses the flags; these ask the node at `addr` and print its answer
+// (admin_node_format.h), or one JSON object with --json.
 //
 // Exit status: 0; 1 when the node cannot be reached or refuses (its message on stderr, e.g. a
 // table it does not know).
