@@ -400,8 +400,10 @@ int RunServe(int argc, char** argv) {
   std::fflush(stdout);
 
   int sig = 0;
-  // SIGHUP reads the tokens file again (as daemons reread their configuration); the others stop.
-  for (sigwait(&signals, &sig); sig == SIGHUP; sigwait(&signals, &sig)) {
+  // With a tokens file, SIGHUP reads it again (as daemons reread their configuration); without
+  // one it stops the node as SIGTERM does, as a hangup always did.
+  const bool reload_on_hup = !options.auth_tokens_file.empty();
+  for (sigwait(&signals, &sig); sig == SIGHUP && reload_on_hup; sigwait(&signals, &sig)) {
     StatusOr<size_t> tokens = (*server)->ReloadAuthTokens();
     if (tokens.ok()) {
       TLOG_INFO("tessera serve: SIGHUP: {} token(s) read again from --auth-tokens", *tokens);
@@ -418,7 +420,8 @@ int RunServe(int argc, char** argv) {
   if (!fatal.ok()) {
     TLOG_ERROR("tessera serve: {}; shutting down", fatal.message());
   } else {
-    TLOG_INFO("tessera serve: {} received, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    TLOG_INFO("tessera serve: {} received, shutting down",
+              sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "SIGINT");
   }
   Status closed = (*server)->Shutdown();
   if (!closed.ok()) {
