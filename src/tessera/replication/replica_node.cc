@@ -49,13 +49,16 @@ struct ReplicaNode::Peer {
   uint64_t chunks_sent = 0;
   uint64_t copy_bytes = 0;  // chunk bytes this copy has sent
   std::shared_ptr<tablet::TabletCopySource> source;
-  // A chunk the stream throughput holds back: the tick sends it at held_until_us, if its copy
-  // (held_copy_id) is still the one under way.
-  std::optional<std::string> held;
-  uint64_t held_copy_id = 0;
-  size_t held_chunk_bytes = 0;
-  bool held_last = false;
-  int64_t held_until_us = 0;
+  // A chunk the stream throughput holds back: the tick sends it at `until_us`, if its copy is
+  // still the one under way.
+  struct HeldChunk {
+    uint64_t copy_id = 0;
+    size_t chunk_bytes = 0;
+    bool last = false;
+    int64_t until_us = 0;
+    std::string request;
+  };
+  std::optional<HeldChunk> held;
 };
 
 struct ReplicaNode::Retained {
@@ -1043,11 +1046,11 @@ void ReplicaNode::SendNextChunk(uint64_t tablet_id, const std::string& peer) {
     if (it == tablets_.end()) return;
     for (Peer& p : it->second->peers) {
       if (p.endpoint != peer || !p.copying || p.copy_id != copy_id) continue;
-      p.held = request.SerializeAsString();
-      p.held_copy_id = copy_id;
-      p.held_chunk_bytes = chunk_bytes;
-      p.held_last = last;
-      p.held_until_us = clock_->MonotonicMicros() + wait_us;
+      p.held = Peer::HeldChunk{.copy_id = copy_id,
+                               .chunk_bytes = chunk_bytes,
+                               .last = last,
+                               .until_us = clock_->MonotonicMicros() + wait_us,
+                               .request = request.SerializeAsString()};
     }
     return;
   }
@@ -1232,13 +1235,11 @@ void ReplicaNode::Tick() {
       PumpLocked(t.get(), &fx);
       for (Peer& p : t->peers) {
         if (!p.held.has_value()) continue;
-        if (!p.copying || p.copy_id != p.held_copy_id) {
+        if (!p.copying || p.copy_id != p.held->copy_id) {
           p.held.reset();  // its copy ended (failed, or the peer left) while it waited
-        } else if (now >= p.held_until_us) {
-          fx.push_back([this, id = id, peer = p.endpoint, copy_id = p.held_copy_id,
-                        last = p.held_last, bytes = p.held_chunk_bytes,
-                        request = *std::move(p.held)]() mutable {
-            SendChunk(id, peer, copy_id, last, bytes, std::move(request));
+        } else if (now >= p.held->until_us) {
+          fx.push_back([this, id = id, peer = p.endpoint, h = *std::move(p.held)]() mutable {
+            SendChunk(id, peer, h.copy_id, h.last, h.chunk_bytes, std::move(h.request));
           });
           p.held.reset();
         }
@@ -1302,7 +1303,9 @@ void ReplicaNode::SetStreamBytesPerSecond(int64_t bytes_per_second) {
   absl::MutexLock l(&mu_);
   const int64_t now = clock_->MonotonicMicros();
   for (auto& [id, t] : tablets_) {
-    for (Peer& p : t->peers) p.held_until_us = std::min(p.held_until_us, now);
+    for (Peer& p : t->peers) {
+      if (p.held.has_value()) p.held->until_us = std::min(p.held->until_us, now);
+    }
   }
 }
 

@@ -6,7 +6,6 @@
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
 #include "tessera/cluster/node.h"
-#include "tessera/replication/replicated_store.h"
 #include "tessera/server/audit.h"
 #include "tessera/server/auth_gate.h"
 #include "tessera/server/node_admin_service.h"
@@ -41,10 +40,7 @@ std::string NodeJson(NodeCore* core, const CallCounter* calls) {
                  {"running", e.running_jobs()},
                  {"flushes", e.flushes},
                  {"compactions", e.compactions}};
-  replication::StreamStats streams;
-  if (const replication::ReplicatedStore* store = core->replicated()) {
-    streams = store->replicas()->Streams();
-  }
+  const replication::StreamStats streams = core->Streams();
   out["streams"] = {{"sending", streams.sending},
                     {"receiving", streams.receiving},
                     {"sending_bytes", streams.sending_bytes},

@@ -12,7 +12,6 @@
 #include "tessera/catalog/metadata_table.h"
 #include "tessera/catalog/table_definition.h"
 #include "tessera/cluster/node.h"
-#include "tessera/replication/replicated_store.h"
 #include "tessera/server/admin_convert.h"
 #include "tessera/server/audit.h"
 #include "tessera/server/grpc_status.h"
@@ -97,8 +96,8 @@ namespace {
 constexpr int64_t kMiB = 1 << 20;
 
 // A rate in bytes per second (<= 0: unlimited) as the API gives it: whole MiB/s, 0 unlimited.
-void SetThroughput(int64_t bytes_per_second, v1::Throughput* out) {
-  out->set_mb_per_second(bytes_per_second <= 0 ? 0 : std::max<int64_t>(1, bytes_per_second / kMiB));
+int64_t MiBPerSecond(int64_t bytes_per_second) {
+  return bytes_per_second <= 0 ? 0 : std::max<int64_t>(1, bytes_per_second / kMiB);
 }
 
 Status CheckThroughput(std::string_view what, int64_t mb_per_second) {
@@ -135,18 +134,14 @@ rpc::UnaryReactor* NodeAdminService::GetNodeInfo(rpc::ServerContext* context,
   response->set_write_stalls(s.write_stalls);
   response->set_serving(core_->CheckServing().ok());
   response->set_drained(core_->drained());
-  if (const replication::ReplicatedStore* store = core_->replicated()) {
-    const replication::StreamStats streams = store->replicas()->Streams();
-    response->set_streams_out(streams.sending);
-    response->set_streams_in(streams.receiving);
-    response->set_streams_out_bytes(streams.sending_bytes);
-    response->set_stream_bytes_sent(streams.sent_bytes_total);
-    response->set_stream_bytes_received(streams.received_bytes_total);
-    response->set_streams_done(streams.copies_done_total);
-  }
-  v1::Throughput rate;
-  SetThroughput(core_->stream_bytes_per_second(), &rate);
-  response->set_stream_throughput_mb_per_second(rate.mb_per_second());
+  const replication::StreamStats streams = core_->Streams();
+  response->set_streams_out(streams.sending);
+  response->set_streams_in(streams.receiving);
+  response->set_streams_out_bytes(streams.sending_bytes);
+  response->set_stream_bytes_sent(streams.sent_bytes_total);
+  response->set_stream_bytes_received(streams.received_bytes_total);
+  response->set_streams_done(streams.copies_done_total);
+  response->set_stream_throughput_mb_per_second(MiBPerSecond(core_->stream_bytes_per_second()));
   return Reply(context, Status());
 }
 
@@ -245,7 +240,7 @@ rpc::UnaryReactor* NodeAdminService::SetCompactionThroughput(rpc::ServerContext*
   Status s = CheckThroughput("compaction", request->mb_per_second());
   if (s.ok()) {
     core_->engine()->SetCompactionBytesPerSecond(request->mb_per_second() * kMiB);
-    SetThroughput(core_->engine()->compaction_bytes_per_second(), response);
+    response->set_mb_per_second(MiBPerSecond(core_->engine()->compaction_bytes_per_second()));
   }
   AuditAdmin(*context, "setcompactionthroughput", StrCat(request->mb_per_second(), " MiB/s"), s);
   return Reply(context, s);
@@ -254,7 +249,7 @@ rpc::UnaryReactor* NodeAdminService::SetCompactionThroughput(rpc::ServerContext*
 rpc::UnaryReactor* NodeAdminService::GetCompactionThroughput(
     rpc::ServerContext* context, const v1::GetThroughputRequest* /*request*/,
     v1::Throughput* response) {
-  SetThroughput(core_->engine()->compaction_bytes_per_second(), response);
+  response->set_mb_per_second(MiBPerSecond(core_->engine()->compaction_bytes_per_second()));
   return Reply(context, Status());
 }
 
@@ -264,7 +259,7 @@ rpc::UnaryReactor* NodeAdminService::SetStreamThroughput(rpc::ServerContext* con
   Status s = CheckThroughput("stream", request->mb_per_second());
   if (s.ok()) {
     core_->SetStreamBytesPerSecond(request->mb_per_second() * kMiB);
-    SetThroughput(core_->stream_bytes_per_second(), response);
+    response->set_mb_per_second(MiBPerSecond(core_->stream_bytes_per_second()));
   }
   AuditAdmin(*context, "setstreamthroughput", StrCat(request->mb_per_second(), " MiB/s"), s);
   return Reply(context, s);
@@ -273,7 +268,7 @@ rpc::UnaryReactor* NodeAdminService::SetStreamThroughput(rpc::ServerContext* con
 rpc::UnaryReactor* NodeAdminService::GetStreamThroughput(
     rpc::ServerContext* context, const v1::GetThroughputRequest* /*request*/,
     v1::Throughput* response) {
-  SetThroughput(core_->stream_bytes_per_second(), response);
+  response->set_mb_per_second(MiBPerSecond(core_->stream_bytes_per_second()));
   return Reply(context, Status());
 }
 

@@ -17,6 +17,11 @@ NodeCore::NodeCore(const NodeCoreOptions& options, const NodeCoreEnv& env)
       env_(env),
       stream_bytes_per_s_(static_cast<int64_t>(options.cluster.replica.stream_bytes_per_s)) {}
 
+replication::StreamStats NodeCore::Streams() const {
+  const replication::ReplicatedStore* store = replicated();
+  return store != nullptr ? store->replicas()->Streams() : replication::StreamStats();
+}
+
 void NodeCore::SetStreamBytesPerSecond(int64_t bytes_per_second) {
   stream_bytes_per_s_.store(bytes_per_second);
   if (replication::ReplicatedStore* store = replicated()) {

@@ -190,6 +190,8 @@ class NodeCore {
   // <= 0: unlimited.
   void SetStreamBytesPerSecond(int64_t bytes_per_second);
   int64_t stream_bytes_per_second() const { return stream_bytes_per_s_.load(); }
+  // The replicas' streams (ReplicaNode::Streams); all zero while nothing is replicated.
+  replication::StreamStats Streams() const;
   AdminService* admin() const { return admin_.get(); }
   AppProfileStore* profiles() const { return profiles_.get(); }
   // Null unless options.auth.

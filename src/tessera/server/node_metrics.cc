@@ -158,7 +158,7 @@ void NodeMetrics::CollectTablets(std::vector<MetricFamily>* out) const {
                            "Mutations kept in memory for replicas that have not acknowledged "
                            "them"),
                      retained));
-  const replication::StreamStats streams = store->replicas()->Streams();
+  const replication::StreamStats streams = core_->Streams();
   MetricFamily under_way =
       Gauge("tessera_streams_in_progress",
             "Rebuild copies (streams) under way: out, sent by this node as a tablet's primary; in, "
@@ -177,10 +177,9 @@ void NodeMetrics::CollectTablets(std::vector<MetricFamily>* out) const {
   out->push_back(
       One(Counter("tessera_streams_completed_total", "Rebuild copies this node sent whole"),
           static_cast<double>(streams.copies_done_total)));
-  out->push_back(
-      One(Gauge("tessera_stream_throughput_bytes_per_second",
-                "The rebuild stream rate limit of this node; 0: unlimited"),
-          static_cast<double>(std::max<int64_t>(0, store->replicas()->stream_bytes_per_second()))));
+  out->push_back(One(Gauge("tessera_stream_throughput_bytes_per_second",
+                           "The rebuild stream rate limit of this node; 0: unlimited"),
+                     static_cast<double>(std::max<int64_t>(0, core_->stream_bytes_per_second()))));
 }
 
 void NodeMetrics::CollectTables(std::vector<MetricFamily>* out) const {
