@@ -90,6 +90,8 @@ TEST_F(MetricsClusterTest, EveryNodeServesMetricsThatMoveWithTheWork) {
     EXPECT_EQ(Count(*text, "\ntessera_streams_in_progress{direction="), 2u);
     EXPECT_EQ(Sum(*text, "tessera_streams_in_progress"), 0);
     EXPECT_EQ(Sum(*text, "tessera_stream_throughput_bytes_per_second"), 24 << 20);
+    EXPECT_EQ(Count(*text, "\ntessera_repairs_in_progress "), 1u);  // no repair yet
+    EXPECT_EQ(Sum(*text, "tessera_repair_bytes_total"), 0);
     static const std::regex kType("# TYPE ([a-z_:]+) ");
     for (auto it = std::sregex_iterator(text->begin(), text->end(), kType);
          it != std::sregex_iterator(); ++it) {

@@ -3,6 +3,8 @@
 //   * `snapshot` taken while a client writes, then `restore` into a new table and into the
 //     table itself: the restored table must be exactly the table at the snapshot — for each
 //     tablet, the writes up to one point of the client's sequence and none after it.
+//   * `repair` while a client writes: every replica of both tablets compared with its
+//     primary's copy at one sequence and found consistent; exit 0, JSON for scripts.
 //   * `drain` of a node: it refuses data calls, its tablets get other primaries, and writes
 //     through the other nodes go on after a short stall (measured and printed).
 // Part of the cluster_process_test binary (main() in cluster_process_test.cc).
@@ -183,6 +185,67 @@ TEST_F(NodeAdminClusterTest, RestoreGivesTheTableAtTheSnapshotWhileWritesGoOn) {
   out.clear();
   ASSERT_EQ(RunCommand(admin(StrCat("listsnapshots --addr ", nodes_[0]->endpoint())), &out), 0);
   EXPECT_NE(out.find("There are no snapshots"), std::string::npos) << out;
+}
+
+TEST_F(NodeAdminClusterTest, RepairFindsEveryReplicaConsistentWhileWritesGoOn) {
+  StartCluster(3);
+  ASSERT_TRUE(WaitFor([&] { return Converged(Endpoints()); }, milliseconds(20'000)));
+  {
+    grpc::Status s = CreateTableR(*nodes_[0]);  // two tablets, split at "m"
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  ASSERT_TRUE(
+      WaitFor([&] { return WriteRow(*nodes_[1], "first", "1").ok(); }, milliseconds(15'000)));
+  std::atomic<int> acked{0};
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    auto stub = google::bigtable::v2::Bigtable::NewStub(nodes_[1]->NewChannel());
+    for (int i = 0; i < 20000 && !stop.load(); ++i) {
+      if (!WriteRow(*stub, LoadKey(i), StrCat("v", i)).ok()) return;
+      acked.store(i + 1);
+    }
+  });
+  ASSERT_TRUE(WaitFor([&] { return acked.load() >= 100; }, milliseconds(20'000)));
+  std::string out;
+  const int rc = RunCommand(StrCat(g_tessera_binary, " admin repair --table r --addr ",
+                                   nodes_[2]->endpoint(), " --timeout-ms 60000"),
+                            &out);
+  const int acked_during = acked.load();
+  stop.store(true);
+  writer.join();
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(Count(out, "  consistent\n"), 4u) << out;  // 2 tablets, 2 replicas beside each primary
+  EXPECT_NE(out.find("Repaired 2 tablets: 4 replicas (4 consistent)"), std::string::npos) << out;
+  EXPECT_GT(acked_during, 100) << "the writes went on";
+
+  // --json: one answer per node, the tablets each one is the primary of.
+  out.clear();
+  ASSERT_EQ(RunCommand(StrCat(g_tessera_binary, " admin repair --json --addr ",
+                              nodes_[0]->endpoint(), " --timeout-ms 60000"),
+                       &out),
+            0)
+      << out;
+  const nlohmann::json answers = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_TRUE(answers.is_array()) << out;
+  ASSERT_EQ(answers.size(), 3u) << out;
+  size_t tablets = 0;
+  for (const nlohmann::json& node : answers) {
+    if (!node.contains("tablets")) continue;
+    for (const nlohmann::json& t : node["tablets"]) {
+      ++tablets;
+      ASSERT_TRUE(t.contains("replicas")) << t.dump();
+      for (const nlohmann::json& r : t["replicas"]) EXPECT_EQ(r["result"], "consistent") << out;
+    }
+  }
+  EXPECT_GE(tablets, 3u) << out;  // r's two, METADATA's one (every table)
+
+  // A table nobody knows: the nodes say so, and the command fails.
+  out.clear();
+  EXPECT_EQ(RunCommand(StrCat(g_tessera_binary, " admin repair --table nosuch --addr ",
+                              nodes_[0]->endpoint()),
+                       &out),
+            1)
+      << out;
 }
 
 TEST_F(NodeAdminClusterTest, ADrainedNodeStopsServingAndWritesGoOnElsewhere) {

@@ -20,6 +20,7 @@
 #include "tessera/catalog/table_definition.h"
 #include "tessera/cli/admin_access.h"
 #include "tessera/cli/admin_node.h"
+#include "tessera/cli/admin_repair.h"
 #include "tessera/cli/admin_ring_format.h"
 #include "tessera/cli/admin_snapshot.h"
 #include "tessera/cli/admin_tablets_format.h"
@@ -336,6 +337,17 @@ int RunAdmin(int argc, char** argv) {
   add_addr(compact, "the node");
   compact->add_flag("--json", json, "print the answer as one JSON object");
   add_table(compact);
+  CLI::App* repair = app.add_subcommand(
+      "repair",
+      "compare every replica of each tablet (of --table, else of every table) with its "
+      "primary's copy at one sequence, while writes go on; a replica that differs is rebuilt "
+      "from a copy at the stream throughput. Each node checks the tablets it is the primary "
+      "of (nodetool repair -pr on every node; --timeout-ms defaults to 1 hour).\nExit status: "
+      "0 when every replica is consistent or being rebuilt; 1 when a node could not be asked "
+      "or a replica was behind, busy or failed; 2 on bad flags");
+  add_addr(repair, "any node");
+  repair->add_flag("--json", json, "print the answers as JSON");
+  add_table(repair);
   CLI::App* drain = app.add_subcommand(
       "drain",
       "the node at --addr stops serving for good — peers mark it down, its tablets get other "
@@ -547,6 +559,13 @@ int RunAdmin(int argc, char** argv) {
     if (listsnapshots->parsed()) return RunListSnapshots(nodes, wait_ms, json, full, tag);
     if (clearsnapshot->parsed()) return RunClearSnapshot(nodes, wait_ms, json, full, tag);
     return RunRestore(addr, nodes, wait_ms, json, full, tag, full_target);
+  }
+  if (repair->parsed()) {
+    const int64_t wait_ms =
+        repair->get_option("--timeout-ms")->count() > 0 ? timeout_ms : 3'600'000;
+    const std::vector<std::string> nodes = SnapshotNodes("repair", addr, timeout_ms);
+    if (nodes.empty()) return 1;
+    return RunRepair(nodes, wait_ms, json, full);
   }
   if (drain->parsed()) {
     const int64_t wait_ms = drain->get_option("--timeout-ms")->count() > 0 ? timeout_ms : 600000;

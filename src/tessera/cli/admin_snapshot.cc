@@ -12,6 +12,7 @@
 #include "google/bigtable/admin/v2/bigtable_table_admin.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "nlohmann/json.hpp"
+#include "tessera/cli/admin_fanout.h"
 #include "tessera/cli/admin_node.h"
 #include "tessera/cli/admin_tablets_format.h"
 #include "tessera/cli/cli_flags.h"
@@ -24,24 +25,6 @@ namespace {
 
 namespace v1 = ::tessera::v1;
 namespace btadmin = ::google::bigtable::admin::v2;
-
-// Asks every node at once; the answers (or failures) in `nodes`' order.
-template <typename Request, typename Response>
-std::vector<std::pair<grpc::Status, Response>> AskAll(
-    const char* command, const std::vector<std::string>& nodes, int64_t timeout_ms,
-    grpc::Status (v1::NodeAdmin::Stub::*method)(grpc::ClientContext*, const Request&, Response*),
-    const Request& request) {
-  std::vector<std::pair<grpc::Status, Response>> answers(nodes.size());
-  std::vector<std::thread> askers;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    askers.emplace_back([&, i] {
-      answers[i].first =
-          AskNode(command, nodes[i], timeout_ms, method, request, &answers[i].second);
-    });
-  }
-  for (std::thread& t : askers) t.join();
-  return answers;
-}
 
 uint64_t FileBytes(const google::protobuf::RepeatedPtrField<v1::SnapshotTablet>& tablets) {
   uint64_t bytes = 0;
@@ -64,24 +47,6 @@ std::unique_ptr<btadmin::BigtableTableAdmin::Stub> TableAdmin(const std::string&
 
 void SetDeadline(grpc::ClientContext* ctx, int64_t timeout_ms) {
   ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));
-}
-
-// Hands each node's answer to `one` (a failed node was reported on stderr by AskNode), which
-// prints it or, with --json, adds it to the array printed at the end. Exit status: 0 when every
-// node answered, else 1.
-template <typename Response>
-int ForEachAnswer(const std::vector<std::string>& nodes,
-                  const std::vector<std::pair<grpc::Status, Response>>& answers, bool json,
-                  const std::function<void(const std::string& node, const Response& response,
-                                           nlohmann::json* out)>& one) {
-  nlohmann::json out = nlohmann::json::array();
-  bool all = true;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    all = all && answers[i].first.ok();
-    if (answers[i].first.ok()) one(nodes[i], answers[i].second, &out);
-  }
-  if (json) std::printf("%s\n", out.dump().c_str());
-  return all ? 0 : 1;
 }
 
 // One tablet of the snapshot as the restore takes it: from the node with the highest sequence.

@@ -6,118 +6,22 @@
 #include <utility>
 
 #include "tessera/catalog/tablet_id.h"
+#include "tessera/replication/replica_node_state.h"
 #include "tessera/util/logging.h"
 #include "tessera/v1/replica.pb.h"
 
 namespace tessera::replication {
 namespace {
 
-using catalog::TabletConfig;
 using catalog::TabletConfigState;
+using catalog::TabletName;
+using replica_internal::JoinedOf;
+using replica_internal::MakePromise;
+using replica_internal::PromisedOf;
+using replica_internal::RunAll;
 using v1::TabletAck;
 
-uint64_t PromisedOf(uint64_t promise) { return promise >> 32; }
-uint64_t JoinedOf(uint64_t promise) { return promise & 0xffffffffu; }
-uint64_t MakePromise(uint64_t promised, uint64_t joined) { return promised << 32 | joined; }
-
-using catalog::TabletName;
-
-void RunAll(std::vector<std::function<void()>>* fx) {
-  for (auto& f : *fx) f();
-  fx->clear();
-}
-
 }  // namespace
-
-struct ReplicaNode::Peer {
-  std::string endpoint;
-  bool known = false;  // `acked` was heard from the peer
-  uint64_t acked = 0;  // durable on the peer
-  uint64_t sent = 0;   // sent up to (acknowledged or in flight)
-  bool in_flight = false;
-  int64_t last_send_us = std::numeric_limits<int64_t>::min() / 2;
-  int64_t lease_until_us = 0;  // on this node's clock
-  bool answering = true;       // its last call succeeded (or none failed yet)
-  bool stale = false;          // it refused our epoch
-  bool rebuild = false;        // it diverged or needs what we no longer retain
-  // A rebuild under way: the copy, its id, and the sequence trimming must keep above.
-  bool copying = false;
-  // > 0: it needs this sequence, which only the hint log holds; the tick sends it (throttled).
-  uint64_t hints_from = 0;
-  uint64_t copy_id = 0;
-  uint64_t copy_sequence = 0;
-  uint64_t chunks_sent = 0;
-  uint64_t copy_bytes = 0;  // chunk bytes this copy has sent
-  std::shared_ptr<tablet::TabletCopySource> source;
-  // A chunk the stream throughput holds back: the tick sends it at `until_us`, if its copy is
-  // still the one under way.
-  struct HeldChunk {
-    uint64_t copy_id = 0;
-    size_t chunk_bytes = 0;
-    bool last = false;
-    int64_t until_us = 0;
-    std::string request;
-  };
-  std::optional<HeldChunk> held;
-};
-
-struct ReplicaNode::Retained {
-  uint64_t last = 0;
-  std::string mutation;
-  int64_t written_at_us = 0;  // wall time it was retained: the hint window counts from it
-};
-
-struct ReplicaNode::HintDelivery {
-  uint64_t tablet_id = 0;
-  std::string peer;
-  uint64_t epoch = 0;
-  uint64_t epoch_start_sequence = 0;
-  uint64_t from = 0;
-  uint64_t budget = 0;  // bytes taken from the delivery budget
-};
-
-struct ReplicaNode::Waiter {
-  uint64_t sequence = 0;
-  WriteLevel level = WriteLevel::kQuorum;
-  std::string dc;
-  int64_t deadline_us = 0;
-  std::function<void(Status)> done;
-};
-
-struct ReplicaNode::PendingSeal {
-  uint64_t tablet_id = 0;
-  int64_t wait_until_us = 0;
-  RpcChannel::Responder respond;
-};
-
-struct ReplicaNode::Tablet {
-  explicit Tablet(uint64_t i) : id(i) {}
-  const uint64_t id;
-  // Shared by writes (as primary) and applies (as replica), exclusive for role changes.
-  absl::Mutex gate;
-  // The rest under the node's mu_.
-  std::optional<TabletConfig> config;
-  bool promise_loaded = false;
-  // Named primary while the engine did not hold the tablet yet (its configuration came before
-  // the catalog created it here): each Tick tries again until it can act.
-  bool lead_pending = false;
-  uint64_t promise = 0;
-  int64_t granted_until_us = 0;  // leases granted end here (our clock)
-  bool primary = false;
-  uint64_t epoch = 0;  // the epoch this node is primary of
-  std::vector<Peer> peers;
-  std::map<uint64_t, Retained> retained;  // first sequence -> mutation
-  size_t retained_bytes = 0;
-  uint64_t floor = 0;  // sequences <= floor are not retained
-  // As a replica: through which sequence every member holds the tablet, as its primary last
-  // said (TabletBatch.everyone_has); unknown until one says.
-  std::optional<uint64_t> members_have;
-  uint64_t last = 0;  // the engine's last sequence, as last seen
-  std::vector<Waiter> waiters;
-  // Replica side of a rebuild under way: the copy being received and its id.
-  std::unique_ptr<tablet::TabletCopySink> sink;
-  uint64_t sink_copy_id = 0;
-};
 
 ReplicaNode::ReplicaNode(tablet::Engine* engine, RpcChannel* channel, Executor* executor,
                          Clock* clock, ReplicaNodeOptions options, HintLog* hint_log)
@@ -134,7 +38,8 @@ ReplicaNode::ReplicaNode(tablet::Engine* engine, RpcChannel* channel, Executor* 
                                         .max_bytes = options_.max_hints_bytes,
                                         .delivery_bytes_per_s = options_.hint_delivery_bytes_per_s,
                                         .burst_bytes = options_.max_batch_bytes})),
-      stream_limiter_(static_cast<int64_t>(options_.stream_bytes_per_s), clock) {}
+      stream_limiter_(static_cast<int64_t>(options_.stream_bytes_per_s), clock),
+      life_(std::make_shared<LifeGuard>()) {}
 
 ReplicaNode::~ReplicaNode() { Stop(); }
 
@@ -142,6 +47,7 @@ void ReplicaNode::Start() {
   absl::MutexLock l(&mu_);
   if (running_) return;
   running_ = true;
+  life_->Reopen();
   started_at_us_ = clock_->MonotonicMicros();
   ScheduleTick();
 }
@@ -171,6 +77,23 @@ void ReplicaNode::Stop() {
       });
     }
     seals_.clear();
+  }
+  // A hash under way finishes (its answer goes out); those not started are answered here.
+  life_->Close();
+  {
+    absl::MutexLock l(&mu_);
+    for (auto& [id, job] : hash_jobs_) {
+      fx.push_back(
+          [done = std::move(job.done)] { done(absl::UnavailableError("the node is stopping")); });
+    }
+    hash_jobs_.clear();
+    for (auto& [id, t] : tablets_) {
+      if (!t->digest.has_value()) continue;
+      fx.push_back([respond = std::move(t->digest->respond)] {
+        respond(absl::UnavailableError("the node is stopping"));
+      });
+      t->digest.reset();
+    }
   }
   RunAll(&fx);
 }
@@ -733,6 +656,10 @@ bool ReplicaNode::Handle(const std::string& from, const std::string& method, std
     HandleRebuild(request, std::move(respond));
     return true;
   }
+  if (method == kDigestMethod) {
+    HandleDigest(request, std::move(respond));
+    return true;
+  }
   return false;
 }
 
@@ -823,9 +750,7 @@ void ReplicaNode::ApplyFromPrimary(const v1::TabletBatch& b, TabletAck* out) {
     absl::MutexLock l(&mu_);
     if (refused()) return answer(TabletAck::STALE_EPOCH);
   }
-  StatusOr<uint64_t> last = mutations.empty()
-                                ? engine_->LastSequence(t->id)
-                                : engine_->ApplyReplicated(t->id, b.first_sequence(), mutations);
+  StatusOr<uint64_t> last = ApplyReplicatedAt(t, b.first_sequence(), mutations);
   if (!last.ok()) {
     StatusOr<uint64_t> now_last = engine_->LastSequence(t->id);
     ack.set_last_sequence(now_last.ok() ? *now_last : 0);
@@ -1223,6 +1148,7 @@ void ReplicaNode::Tick() {
     ticking_ = true;
     const int64_t now = clock_->MonotonicMicros();
     for (auto& [id, t] : tablets_) {
+      ExpireDigestLocked(t.get(), now, &fx);
       if (!t->primary) continue;
       for (Peer& p : t->peers) {
         // A call that outlived its timeout without a callback is treated as lost.

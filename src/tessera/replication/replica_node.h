@@ -35,11 +35,13 @@
 // before the ReplicaNode, so no RPC callback reaches a destroyed node.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -50,6 +52,7 @@
 #include "tessera/replication/hint_log.h"
 #include "tessera/replication/hint_store.h"
 #include "tessera/replication/rpc_channel.h"
+#include "tessera/replication/tablet_repair.h"
 #include "tessera/replication/tablet_writer.h"
 #include "tessera/tablet/engine.h"
 #include "tessera/util/clock.h"
@@ -68,6 +71,7 @@ namespace tessera::replication {
 inline constexpr std::string_view kReplicateMethod = "Replicate";
 inline constexpr std::string_view kSealMethod = "Seal";
 inline constexpr std::string_view kRebuildMethod = "Rebuild";
+inline constexpr std::string_view kDigestMethod = "Digest";
 
 struct ReplicaNodeOptions {
   // --- behaviour ---
@@ -203,9 +207,19 @@ class ReplicaNode final : public TabletWriter {
   void AwaitCommit(uint64_t tablet_id, WriteLevel level, const std::string& coordinator_dc,
                    int64_t timeout_us, std::function<void(Status)> done);
 
+  // --- repair (docs/repair.md; replica_repair.cc) ---
+  // As the primary of `tablet_id`: compares every other replica's copy of the tablet with this
+  // node's at one sequence (the replicas hash theirs as they reach it, writes go on) and marks
+  // each one that differs for a rebuild, which then streams it a copy. `done` gets the report
+  // (each replica's outcome) once every replica answered or `timeout_us` ran out, or
+  // FailedPrecondition when this node is not the primary, or the engine's error.
+  void RepairTablet(uint64_t tablet_id, int64_t timeout_us,
+                    std::function<void(StatusOr<TabletRepairReport>)> done);
+  RepairStats Repairs() const;
+
   // --- incoming calls ---
-  // Serves kReplicateMethod, kSealMethod and kRebuildMethod; false (and `respond` untouched) for
-  // any other.
+  // Serves kReplicateMethod, kSealMethod, kRebuildMethod and kDigestMethod; false (and
+  // `respond` untouched) for any other.
   bool Handle(const std::string& from, const std::string& method, std::string& request,
               RpcChannel::Responder& respond);
 
@@ -226,6 +240,10 @@ class ReplicaNode final : public TabletWriter {
   struct Retained;
   struct Waiter;
   struct PendingSeal;
+  struct PendingDigest;
+  struct RepairRun;
+  struct HashJob;
+  struct LifeGuard;
   struct Tablet;
   using Effects = std::vector<std::function<void()>>;
 
@@ -284,6 +302,23 @@ class ReplicaNode final : public TabletWriter {
                      StatusOr<std::string> response);
   // One tablet's share of a Replicate call, answered in `ack`.
   void ApplyFromPrimary(const v1::TabletBatch& b, v1::TabletAck* ack);
+  // Applies `mutations` (numbered from `first`) to the replica `t`, splitting them where a
+  // pending digest's sequence falls to hash the copy there. REQUIRES: t->gate held shared.
+  StatusOr<uint64_t> ApplyReplicatedAt(Tablet* t, uint64_t first,
+                                       std::span<const model::RowMutation> mutations);
+
+  // Repair (replica_repair.cc).
+  void HandleDigest(const std::string& request, RpcChannel::Responder respond);
+  // Snapshots the copy of `t` now and, if it is at pending.sequence, hashes it on the executor
+  // and answers pending.respond; MOVED_PAST otherwise. REQUIRES: t->gate held (shared or not).
+  void DigestNow(Tablet* t, PendingDigest pending);
+  // Hashes `rows` on the executor, then `done`; Unavailable if the node stops first.
+  void HashLater(std::unique_ptr<tablet::RowIterator> rows,
+                 std::function<void(StatusOr<TabletDigest>)> done);
+  // The tick: a pending digest whose time is over is answered BEHIND.
+  void ExpireDigestLocked(Tablet* t, int64_t now, Effects* fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void StartRepairAttempt(std::shared_ptr<RepairRun> run);
+  void FinishRepairAttempt(std::shared_ptr<RepairRun> run);
 
   void ScheduleTick() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Tick();
@@ -309,6 +344,13 @@ class ReplicaNode final : public TabletWriter {
   uint64_t stream_sent_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t stream_received_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t copies_done_ ABSL_GUARDED_BY(mu_) = 0;
+  // Digests waiting for the executor (HashLater), dropped by Stop; the guard keeps a task that
+  // runs after Stop from touching the node.
+  const std::shared_ptr<LifeGuard> life_;
+  std::map<uint64_t, HashJob> hash_jobs_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_hash_job_ ABSL_GUARDED_BY(mu_) = 1;
+  std::atomic<uint64_t> repairs_in_progress_{0};
+  std::atomic<uint64_t> repair_hashed_bytes_{0};
 };
 
 }  // namespace tessera::replication

@@ -92,6 +92,25 @@ Status CheckActor(NodeCore* core, const metrics::HttpRequest& request, std::stri
   return access->Check(*principal, kPermAdmin, kAllResources);
 }
 
+// "repaired 2 tablets: 4 replicas consistent, 0 rebuilding, 0 not checked".
+std::string RepairSummary(const ::tessera::v1::RepairResponse& r) {
+  size_t consistent = 0, rebuilding = 0, unchecked = 0;
+  for (const auto& t : r.tablets()) {
+    if (!t.error().empty()) ++unchecked;
+    for (const auto& replica : t.replicas()) {
+      if (replica.result() == "consistent") {
+        ++consistent;
+      } else if (replica.result() == "rebuilding") {
+        ++rebuilding;
+      } else {
+        ++unchecked;
+      }
+    }
+  }
+  return StrCat("repaired ", r.tablets_size(), " tablets this node is the primary of: ", consistent,
+                " replicas consistent, ", rebuilding, " rebuilding, ", unchecked, " not checked");
+}
+
 metrics::HttpReply Action(NodeCore* core, const metrics::HttpRequest& request) {
   const nlohmann::json body = nlohmann::json::parse(request.body, nullptr, false);
   const std::string action =
@@ -120,12 +139,17 @@ metrics::HttpReply Action(NodeCore* core, const metrics::HttpRequest& request) {
       message = StrCat("compacted ", r->tablets(), " tablets: ", r->sstables_before(), " -> ",
                        r->sstables_after(), " SSTables");
     }
+  } else if (action == "repair") {
+    StatusOr<::tessera::v1::RepairResponse> r = RepairTablets(*core, table);
+    s = r.status();
+    if (s.ok()) message = RepairSummary(*r);
   } else if (action == "drain") {
     s = core->Drain();
     message = "drained: the node serves no more and waits to be stopped";
   } else {
     s = absl::InvalidArgumentError(
-        "the body must be {\"action\": \"flush\"|\"compact\"|\"drain\", \"table\": optional}");
+        "the body must be {\"action\": \"flush\"|\"compact\"|\"repair\"|\"drain\", \"table\": "
+        "optional}");
   }
   AuditAdmin(principal, request.peer, what, table, s);
   return Reply(s, message);

@@ -9,9 +9,12 @@
 #include <utility>
 #include <vector>
 
+#include "absl/synchronization/notification.h"
 #include "tessera/catalog/metadata_table.h"
 #include "tessera/catalog/table_definition.h"
+#include "tessera/catalog/tablet_id.h"
 #include "tessera/cluster/node.h"
+#include "tessera/replication/replicated_store.h"
 #include "tessera/server/admin_convert.h"
 #include "tessera/server/audit.h"
 #include "tessera/server/grpc_status.h"
@@ -75,6 +78,7 @@ void NodeAdminService::Register(rpc::Services* services, Executor* executor) {
   services->Add(kService, "GetNodeInfo", this, &NodeAdminService::GetNodeInfo, executor);
   services->Add(kService, "GetTableStats", this, &NodeAdminService::GetTableStats, executor);
   services->Add(kService, "Flush", this, &NodeAdminService::Flush, executor);
+  services->Add(kService, "Repair", this, &NodeAdminService::Repair, executor);
   services->Add(kService, "Compact", this, &NodeAdminService::Compact, executor);
   services->Add(kService, "TakeSnapshot", this, &NodeAdminService::TakeSnapshot, executor);
   services->Add(kService, "ListSnapshots", this, &NodeAdminService::ListSnapshots, executor);
@@ -203,6 +207,65 @@ StatusOr<v1::CompactResponse> CompactTablets(NodeCore& core, const std::string& 
     response.set_sstables_after(response.sstables_after() + SstableCount(engine, t.id));
   }
   return response;
+}
+
+StatusOr<v1::RepairResponse> RepairTablets(NodeCore& core, const std::string& table) {
+  // A replica that has not reached the sequence compared at by then is reported behind.
+  constexpr int64_t kTabletTimeoutUs = 60'000'000;
+  v1::RepairResponse response;
+  ASSIGN_OR_RETURN(std::vector<LocalTablet> tablets, LocalTablets(core, table));
+  replication::ReplicatedStore* store = core.replicated();
+  for (const LocalTablet& t : tablets) {
+    StatusOr<tablet::TabletDescriptor> d = core.engine()->GetTablet(t.id);
+    if (!d.ok()) continue;  // dropped since it was listed
+    const bool replicated = store != nullptr && catalog::IsClusterTabletId(t.id);
+    // Each tablet is repaired by its primary; the other replicas' nodes leave it to that one.
+    if (replicated && !store->replicas()->CheckPrimary(t.id, 0).ok()) continue;
+    v1::TabletRepair* out = response.add_tablets();
+    out->set_tablet_id(t.id);
+    out->set_table_name(t.table);
+    out->set_start_row(d->start_row);
+    out->set_end_row(d->end_row);
+    if (!replicated) {
+      StatusOr<uint64_t> last = core.engine()->LastSequence(t.id);
+      out->set_sequence(last.ok() ? *last : 0);
+      continue;  // one copy: nothing to compare it with
+    }
+    absl::Notification finished;
+    StatusOr<replication::TabletRepairReport> report = absl::UnknownError("not run");
+    store->replicas()->RepairTablet(t.id, kTabletTimeoutUs,
+                                    [&](StatusOr<replication::TabletRepairReport> r) {
+                                      report = std::move(r);
+                                      finished.Notify();
+                                    });
+    finished.WaitForNotification();
+    if (!report.ok()) {
+      out->set_error(std::string(report.status().message()));
+      continue;
+    }
+    out->set_sequence(report->sequence);
+    out->set_rows(report->primary.rows);
+    out->set_cells(report->primary.cells);
+    out->set_bytes(report->primary.bytes);
+    for (const replication::ReplicaRepair& r : report->replicas) {
+      v1::ReplicaRepair* replica = out->add_replicas();
+      replica->set_endpoint(r.endpoint);
+      replica->set_result(std::string(replication::RepairOutcomeName(r.outcome)));
+      replica->set_message(r.message);
+      replica->set_rows(r.rows);
+      replica->set_cells(r.cells);
+    }
+  }
+  return response;
+}
+
+rpc::UnaryReactor* NodeAdminService::Repair(rpc::ServerContext* context,
+                                            const v1::RepairRequest* request,
+                                            v1::RepairResponse* response) {
+  StatusOr<v1::RepairResponse> done = RepairTablets(*core_, request->table_name());
+  if (done.ok()) done->set_endpoint(Endpoint());
+  AuditAdmin(*context, "repair", request->table_name(), done.status());
+  return Reply(context, std::move(done), response);
 }
 
 rpc::UnaryReactor* NodeAdminService::Flush(rpc::ServerContext* context,

@@ -33,6 +33,11 @@ namespace tessera::server {
 StatusOr<::tessera::v1::FlushResponse> FlushTablets(NodeCore& core, const std::string& table);
 // The same for a major compaction of each tablet.
 StatusOr<::tessera::v1::CompactResponse> CompactTablets(NodeCore& core, const std::string& table);
+// Repairs (docs/repair.md) each tablet of `table` ("" = every table) this node is the primary
+// of, one after the other, waiting for each (ReplicaNode::RepairTablet); what Repair answers
+// (the dashboard's action too). A tablet that could not be checked carries its error. A node
+// that replicates nothing answers its tablets with no replica to compare.
+StatusOr<::tessera::v1::RepairResponse> RepairTablets(NodeCore& core, const std::string& table);
 
 class NodeAdminService final {
  public:
@@ -66,6 +71,10 @@ class NodeAdminService final {
   rpc::UnaryReactor* ClearSnapshot(rpc::ServerContext* context,
                                    const ::tessera::v1::ClearSnapshotRequest* request,
                                    ::tessera::v1::ClearSnapshotResponse* response);
+  // RepairTablets. Audited.
+  rpc::UnaryReactor* Repair(rpc::ServerContext* context,
+                            const ::tessera::v1::RepairRequest* request,
+                            ::tessera::v1::RepairResponse* response);
   // NodeCore::Drain, then the engine's figures.
   rpc::UnaryReactor* Drain(rpc::ServerContext* context, const ::tessera::v1::DrainRequest* request,
                            ::tessera::v1::DrainResponse* response);

@@ -22,6 +22,11 @@ replication::StreamStats NodeCore::Streams() const {
   return store != nullptr ? store->replicas()->Streams() : replication::StreamStats();
 }
 
+replication::RepairStats NodeCore::Repairs() const {
+  const replication::ReplicatedStore* store = replicated();
+  return store != nullptr ? store->replicas()->Repairs() : replication::RepairStats();
+}
+
 void NodeCore::SetStreamBytesPerSecond(int64_t bytes_per_second) {
   stream_bytes_per_s_.store(bytes_per_second);
   if (replication::ReplicatedStore* store = replicated()) {

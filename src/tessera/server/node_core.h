@@ -192,6 +192,8 @@ class NodeCore {
   int64_t stream_bytes_per_second() const { return stream_bytes_per_s_.load(); }
   // The replicas' streams (ReplicaNode::Streams); all zero while nothing is replicated.
   replication::StreamStats Streams() const;
+  // The replicas' repairs (ReplicaNode::Repairs); all zero while nothing is replicated.
+  replication::RepairStats Repairs() const;
   AdminService* admin() const { return admin_.get(); }
   AppProfileStore* profiles() const { return profiles_.get(); }
   // Null unless options.auth.

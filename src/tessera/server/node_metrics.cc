@@ -177,6 +177,13 @@ void NodeMetrics::CollectTablets(std::vector<MetricFamily>* out) const {
   out->push_back(
       One(Counter("tessera_streams_completed_total", "Rebuild copies this node sent whole"),
           static_cast<double>(streams.copies_done_total)));
+  const replication::RepairStats repairs = core_->Repairs();
+  out->push_back(One(Gauge("tessera_repairs_in_progress",
+                           "Tablet repairs this node runs now as the tablets' primary"),
+                     static_cast<double>(repairs.in_progress)));
+  out->push_back(One(Counter("tessera_repair_bytes_total",
+                             "Bytes of cells this node hashed for repairs, as primary or replica"),
+                     static_cast<double>(repairs.hashed_bytes_total)));
   out->push_back(One(Gauge("tessera_stream_throughput_bytes_per_second",
                            "The rebuild stream rate limit of this node; 0: unlimited"),
                      static_cast<double>(std::max<int64_t>(0, core_->stream_bytes_per_second()))));

@@ -177,6 +177,9 @@ struct ScanOptions {
   // a few seeks per row more than a forward one (it finds each row's start, then reads the row
   // forward), and its work is proportional to the rows it visits, never to the whole range.
   bool reversed = false;
+  // Max-age GC rules hide what is older than this time allows (wall micros); 0: the engine's
+  // clock now. A repair reads two replicas at one time (docs/repair.md).
+  int64_t gc_as_of_micros = 0;
 };
 
 // Rows of a scan, in row order (decreasing for a reversed scan), from one consistent snapshot

@@ -171,6 +171,7 @@ StatusOr<std::unique_ptr<RowIterator>> Tablet::Scan(const model::RowRange& range
                                                     const model::ReadSpec& spec,
                                                     const ScanOptions& options) const {
   ASSIGN_OR_RETURN(TabletSnapshot snap, Snapshot());
+  if (options.gc_as_of_micros > 0) snap.now_micros = options.gc_as_of_micros;
   // Scans outlive the call: the charge goes to the tablet while it lives.
   ReadCharge charge;
   charge.charge = [self = weak_from_this()](const TableFile* file) {

@@ -298,8 +298,8 @@ struct AwayRun {
 
 // Starts 3 nodes whose primaries keep only a few KiB in memory, finds tablet 0's roles, crashes
 // its `away` replica and writes `rows` rows of 200 bytes to the tablet through the third node.
-void StartAndWriteWhileAway(SimCluster& c, int rows, AwayRun* run) {
-  ASSERT_NO_FATAL_FAILURE(StartWithTable(c));
+// Tablet 0 of the table and its roles: its primary, a replica to send away, the third node.
+void FindRoles(SimCluster& c, AwayRun* run) {
   run->tablet = TableAt(c, 0)->tablets[0].id;
   auto config = c.core(0)->replicated()->replicas()->GetConfig(run->tablet);
   ASSERT_TRUE(config.has_value());
@@ -309,6 +309,11 @@ void StartAndWriteWhileAway(SimCluster& c, int rows, AwayRun* run) {
   ASSERT_GE(run->primary, 0);
   run->away = (run->primary + 1) % 3;
   run->writer = (run->primary + 2) % 3;
+}
+
+void StartAndWriteWhileAway(SimCluster& c, int rows, AwayRun* run) {
+  ASSERT_NO_FATAL_FAILURE(StartWithTable(c));
+  ASSERT_NO_FATAL_FAILURE(FindRoles(c, run));
   ASSERT_TRUE(Write(c, run->writer, "a-first", "before").ok());
   c.RunFor(1 * kSecond);
   ASSERT_TRUE(c.Crash(run->away).ok());
@@ -511,6 +516,96 @@ TEST(SimReplicationTest, ARebuildStreamsNoFasterThanTheStreamThroughputWhichChan
   EXPECT_EQ(c.core(run.away)->replicated()->replicas()->Streams().received_bytes_total,
             after.sent_bytes_total - before.sent_bytes_total);
   ASSERT_NO_FATAL_FAILURE(ExpectEveryRowOn(c, run.away, kRows));
+}
+
+// --- Repair (docs/repair.md) ---
+
+StatusOr<replication::TabletRepairReport> Repair(SimCluster& c, int primary, uint64_t tablet) {
+  using Report = StatusOr<replication::TabletRepairReport>;
+  std::optional<Report> r = RunCall<Report>(c, [&](std::function<void(Report)> done) {
+    c.core(primary)->replicated()->replicas()->RepairTablet(tablet, 10 * kSecond, std::move(done));
+  });
+  return r.value_or(absl::DeadlineExceededError("the simulation ran out"));
+}
+
+// Each replica's outcome, "endpoint:outcome" in endpoint order, for the failure message.
+std::string Outcomes(const replication::TabletRepairReport& r) {
+  std::string out;
+  for (const auto& replica : r.replicas) {
+    out += StrCat(replica.endpoint, ":", replication::RepairOutcomeName(replica.outcome), " ",
+                  replica.message, "; ");
+  }
+  return out;
+}
+
+void ExpectEveryReplica(const replication::TabletRepairReport& r, replication::RepairOutcome o) {
+  ASSERT_EQ(r.replicas.size(), 2u);
+  for (const auto& replica : r.replicas) EXPECT_EQ(replica.outcome, o) << Outcomes(r);
+}
+
+TEST(SimReplicationTest, RepairRebuildsAReplicaThatLostItsDataAndComparesWhileWritesGoOn) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE(StrCat("replay with TESSERA_SEED=", seed));
+  SimCluster c(Options(seed));
+  constexpr int kRows = 50;
+  AwayRun run;
+  ASSERT_NO_FATAL_FAILURE(StartWithTable(c));
+  ASSERT_NO_FATAL_FAILURE(FindRoles(c, &run));
+  for (int k = 0; k < kRows; ++k) {
+    ASSERT_TRUE(Write(c, run.writer, StrCat("a", 1000 + k), std::string(200, 'a' + k % 26)).ok());
+  }
+  c.RunFor(1 * kSecond);
+
+  // Every copy agrees.
+  StatusOr<replication::TabletRepairReport> r = Repair(c, run.primary, run.tablet);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_GE(r->sequence, static_cast<uint64_t>(kRows));
+  EXPECT_EQ(r->primary.rows, static_cast<uint64_t>(kRows));
+  ASSERT_NO_FATAL_FAILURE(ExpectEveryReplica(*r, replication::RepairOutcome::kConsistent));
+  EXPECT_EQ(r->replicas[0].rows, static_cast<uint64_t>(kRows));
+
+  // Compared while writes go on: each replica is compared at the sequence the primary chose
+  // (it waits for it, or the primary tries a newer one), and still agrees.
+  Coordinator* co = CoordinatorOf(c, run.primary);
+  for (int k = 0; k < 20; ++k) {
+    model::RowMutation m(StrCat("b", k));
+    m.SetCell("cf", "q", kCellTs, "during");
+    co->Mutate(TableAt(c, run.primary), m, AccessOptions(), [](Status) {});
+  }
+  r = Repair(c, run.primary, run.tablet);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_NO_FATAL_FAILURE(ExpectEveryReplica(*r, replication::RepairOutcome::kConsistent));
+
+  // A replica loses its data under the protocol's feet (a disk replaced): the repair finds it,
+  // a rebuild streams it the tablet, and the next repair finds every copy equal again.
+  c.RunFor(1 * kSecond);
+  ASSERT_TRUE(c.core(run.away)->engine()->TruncateTablet(run.tablet).ok());
+  r = Repair(c, run.primary, run.tablet);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const std::string away = SimCluster::Endpoint(run.away);
+  for (const auto& replica : r->replicas) {
+    EXPECT_EQ(replica.outcome, replica.endpoint == away ? replication::RepairOutcome::kRebuilding
+                                                        : replication::RepairOutcome::kConsistent)
+        << Outcomes(*r);
+  }
+  ASSERT_TRUE(c.RunUntil(
+      [&] {
+        auto p = StateAt(c, run.primary, run.tablet);
+        if (!p.has_value()) return false;
+        for (const auto& peer : p->peers) {
+          if (peer.needs_rebuild || peer.copying) return false;
+        }
+        return true;
+      },
+      10 * kSecond))
+      << DescribeReplicas(c);
+  r = Repair(c, run.primary, run.tablet);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_NO_FATAL_FAILURE(ExpectEveryReplica(*r, replication::RepairOutcome::kConsistent));
+  ASSERT_NO_FATAL_FAILURE(ExpectEveryRowOn(c, run.away, kRows));
+  const replication::RepairStats stats = c.core(run.primary)->replicated()->replicas()->Repairs();
+  EXPECT_EQ(stats.in_progress, 0u);
+  EXPECT_GT(stats.hashed_bytes_total, 4u * kRows * 200);
 }
 
 TEST(SimReplicationTest, ConsistencyLevelsCountTheReplicasThatAnswer) {
