@@ -5,6 +5,8 @@
 //     tablet, the writes up to one point of the client's sequence and none after it.
 //   * `repair` while a client writes: every replica of both tablets compared with its
 //     primary's copy at one sequence and found consistent; exit 0, JSON for scripts.
+//   * `decommission` of one node of four: every replica it held moves to the others, which
+//     then hold every row (a repair finds each copy consistent), and it leaves the ring.
 //   * `drain` of a node: it refuses data calls, its tablets get other primaries, and writes
 //     through the other nodes go on after a short stall (measured and printed).
 // Part of the cluster_process_test binary (main() in cluster_process_test.cc).
@@ -246,6 +248,65 @@ TEST_F(NodeAdminClusterTest, RepairFindsEveryReplicaConsistentWhileWritesGoOn) {
                        &out),
             1)
       << out;
+  // Three nodes, RF 3: no node can leave, and nothing moves.
+  out.clear();
+  EXPECT_EQ(
+      RunCommand(StrCat(g_tessera_binary, " admin decommission --addr ", nodes_[2]->endpoint()),
+                 &out),
+      1)
+      << out;
+  EXPECT_NE(out.find("too few other live nodes (2)"), std::string::npos) << out;
+  EXPECT_TRUE(WriteRow(*nodes_[2], "still-serving", "1").ok());
+}
+
+TEST_F(NodeAdminClusterTest, ADecommissionedNodeHandsItsReplicasOnAndLeavesTheRing) {
+  StartCluster(4);
+  ASSERT_TRUE(WaitFor([&] { return Converged(Endpoints()); }, milliseconds(20'000)));
+  {
+    grpc::Status s = CreateTableR(*nodes_[0]);  // RF 3 of 4 nodes, split at "m"
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  ASSERT_TRUE(
+      WaitFor([&] { return WriteRow(*nodes_[0], "first", "1").ok(); }, milliseconds(15'000)));
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(WriteRow(*nodes_[0], LoadKey(i), StrCat("v", i)).ok());
+  const std::string gone = nodes_[3]->endpoint();
+  std::string out;
+  const int rc = RunCommand(
+      StrCat(g_tessera_binary, " admin decommission --timeout-ms 120000 --addr ", gone), &out);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("decommissioned " + gone), std::string::npos) << out;
+
+  // No tablet names it; the others hold every row, each copy as its primary's.
+  out.clear();
+  ASSERT_EQ(
+      RunCommand(StrCat(g_tessera_binary, " admin tablets --json --addr ", nodes_[0]->endpoint()),
+                 &out),
+      0)
+      << out;
+  EXPECT_EQ(out.find(gone), std::string::npos) << out;
+  out.clear();
+  ASSERT_EQ(
+      RunCommand(StrCat(g_tessera_binary, " admin ring --addr ", nodes_[0]->endpoint()), &out), 0)
+      << out;
+  {  // gossip still knows the node (down) until removenode, but it holds no token
+    const size_t at = out.find(gone);
+    ASSERT_NE(at, std::string::npos) << out;
+    const std::string line = out.substr(at, out.find('\n', at) - at);
+    EXPECT_EQ(line.substr(line.size() - 2), " -") << "its token is gone: " << out;
+  }
+  StatusOr<std::map<std::string, std::string>> rows = ReadAll(*nodes_[1], kTableName);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_EQ(rows->size(), 101u);
+  grpc::Status refused = WriteRow(*nodes_[3], "refused", "x");
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE) << refused.error_message();
+  nodes_[3]->Kill();  // the operator stops it
+  out.clear();
+  EXPECT_EQ(RunCommand(StrCat(g_tessera_binary, " admin repair --table r --addr ",
+                              nodes_[0]->endpoint(), " --timeout-ms 60000"),
+                       &out),
+            0)
+      << out;
+  EXPECT_EQ(Count(out, "  consistent\n"), 4u) << out;
 }
 
 TEST_F(NodeAdminClusterTest, ADrainedNodeStopsServingAndWritesGoOnElsewhere) {

@@ -14,7 +14,11 @@ std::string TokenFileName(std::string_view endpoint) {
 StatusOr<ClusterView> ReadClusterView(coord::Session* session) {
   ASSIGN_OR_RETURN(coord::Listing directory, session->List(kNodeDirectoryPrefix));
   ASSIGN_OR_RETURN(coord::Listing tokens, session->List(kTokenPrefix));
+  ASSIGN_OR_RETURN(coord::Listing leaving, session->List(kLeavingPrefix));
   ClusterView view;
+  for (const coord::FileInfo& f : leaving.files) {
+    view.leaving.insert(f.name.substr(kLeavingPrefix.size()));
+  }
   for (const coord::FileInfo& f : tokens.files) {
     view.tokens.emplace(f.name.substr(kTokenPrefix.size()), f.value);
   }
@@ -91,6 +95,30 @@ Status RingStore::Attach(coord::Session* session) {
 void RingStore::Detach() {
   absl::WriterMutexLock l(&mu_);
   session_ = nullptr;
+}
+
+Status RingStore::MarkLeaving() {
+  absl::ReaderMutexLock l(&mu_);
+  if (session_ == nullptr) {
+    return absl::UnavailableError(
+        tessera::StrCat("node ", endpoint_, " has no lock-service session"));
+  }
+  return session_->Put(tessera::StrCat(kLeavingPrefix, endpoint_), "", coord::PutOptions())
+      .status();
+}
+
+Status RingStore::Leave() {
+  absl::ReaderMutexLock l(&mu_);
+  if (session_ == nullptr) {
+    return absl::UnavailableError(
+        tessera::StrCat("node ", endpoint_, " has no lock-service session"));
+  }
+  for (const std::string& name :
+       {TokenFileName(endpoint_), tessera::StrCat(kLeavingPrefix, endpoint_)}) {
+    Status s = session_->Delete(name, std::nullopt);
+    if (!s.ok() && !absl::IsNotFound(s)) return s;
+  }
+  return Status();
 }
 
 StatusOr<ClusterView> RingStore::Read() const {

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +35,12 @@ inline constexpr std::string_view kTokenPrefix = "tokens/";
 // The directory of live nodes (cluster/election.h's kDirectoryPrefix, which writes it).
 inline constexpr std::string_view kNodeDirectoryPrefix = "nodes/";
 
+// Nodes being decommissioned (docs/repair.md, "Decommission"): a persistent file
+// `leaving/<endpoint>` each, written by the node when told to leave; the master moves every
+// replica off it and places nothing new on it. The node deletes it, with its token, once no
+// tablet names it.
+inline constexpr std::string_view kLeavingPrefix = "leaving/";
+
 // "tokens/<endpoint>".
 std::string TokenFileName(std::string_view endpoint);
 
@@ -44,6 +51,8 @@ struct ClusterView {
   std::vector<PlacementNode> live;
   // Every node's token, live or not: endpoint -> token.
   std::map<std::string, std::string, std::less<>> tokens;
+  // The nodes being decommissioned, live or not.
+  std::set<std::string, std::less<>> leaving;
 
   // The ring: one node per token, live or not (the dc and rack of live ones), by endpoint.
   // A node down for a while stays on the ring (Cassandra §5.4): tables are cut at its token.
@@ -78,6 +87,11 @@ class RingStore {
   // ReadClusterView on the attached session; Unavailable "no lock-service session" when
   // detached.
   StatusOr<ClusterView> Read() const;
+  // Decommission: marks this node leaving (kLeavingPrefix), idempotent; then, once no tablet
+  // names it, Leave deletes its token and the mark, so that the ring and placement forget it.
+  // Unavailable while detached; otherwise the lock service's errors.
+  Status MarkLeaving();
+  Status Leave();
   // This node's token: "" before the first Attach succeeded; kept across Detach.
   std::string token() const;
   const std::string& endpoint() const { return endpoint_; }

@@ -348,6 +348,16 @@ int RunAdmin(int argc, char** argv) {
   add_addr(repair, "any node");
   repair->add_flag("--json", json, "print the answers as JSON");
   add_table(repair);
+  CLI::App* decommission = app.add_subcommand(
+      "decommission",
+      "the node at --addr leaves the cluster with its data handed on: the master moves each "
+      "tablet replica it holds to another node (rebuilt from a copy while it stays a full "
+      "replica), then it leaves the ring and stops serving (nodetool decommission; "
+      "--timeout-ms defaults to 1 hour; run again to keep waiting).\nExit status: 0 once no "
+      "tablet names it; 1 when it refuses (too few other nodes: nothing moves), cannot be "
+      "reached or the deadline comes first; 2 on bad flags");
+  add_addr(decommission, "the node that leaves");
+  decommission->add_flag("--json", json, "print the answer as one JSON object");
   CLI::App* drain = app.add_subcommand(
       "drain",
       "the node at --addr stops serving for good — peers mark it down, its tablets get other "
@@ -566,6 +576,11 @@ int RunAdmin(int argc, char** argv) {
     const std::vector<std::string> nodes = SnapshotNodes("repair", addr, timeout_ms);
     if (nodes.empty()) return 1;
     return RunRepair(nodes, wait_ms, json, full);
+  }
+  if (decommission->parsed()) {
+    const int64_t wait_ms =
+        decommission->get_option("--timeout-ms")->count() > 0 ? timeout_ms : 3'600'000;
+    return RunDecommission(addr, wait_ms, json);
   }
   if (drain->parsed()) {
     const int64_t wait_ms = drain->get_option("--timeout-ms")->count() > 0 ? timeout_ms : 600000;

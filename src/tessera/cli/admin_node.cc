@@ -109,6 +109,23 @@ int RunDrain(const std::string& addr, int64_t timeout_ms, bool json) {
   return 0;
 }
 
+int RunDecommission(const std::string& addr, int64_t timeout_ms, bool json) {
+  v1::DecommissionResponse response;
+  if (!Ask("decommission", addr, timeout_ms, &v1::NodeAdmin::Stub::Decommission,
+           v1::DecommissionRequest(), &response)) {
+    return 1;
+  }
+  if (json) {
+    std::printf("%s\n", ProtoToJson(response).dump().c_str());
+  } else {
+    fmt::print(
+        "decommissioned {}: {} tablet replicas moved to other nodes; it has left the ring and "
+        "serves no more requests: stop it, then `tessera admin removenode {}` forgets it\n",
+        addr, response.tablets_moved(), addr);
+  }
+  return 0;
+}
+
 int RunThroughput(ThroughputKind kind, const std::string& addr, int64_t timeout_ms, bool json,
                   int64_t set_mb_per_second) {
   const bool compaction = kind == ThroughputKind::kCompaction;

@@ -31,6 +31,9 @@ int RunFlushOrCompact(const std::string& addr, int64_t timeout_ms, bool json,
 
 // Drains the node: it stops serving for good and flushes its memtables (nodetool drain).
 int RunDrain(const std::string& addr, int64_t timeout_ms, bool json);
+// NodeAdmin.Decommission: waits until every replica of the node moved. Exit 0, or 1 (the
+// node's refusal or the deadline on stderr).
+int RunDecommission(const std::string& addr, int64_t timeout_ms, bool json);
 
 // Which of the node's rates `RunThroughput` shows or sets.
 enum class ThroughputKind { kCompaction, kStream };

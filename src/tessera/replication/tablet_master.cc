@@ -12,6 +12,7 @@
 #include "tessera/catalog/table_placement.h"
 #include "tessera/catalog/tablet_id.h"
 #include "tessera/replication/consistency.h"
+#include "tessera/replication/coordinator.h"
 #include "tessera/replication/replica_node.h"
 #include "tessera/util/logging.h"
 #include "tessera/v1/replica.pb.h"
@@ -30,6 +31,37 @@ template <typename... Args>
 void Append(std::string* log, const Args&... args) {
   *log += StrCat(args...);
 }
+
+// How `table`'s tablets are placed over `live` nodes.
+StatusOr<catalog::PlacementPolicy> PolicyFor(const catalog::TableInfo& table,
+                                             const std::vector<catalog::PlacementNode>& live,
+                                             int max_replication_factor) {
+  return catalog::IsMetadataTable(table.full_name) && table.schema.options.placement.empty()
+             ? catalog::MetadataPlacement(live, max_replication_factor)
+             : catalog::StoredTablePlacement(table.schema.options.placement,
+                                             static_cast<int>(live.size()), max_replication_factor);
+}
+
+// The nodes of `live` a tablet of `policy` may go to, each with the replicas it holds.
+std::vector<catalog::PlacementNode> Candidates(const catalog::PlacementPolicy& policy,
+                                               const std::vector<catalog::PlacementNode>& live,
+                                               std::map<std::string, size_t>& load) {
+  const bool ring = policy.strategy == catalog::PlacementPolicy::Strategy::kRing;
+  std::vector<catalog::PlacementNode> nodes;
+  for (const catalog::PlacementNode& n : live) {
+    // A node that registered but has not written its token yet is not on the ring.
+    if (ring && n.token.empty()) continue;
+    nodes.push_back(n);
+    nodes.back().load = load[n.endpoint];
+  }
+  return nodes;
+}
+
+// A tablet of a table, as the catalog holds it.
+struct PlacedTablet {
+  std::shared_ptr<const catalog::TableInfo> table;
+  catalog::TabletRef ref;
+};
 
 }  // namespace
 
@@ -57,6 +89,7 @@ struct TabletMaster::Promotion {
   size_t pending = 0;
   // Replica index -> what it answered, for the replicas that sealed.
   std::map<size_t, SealedReplica> sealed;
+  std::optional<Move> move;  // a decommission's
 };
 
 TabletMaster::TabletMaster(RpcChannel* channel, Executor* executor, Clock* clock, TablesFn tables,
@@ -140,9 +173,13 @@ std::string TabletMaster::Step() {
     return StrCat("cannot read the lock service: ",
                   (!cluster.ok() ? cluster.status() : configs.status()).ToString());
   }
-  const std::vector<catalog::PlacementNode>& live = cluster->live;
   std::set<std::string> alive;
-  for (const catalog::PlacementNode& n : live) alive.insert(n.endpoint);
+  for (const catalog::PlacementNode& n : cluster->live) alive.insert(n.endpoint);
+  // Nothing new goes to a node that is leaving.
+  std::vector<catalog::PlacementNode> live;
+  for (const catalog::PlacementNode& n : cluster->live) {
+    if (cluster->leaving.count(n.endpoint) == 0) live.push_back(n);
+  }
 
   std::map<uint64_t, std::pair<TabletConfig, int64_t>> known;  // id -> (config, version)
   Counts load;                                                 // endpoint -> replicas held
@@ -173,9 +210,43 @@ std::string TabletMaster::Step() {
     }
     owed[id] = epoch;
   }
-  // Primaries without a live session: promote.
+  // The catalog's tablets by id, for the placement of a replica that moves.
+  std::map<uint64_t, PlacedTablet> placed;
+  if (!cluster->leaving.empty()) {
+    for (const std::shared_ptr<const catalog::TableInfo>& table : tables_()) {
+      for (const catalog::TabletRef& t : table->tablets) placed[t.id] = PlacedTablet{table, t};
+    }
+  }
+  // Where the replica a configuration holds on a leaving node goes, or nullopt.
+  auto move_of = [&](uint64_t id, const TabletConfig& c) -> std::optional<Move> {
+    if (!c.needs_rebuild.empty()) return std::nullopt;  // one move at a time, once caught up
+    std::optional<size_t> index;
+    for (size_t i = 0; i < c.replicas.size() && !index.has_value(); ++i) {
+      if (cluster->leaving.count(c.replicas[i]) != 0) index = i;
+    }
+    if (!index.has_value()) return std::nullopt;
+    auto t = placed.find(id);
+    if (t == placed.end()) return std::nullopt;  // its table is being deleted
+    StatusOr<catalog::PlacementPolicy> policy =
+        PolicyFor(*t->second.table, live, options_.max_replication_factor);
+    StatusOr<std::vector<std::string>> chosen =
+        policy.ok() ? catalog::Place(
+                          *policy, Candidates(*policy, live, load),
+                          catalog::TabletRange{id, t->second.ref.start_row, t->second.ref.end_row})
+                    : StatusOr<std::vector<std::string>>(policy.status());
+    if (chosen.ok()) {
+      for (const std::string& e : *chosen) {
+        if (c.IndexOf(e) < 0) return Move{*index, e};
+      }
+      chosen = absl::FailedPreconditionError("every node it may go to holds it already");
+    }
+    Append(&log, catalog::TabletName(id), ": cannot move its replica off leaving ",
+           c.replicas[*index], ": ", chosen.status().ToString(), "; ");
+    return std::nullopt;
+  };
+  // Primaries without a live session: promote. Replicas on leaving nodes: move.
   std::vector<uint64_t> finished;
-  std::vector<uint64_t> to_seal;
+  std::vector<std::pair<uint64_t, std::optional<Move>>> to_seal;
   {
     absl::MutexLock l(&mu_);
     for (const auto& [known_id, entry] : known) {
@@ -191,9 +262,11 @@ std::string TabletMaster::Step() {
         }
         continue;
       }
-      if (c.state != TabletConfigState::kServing ||
-          (alive.count(c.primary_endpoint()) != 0 && owed.count(id) == 0)) {
-        continue;
+      if (c.state != TabletConfigState::kServing) continue;
+      std::optional<Move> move;
+      if (alive.count(c.primary_endpoint()) != 0 && owed.count(id) == 0) {
+        move = move_of(id, c);
+        if (!move.has_value()) continue;
       }
       size_t reachable = 0;
       for (const std::string& r : c.replicas) reachable += alive.count(r);
@@ -203,10 +276,10 @@ std::string TabletMaster::Step() {
                " replicas live; waiting; ");
         continue;
       }
-      to_seal.push_back(id);
+      to_seal.emplace_back(id, std::move(move));
     }
   }
-  for (uint64_t id : to_seal) {
+  for (auto& [id, move] : to_seal) {
     const auto& [c, version] = known.at(id);
     if (owed.count(id) == 0) {
       // The intent first, so that whoever is master next finishes what the seals begin.
@@ -219,16 +292,19 @@ std::string TabletMaster::Step() {
       }
     }
     absl::MutexLock l(&mu_);
-    StartSealLocked(id, c, version, alive, &log);
+    StartSealLocked(id, c, version, alive, std::move(move), &log);
   }
   for (uint64_t id : finished) FinishPromotion(session_, id, &log);
+  ClearRebuildMarks(session_, known, alive, &log);
   return log;
 }
 
 void TabletMaster::StartSealLocked(uint64_t id, const TabletConfig& c, int64_t version,
-                                   const std::set<std::string>& alive, std::string* log) {
+                                   const std::set<std::string>& alive, std::optional<Move> move,
+                                   std::string* log) {
   auto promotion = std::make_unique<Promotion>();
   promotion->config = c;
+  promotion->move = move;
   promotion->version = version;
   promotion->started_us = clock_->MonotonicMicros();
   Promotion* raw = promotion.get();
@@ -257,9 +333,14 @@ void TabletMaster::StartSealLocked(uint64_t id, const TabletConfig& c, int64_t v
           });
     });
   }
-  Append(log, catalog::TabletName(id), ": primary ", c.primary_endpoint(),
-         alive.count(c.primary_endpoint()) ? " came back during its promotion" : " is gone",
-         "; sealing epoch ", c.epoch + 1, "; ");
+  if (move.has_value()) {
+    Append(log, catalog::TabletName(id), ": moving the replica on leaving ",
+           c.replicas[move->index], " to ", move->to, "; sealing epoch ", c.epoch + 1, "; ");
+  } else {
+    Append(log, catalog::TabletName(id), ": primary ", c.primary_endpoint(),
+           alive.count(c.primary_endpoint()) ? " came back during its promotion" : " is gone",
+           "; sealing epoch ", c.epoch + 1, "; ");
+  }
 }
 
 void TabletMaster::PlaceNewTablets(
@@ -268,11 +349,7 @@ void TabletMaster::PlaceNewTablets(
     Counts* leading, std::string* log) {
   for (const std::shared_ptr<const catalog::TableInfo>& table : tables_()) {
     StatusOr<catalog::PlacementPolicy> policy =
-        catalog::IsMetadataTable(table->full_name) && table->schema.options.placement.empty()
-            ? catalog::MetadataPlacement(live, options_.max_replication_factor)
-            : catalog::StoredTablePlacement(table->schema.options.placement,
-                                            static_cast<int>(live.size()),
-                                            options_.max_replication_factor);
+        PolicyFor(*table, live, options_.max_replication_factor);
     if (!policy.ok()) {
       Append(log, "table ", table->full_name, ": ", policy.status().ToString(), "; ");
       continue;
@@ -281,15 +358,9 @@ void TabletMaster::PlaceNewTablets(
     for (const catalog::TabletRef& t : table->tablets) {
       // Only the cluster's own tablets are placed; a node's own stay where they are.
       if (known.count(t.id) != 0 || !catalog::IsClusterTabletId(t.id)) continue;
-      std::vector<catalog::PlacementNode> nodes;
-      for (const catalog::PlacementNode& n : live) {
-        // A node that registered but has not written its token yet is not on the ring.
-        if (ring && n.token.empty()) continue;
-        nodes.push_back(n);
-        nodes.back().load = (*load)[n.endpoint];
-      }
       StatusOr<std::vector<std::string>> chosen =
-          catalog::Place(*policy, nodes, catalog::TabletRange{t.id, t.start_row, t.end_row});
+          catalog::Place(*policy, Candidates(*policy, live, *load),
+                         catalog::TabletRange{t.id, t.start_row, t.end_row});
       if (!chosen.ok()) {
         Append(log, "placing tablet ", t.id, ": ", chosen.status().ToString(), "; ");
         continue;
@@ -332,7 +403,18 @@ void TabletMaster::FinishPromotion(coord::Session* session, uint64_t tablet_id, 
            old.replicas.size(), " replicas sealed epoch ", old.epoch + 1, "; retrying; ");
     return;
   }
-  std::optional<size_t> best = ChooseNewPrimary(old, p->sealed);
+  // A move: the primary comes from the replicas that stay, a majority of them sealed (so one
+  // holds every acknowledged write even if the leaving one was the only other to have it).
+  std::map<size_t, SealedReplica> candidates = p->sealed;
+  if (p->move.has_value()) {
+    candidates.erase(p->move->index);
+    if (candidates.size() < Majority(old.replicas.size())) {
+      Append(log, catalog::TabletName(tablet_id), ": only ", candidates.size(),
+             " of the replicas that stay sealed epoch ", old.epoch + 1, "; retrying; ");
+      return;
+    }
+  }
+  std::optional<size_t> best = ChooseNewPrimary(old, candidates);
   if (!best.has_value()) {
     Append(log, catalog::TabletName(tablet_id),
            ": no sealed replica holds all that the sealed ones hold of the lineage of epoch ",
@@ -341,9 +423,68 @@ void TabletMaster::FinishPromotion(coord::Session* session, uint64_t tablet_id, 
   }
   const uint64_t start = p->sealed.at(*best).last_sequence;
   TabletConfig next = old.NextEpoch(*best, start);
+  if (p->move.has_value()) {
+    next.replicas[p->move->index] = p->move->to;
+    next.needs_rebuild.push_back(p->move->index);
+    std::sort(next.needs_rebuild.begin(), next.needs_rebuild.end());
+  }
   if (WriteConfig(session, next, p->version, log)) {
     Append(log, catalog::TabletName(tablet_id), ": epoch ", next.epoch, " primary ",
-           next.primary_endpoint(), " from sequence ", start, "; ");
+           next.primary_endpoint(), " from sequence ", start,
+           p->move.has_value() ? StrCat(", ", p->move->to, " replacing ",
+                                        old.replicas[p->move->index], " (to be rebuilt)")
+                               : std::string(),
+           "; ");
+  }
+}
+
+void TabletMaster::ClearRebuildMarks(
+    coord::Session* session, const std::map<uint64_t, std::pair<TabletConfig, int64_t>>& known,
+    const std::set<std::string>& alive, std::string* log) {
+  std::map<uint64_t, std::pair<uint64_t, std::string>> caught_up;
+  {
+    absl::MutexLock l(&mu_);
+    caught_up.swap(caught_up_);
+  }
+  for (const auto& [id, entry] : known) {
+    const auto& [c, version] = entry;
+    if (c.state != TabletConfigState::kServing || c.needs_rebuild.empty()) continue;
+    {
+      absl::MutexLock l(&mu_);
+      if (promotions_.count(id) != 0) continue;
+    }
+    auto done = caught_up.find(id);
+    if (done != caught_up.end() && done->second.first == c.epoch) {
+      const int index = c.IndexOf(done->second.second);
+      if (index >= 0 && c.NeedsRebuild(static_cast<size_t>(index))) {
+        TabletConfig next = c;
+        next.needs_rebuild.erase(std::find(next.needs_rebuild.begin(), next.needs_rebuild.end(),
+                                           static_cast<size_t>(index)));
+        if (WriteConfig(session, next, version, log)) {
+          Append(log, catalog::TabletName(id), ": ", done->second.second,
+                 " caught up: a full replica of epoch ", c.epoch, "; ");
+        }
+        continue;
+      }
+    }
+    // Ask the marked replicas where they are; the next step acts on the answers.
+    v1::ForwardPositionRequest ask;
+    ask.set_tablet_id(id);
+    for (size_t i : c.needs_rebuild) {
+      if (alive.count(c.replicas[i]) == 0) continue;
+      channel_->Call(
+          c.replicas[i], kForwardPositionMethod, ask.SerializeAsString(), options_.seal_timeout_us,
+          [this, id = id, epoch = c.epoch, start = c.epoch_start_sequence,
+           endpoint = c.replicas[i]](StatusOr<std::string> response) {
+            v1::ForwardPositionResponse p;
+            if (!response.ok() || !p.ParseFromString(*response) || p.status().code() != 0 ||
+                p.joined_epoch() != epoch || p.sequence() < start) {
+              return;
+            }
+            absl::MutexLock l(&mu_);
+            caught_up_[id] = {epoch, endpoint};
+          });
+    }
   }
 }
 

@@ -22,6 +22,17 @@
 //      replicas promised e + 1 they refuse e's primary, so the promotion must be finished even
 //      if that primary's session comes back or the master changes meanwhile. The record goes
 //      once the configuration has moved past e.
+//   4. Decommission (docs/repair.md): for a serving configuration naming a node marked leaving
+//      (catalog/ring_store.h, kLeavingPrefix) and no replica awaiting a rebuild, the same seal,
+//      then epoch e + 1 with the leaving replica replaced by the first node, not already a
+//      replica, of the placement the table's policy makes over the nodes that are not leaving,
+//      marked `needs rebuild` (its primary then streams it a copy). The new primary is chosen
+//      among the replicas that stay, which must themselves be a majority of the sealing set, so
+//      that one of them holds every acknowledged write. New tablets are never placed on a
+//      leaving node.
+//   5. A replica marked `needs rebuild` that has joined the configuration's epoch with at least
+//      its start sequence (asked through Forward.Position) is a full member again: the same
+//      configuration is written without the mark (same epoch, compare-and-set).
 //
 // Thread-safety: Attach, Detach, Start and Stop from the node's controlling code; steps run on
 // the executor. Seal answers arrive on the channel's threads.
@@ -114,6 +125,12 @@ class TabletMaster {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(step_mu_);
   void FinishPromotion(coord::Session* session, uint64_t tablet_id, std::string* log)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // Step 5: writes each configuration whose marked replica caught up without its mark, and
+  // asks the marked replicas of the others where they are.
+  void ClearRebuildMarks(coord::Session* session,
+                         const std::map<uint64_t, std::pair<catalog::TabletConfig, int64_t>>& known,
+                         const std::set<std::string>& alive, std::string* log)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   RpcChannel* const channel_;
   Executor* const executor_;
@@ -130,11 +147,19 @@ class TabletMaster {
   bool stepping_ ABSL_GUARDED_BY(mu_) = false;
   TimerId timer_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<uint64_t, std::unique_ptr<Promotion>> promotions_ ABSL_GUARDED_BY(mu_);
+  // Marked replicas found caught up: tablet -> (epoch, endpoint).
+  std::map<uint64_t, std::pair<uint64_t, std::string>> caught_up_ ABSL_GUARDED_BY(mu_);
 
-  // Starts sealing epoch c.epoch + 1 of tablet `id` on the live replicas.
+  // A decommission's move: the replica at `index` goes, `to` takes its place.
+  struct Move {
+    size_t index = 0;
+    std::string to;
+  };
+  // Starts sealing epoch c.epoch + 1 of tablet `id` on the live replicas (to move a replica
+  // off a leaving node, with `move`).
   void StartSealLocked(uint64_t id, const catalog::TabletConfig& c, int64_t version,
-                       const std::set<std::string>& alive, std::string* log)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                       const std::set<std::string>& alive, std::optional<Move> move,
+                       std::string* log) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 };
 
 }  // namespace tessera::replication

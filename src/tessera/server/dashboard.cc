@@ -143,13 +143,23 @@ metrics::HttpReply Action(NodeCore* core, const metrics::HttpRequest& request) {
     StatusOr<::tessera::v1::RepairResponse> r = RepairTablets(*core, table);
     s = r.status();
     if (s.ok()) message = RepairSummary(*r);
+  } else if (action == "decommission") {
+    // At most ten minutes on this HTTP thread; `tessera admin decommission` waits longer.
+    StatusOr<uint64_t> moved =
+        DecommissionNode(*core, std::chrono::system_clock::now() + std::chrono::minutes(10));
+    s = moved.status();
+    if (s.ok()) {
+      message = StrCat("decommissioned: ", *moved,
+                       " tablet replicas moved to other nodes; the node left the ring and "
+                       "serves no more");
+    }
   } else if (action == "drain") {
     s = core->Drain();
     message = "drained: the node serves no more and waits to be stopped";
   } else {
     s = absl::InvalidArgumentError(
-        "the body must be {\"action\": \"flush\"|\"compact\"|\"repair\"|\"drain\", \"table\": "
-        "optional}");
+        "the body must be {\"action\": \"flush\"|\"compact\"|\"repair\"|\"decommission\"|"
+        "\"drain\", \"table\": optional}");
   }
   AuditAdmin(principal, request.peer, what, table, s);
   return Reply(s, message);

@@ -65,7 +65,7 @@ const char* const kDashboardHtml = R"HTML(<!doctype html>
   <thead><tr><th>Table</th><th>Rows</th><th>Epoch</th><th>Primary</th><th>Replicas</th></tr></thead>
   <tbody id="tablets"></tbody>
 </table>
-<p class="sub" id="actions-note">Admin actions (flush, compact, repair, drain) are offered to an
+<p class="sub" id="actions-note">Admin actions (flush, compact, repair, decommission, drain) are offered to an
   administrator of a node started with <span class="mono">--auth</span>; without it the page is
   read-only (<span class="mono">tessera admin</span> does them).</p>
 
@@ -116,7 +116,7 @@ async function act(http, endpoint, action) {
 function actions(row, n, self, auth) {
   const td = document.createElement('td');
   if (auth && token()) {
-    for (const action of ['flush', 'compact', 'repair', 'drain']) {
+    for (const action of ['flush', 'compact', 'repair', 'decommission', 'drain']) {
       const b = document.createElement('button');
       b.type = 'button';
       b.textContent = action;
@@ -125,6 +125,7 @@ function actions(row, n, self, auth) {
       const http = n.is_self ? '' : n.http_address;
       b.onclick = () => {
         if (action === 'drain' && !confirm('Drain ' + n.endpoint + '? It stops serving for good.')) return;
+        if (action === 'decommission' && !confirm('Decommission ' + n.endpoint + '? Its replicas move to other nodes, then it leaves the cluster.')) return;
         act(http, n.endpoint, action);
       };
       td.appendChild(b);

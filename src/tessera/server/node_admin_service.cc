@@ -3,12 +3,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <set>
+#include <thread>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
 #include "tessera/catalog/metadata_table.h"
 #include "tessera/catalog/table_definition.h"
@@ -79,6 +82,7 @@ void NodeAdminService::Register(rpc::Services* services, Executor* executor) {
   services->Add(kService, "GetTableStats", this, &NodeAdminService::GetTableStats, executor);
   services->Add(kService, "Flush", this, &NodeAdminService::Flush, executor);
   services->Add(kService, "Repair", this, &NodeAdminService::Repair, executor);
+  services->Add(kService, "Decommission", this, &NodeAdminService::Decommission, executor);
   services->Add(kService, "Compact", this, &NodeAdminService::Compact, executor);
   services->Add(kService, "TakeSnapshot", this, &NodeAdminService::TakeSnapshot, executor);
   services->Add(kService, "ListSnapshots", this, &NodeAdminService::ListSnapshots, executor);
@@ -282,6 +286,39 @@ rpc::UnaryReactor* NodeAdminService::Compact(rpc::ServerContext* context,
   StatusOr<v1::CompactResponse> done = CompactTablets(*core_, request->table_name());
   AuditAdmin(*context, "compact", request->table_name(), done.status());
   return Reply(context, std::move(done), response);
+}
+
+StatusOr<uint64_t> DecommissionNode(NodeCore& core,
+                                    std::chrono::system_clock::time_point deadline) {
+  RETURN_IF_ERROR(core.BeginDecommission());
+  const size_t held = core.TabletsHeld().size();
+  std::vector<uint64_t> left = core.TabletsHeld();
+  while (!left.empty() && std::chrono::system_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    left = core.TabletsHeld();
+  }
+  if (!left.empty()) {
+    std::vector<std::string> names;
+    for (uint64_t id : left) names.push_back(catalog::TabletName(id));
+    return absl::DeadlineExceededError(
+        StrCat(left.size(), " of ", held, " tablets still have a replica here (",
+               absl::StrJoin(names, ", "), "); they keep moving: ask again to wait"));
+  }
+  RETURN_IF_ERROR(core.FinishDecommission());
+  return held;
+}
+
+rpc::UnaryReactor* NodeAdminService::Decommission(rpc::ServerContext* context,
+                                                  const v1::DecommissionRequest* /*request*/,
+                                                  v1::DecommissionResponse* response) {
+  const auto deadline =
+      std::min(context->deadline(), std::chrono::system_clock::now() + std::chrono::hours(1));
+  StatusOr<uint64_t> moved = DecommissionNode(*core_, deadline);
+  Status s = moved.status();
+  if (moved.ok()) response->set_tablets_moved(*moved);
+  response->set_endpoint(Endpoint());
+  AuditAdmin(*context, "decommission", "", s);
+  return Reply(context, s);
 }
 
 rpc::UnaryReactor* NodeAdminService::Drain(rpc::ServerContext* context,

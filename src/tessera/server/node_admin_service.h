@@ -1,8 +1,10 @@
 // NodeAdminService: tessera.v1.NodeAdmin on a node's gRPC port — Tessera's nodetool for one
-// node (`tessera admin info | tablestats | compactionstats | flush | compact | snapshot |
-// listsnapshots | clearsnapshot | restore`, proto/tessera/v1/node_admin.proto): what the node
-// holds and does, read from its engine; the flush and major compaction of its tablets on
-// demand; snapshots of its tablets (table_snapshots.h) and their restore through the write path.
+// node (`tessera admin info | tablestats | compactionstats | flush | compact | repair |
+// decommission | snapshot | listsnapshots | clearsnapshot | restore`,
+// proto/tessera/v1/node_admin.proto): what the node holds and does, read from its engine; the
+// flush and major compaction of its tablets on demand; the repair of the tablets it leads
+// (docs/repair.md); its decommission; snapshots of its tablets (table_snapshots.h) and their
+// restore through the write path.
 //
 // Each method acts on this node's own tablets (on a cluster node: the replicas it holds), as
 // nodetool acts on the node it is pointed at. A table is found by its full name in the node's
@@ -15,6 +17,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -38,6 +41,11 @@ StatusOr<::tessera::v1::CompactResponse> CompactTablets(NodeCore& core, const st
 // (the dashboard's action too). A tablet that could not be checked carries its error. A node
 // that replicates nothing answers its tablets with no replica to compare.
 StatusOr<::tessera::v1::RepairResponse> RepairTablets(NodeCore& core, const std::string& table);
+// NodeCore::BeginDecommission, then waits until no tablet names the node (DeadlineExceeded
+// naming those left when `deadline` comes first: the moves go on), then FinishDecommission;
+// the number of tablets whose replica moved away. What Decommission answers (the dashboard's
+// action too).
+StatusOr<uint64_t> DecommissionNode(NodeCore& core, std::chrono::system_clock::time_point deadline);
 
 class NodeAdminService final {
  public:
@@ -75,6 +83,11 @@ class NodeAdminService final {
   rpc::UnaryReactor* Repair(rpc::ServerContext* context,
                             const ::tessera::v1::RepairRequest* request,
                             ::tessera::v1::RepairResponse* response);
+  // NodeCore::BeginDecommission, a wait until TabletsHeld() is empty (or the call's deadline,
+  // at most an hour), then FinishDecommission. Audited.
+  rpc::UnaryReactor* Decommission(rpc::ServerContext* context,
+                                  const ::tessera::v1::DecommissionRequest* request,
+                                  ::tessera::v1::DecommissionResponse* response);
   // NodeCore::Drain, then the engine's figures.
   rpc::UnaryReactor* Drain(rpc::ServerContext* context, const ::tessera::v1::DrainRequest* request,
                            ::tessera::v1::DrainResponse* response);

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_join.h"
 
+#include "tessera/catalog/tablet_id.h"
 #include "tessera/coord/open_lock_service.h"
 #include "tessera/replication/cluster_table_access.h"
 #include "tessera/server/row_filter_proto.h"
@@ -330,10 +331,74 @@ void NodeCore::StopNode() {
   node_.reset();
 }
 
-Status NodeCore::Drain() {
+void NodeCore::StopServing() {
   drained_.store(true, std::memory_order_release);
   if (cluster::ClusterNode* node = serving_node(); node != nullptr) node->Stop();
+}
+
+Status NodeCore::Drain() {
+  StopServing();
   return engine_->Flush(std::nullopt);
+}
+
+std::vector<uint64_t> NodeCore::TabletsHeld() const {
+  std::vector<uint64_t> held;
+  const replication::ReplicatedStore* store = replicated();
+  if (store == nullptr) return held;
+  replication::ReplicaNode* replicas = store->replicas();
+  for (const replication::TabletReplicaState& t : replicas->States()) {
+    std::optional<catalog::TabletConfig> c = replicas->GetConfig(t.tablet_id);
+    if (c.has_value() && c->state != catalog::TabletConfigState::kTombstoned &&
+        c->IndexOf(replicas->self()) >= 0) {
+      held.push_back(t.tablet_id);
+    }
+  }
+  return held;
+}
+
+Status NodeCore::BeginDecommission() {
+  const replication::ReplicatedStore* store = replicated();
+  catalog::RingStore* ring = this->ring();
+  if (store == nullptr || ring == nullptr) {
+    return absl::FailedPreconditionError(
+        "this node replicates nothing (a single node, or still joining): there is nowhere to "
+        "move its data");
+  }
+  ASSIGN_OR_RETURN(catalog::ClusterView view, ring->Read());
+  const std::string& self = store->replicas()->self();
+  size_t others = 0;  // live nodes that may take a replica
+  for (const catalog::PlacementNode& n : view.live) {
+    others += n.endpoint != self && view.leaving.count(n.endpoint) == 0 ? 1 : 0;
+  }
+  std::vector<std::string> stuck;
+  for (uint64_t id : TabletsHeld()) {
+    std::optional<catalog::TabletConfig> c = store->replicas()->GetConfig(id);
+    if (c.has_value() && others < c->replicas.size()) stuck.push_back(catalog::TabletName(id));
+  }
+  if (!stuck.empty()) {
+    return absl::FailedPreconditionError(
+        StrCat("too few other live nodes (", others, ") to take the replicas of ", stuck.size(),
+               " tablets held here (", absl::StrJoin(stuck, ", "), "); add a node first"));
+  }
+  RETURN_IF_ERROR(ring->MarkLeaving());
+  TLOG_WARN("decommission: {} is leaving; the master moves its {} tablet replicas away", self,
+            TabletsHeld().size());
+  return Status();
+}
+
+Status NodeCore::FinishDecommission() {
+  catalog::RingStore* ring = this->ring();
+  if (ring == nullptr) return absl::FailedPreconditionError("this node is not in a cluster");
+  if (std::vector<uint64_t> held = TabletsHeld(); !held.empty()) {
+    return absl::FailedPreconditionError(
+        StrCat(held.size(), " tablets still name this node; their replicas are moving"));
+  }
+  RETURN_IF_ERROR(ring->Leave());
+  TLOG_WARN(
+      "decommission: no tablet names this node any more; its token is gone; it stops "
+      "serving");
+  StopServing();  // nothing it holds is needed any more: no flush
+  return Status();
 }
 
 Status NodeCore::CheckServing() const {

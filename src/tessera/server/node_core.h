@@ -165,6 +165,22 @@ class NodeCore {
   // calls until it is stopped. Idempotent (a second call flushes again). Errors: the flush's.
   Status Drain();
   bool drained() const { return drained_.load(std::memory_order_acquire); }
+  // Drain() without the flush.
+  void StopServing();
+
+  // `tessera admin decommission` (docs/repair.md, "Decommission"). BeginDecommission marks
+  // this node leaving in the lock service (catalog::RingStore::MarkLeaving): the master moves
+  // each of its replicas to another node, which a copy rebuilds, while this one stays a full
+  // replica. FailedPrecondition on a node that replicates nothing, or when the other live nodes
+  // that are not leaving are too few to take a tablet's replica (naming it); Unavailable
+  // without a session. Idempotent.
+  Status BeginDecommission();
+  // The tablets whose configuration still names this node.
+  std::vector<uint64_t> TabletsHeld() const;
+  // Once TabletsHeld() is empty: deletes this node's token and leaving mark, then stops serving
+  // as Drain() does (without the flush: nothing it holds is needed any more).
+  // FailedPrecondition while a tablet still names it.
+  Status FinishDecommission();
   // StopNode(), then closes the lock service's users, the lock service (unless shared) and the
   // engine, which syncs the commit log; returns the engine's Close() status. Idempotent.
   Status Close();

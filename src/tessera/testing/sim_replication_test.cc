@@ -16,6 +16,8 @@
 #include "gtest/gtest.h"
 #include "spdlog/spdlog.h"
 #include "tessera/catalog/metadata_table.h"
+#include "tessera/catalog/ring_store.h"
+#include "tessera/catalog/tablet_id.h"
 #include "tessera/replication/consistency_token.h"
 #include "tessera/replication/consistency_tokens.h"
 #include "tessera/replication/coordinator.h"
@@ -303,12 +305,12 @@ void FindRoles(SimCluster& c, AwayRun* run) {
   run->tablet = TableAt(c, 0)->tablets[0].id;
   auto config = c.core(0)->replicated()->replicas()->GetConfig(run->tablet);
   ASSERT_TRUE(config.has_value());
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < c.size(); ++i) {
     if (SimCluster::Endpoint(i) == config->primary_endpoint()) run->primary = i;
   }
   ASSERT_GE(run->primary, 0);
-  run->away = (run->primary + 1) % 3;
-  run->writer = (run->primary + 2) % 3;
+  run->away = (run->primary + 1) % c.size();
+  run->writer = (run->primary + 2) % c.size();
 }
 
 void StartAndWriteWhileAway(SimCluster& c, int rows, AwayRun* run) {
@@ -606,6 +608,88 @@ TEST(SimReplicationTest, RepairRebuildsAReplicaThatLostItsDataAndComparesWhileWr
   const replication::RepairStats stats = c.core(run.primary)->replicated()->replicas()->Repairs();
   EXPECT_EQ(stats.in_progress, 0u);
   EXPECT_GT(stats.hashed_bytes_total, 4u * kRows * 200);
+}
+
+// --- Decommission (docs/repair.md) ---
+
+// Every configuration node i's replicas know, by tablet.
+std::map<uint64_t, catalog::TabletConfig> Configs(const SimCluster& c, int i) {
+  std::map<uint64_t, catalog::TabletConfig> out;
+  replication::ReplicaNode* replicas = c.core(i)->replicated()->replicas();
+  for (const auto& t : replicas->States()) {
+    if (auto config = replicas->GetConfig(t.tablet_id)) out[t.tablet_id] = *config;
+  }
+  return out;
+}
+
+TEST(SimReplicationTest, ADecommissionedNodeHandsEveryReplicaOnWhileWritesGoOn) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE(StrCat("replay with TESSERA_SEED=", seed));
+  SimClusterOptions o = Options(seed);
+  o.nodes = 4;
+  SimCluster c(o);
+  ASSERT_NO_FATAL_FAILURE(StartWithTable(c));
+  AwayRun run;
+  ASSERT_NO_FATAL_FAILURE(FindRoles(c, &run));
+  const int leaving = run.primary;  // the harder case: it leads tablet 0
+  const int writer = (leaving + 1) % 4;
+  const std::string gone = SimCluster::Endpoint(leaving);
+  constexpr int kRows = 40;
+  for (int k = 0; k < kRows; ++k) {
+    ASSERT_TRUE(Write(c, writer, StrCat("a", 1000 + k), std::string(200, 'a' + k % 26)).ok());
+  }
+  const size_t held = c.core(leaving)->TabletsHeld().size();
+  ASSERT_GE(held, 1u);
+
+  ASSERT_TRUE(c.core(leaving)->BeginDecommission().ok());
+  // Writes go on while the replicas move. One in flight when its tablet's epoch is sealed gets
+  // UNAVAILABLE, as in a failover, and is retried as Bigtable clients retry an idempotent
+  // mutation.
+  int retried = 0;
+  for (int k = kRows; k < kRows + 20; ++k) {
+    Status s;
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      s = Write(c, writer, StrCat("a", 1000 + k), std::string(200, 'a' + k % 26));
+      if (!absl::IsUnavailable(s)) break;
+      ++retried;
+    }
+    ASSERT_TRUE(s.ok()) << k << ": " << s;
+  }
+  EXPECT_LE(retried, 4) << "more than one retry per moving tablet";
+  auto settled = [&] {
+    if (!c.core(leaving)->TabletsHeld().empty()) return false;
+    for (const auto& [id, config] : Configs(c, writer)) {
+      if (!config.needs_rebuild.empty() || config.IndexOf(gone) >= 0) return false;
+    }
+    return true;
+  };
+  ASSERT_TRUE(c.RunUntil(settled, 60 * kSecond)) << DescribeReplicas(c);
+
+  // Every tablet is on three nodes that stay, each holding the same cells as its primary.
+  for (const auto& [id, config] : Configs(c, writer)) {
+    EXPECT_EQ(config.replicas.size(), 3u);
+    if (!catalog::IsClusterTabletId(id)) continue;
+    int primary = -1;
+    for (int i = 0; i < 4; ++i) {
+      if (SimCluster::Endpoint(i) == config.primary_endpoint()) primary = i;
+    }
+    ASSERT_GE(primary, 0);
+    StatusOr<replication::TabletRepairReport> r = Repair(c, primary, id);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_NO_FATAL_FAILURE(ExpectEveryReplica(*r, replication::RepairOutcome::kConsistent));
+  }
+  for (int k = 0; k < kRows + 20; ++k) {
+    auto v = Read(c, writer, StrCat("a", 1000 + k));
+    ASSERT_TRUE(v.ok()) << v.status();
+    EXPECT_EQ(v->value_or("absent"), std::string(200, 'a' + k % 26)) << "row " << k;
+  }
+  // The node leaves the ring and stops serving.
+  ASSERT_TRUE(c.core(leaving)->FinishDecommission().ok());
+  EXPECT_TRUE(c.core(leaving)->drained());
+  StatusOr<catalog::ClusterView> view = c.core(writer)->ring()->Read();
+  ASSERT_TRUE(view.ok()) << view.status();
+  EXPECT_EQ(view->tokens.count(gone), 0u);
+  EXPECT_TRUE(view->leaving.empty());
 }
 
 TEST(SimReplicationTest, ConsistencyLevelsCountTheReplicasThatAnswer) {
