@@ -377,6 +377,23 @@ TEST_F(AuthClusterTest, AnAdministratorFlushesANodeFromTheDashboardInABrowser) {
             std::string::npos);
   EXPECT_NE(FullLog(n1).find("audit: admin action=dashboard flush target=\"\" principal=? "),
             std::string::npos);  // the bare POST
+
+  // A repair from the page: node 1 checks the tablets it leads.
+  clicked = b.ClickWhenThere(
+      StrCat("button[data-action=\"repair\"][data-endpoint=\"", n1.endpoint(), "\"]"),
+      milliseconds(15'000));
+  ASSERT_TRUE(clicked.ok()) << clicked << "\n" << b.Source();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return b.Text(*result).value_or("").find("repair on " + n1.endpoint() + ": repaired") !=
+               std::string::npos;
+      },
+      milliseconds(60'000)))
+      << b.Text(*result).value_or("");
+  EXPECT_NE(b.Text(*result).value_or("").find(" 0 not checked"), std::string::npos)
+      << b.Text(*result).value_or("");
+  EXPECT_NE(FullLog(n1).find("audit: admin action=dashboard repair target=\"\" principal=root"),
+            std::string::npos);
 }
 
 }  // namespace
