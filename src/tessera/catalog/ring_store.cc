@@ -97,22 +97,21 @@ void RingStore::Detach() {
   session_ = nullptr;
 }
 
+Status RingStore::NoSession() const {
+  return absl::UnavailableError(
+      tessera::StrCat("node ", endpoint_, " has no lock-service session"));
+}
+
 Status RingStore::MarkLeaving() {
   absl::ReaderMutexLock l(&mu_);
-  if (session_ == nullptr) {
-    return absl::UnavailableError(
-        tessera::StrCat("node ", endpoint_, " has no lock-service session"));
-  }
+  if (session_ == nullptr) return NoSession();
   return session_->Put(tessera::StrCat(kLeavingPrefix, endpoint_), "", coord::PutOptions())
       .status();
 }
 
 Status RingStore::Leave() {
   absl::ReaderMutexLock l(&mu_);
-  if (session_ == nullptr) {
-    return absl::UnavailableError(
-        tessera::StrCat("node ", endpoint_, " has no lock-service session"));
-  }
+  if (session_ == nullptr) return NoSession();
   for (const std::string& name :
        {TokenFileName(endpoint_), tessera::StrCat(kLeavingPrefix, endpoint_)}) {
     Status s = session_->Delete(name, std::nullopt);
@@ -123,10 +122,7 @@ Status RingStore::Leave() {
 
 StatusOr<ClusterView> RingStore::Read() const {
   absl::ReaderMutexLock l(&mu_);
-  if (session_ == nullptr) {
-    return absl::UnavailableError(
-        tessera::StrCat("node ", endpoint_, " has no lock-service session"));
-  }
+  if (session_ == nullptr) return NoSession();
   return ReadClusterView(session_);
 }
 

@@ -97,6 +97,9 @@ class RingStore {
   const std::string& endpoint() const { return endpoint_; }
 
  private:
+  // Unavailable: the error of a call while detached.
+  Status NoSession() const;
+
   const std::string endpoint_;
   mutable absl::Mutex mu_;  // readers hold it shared across their lock-service calls
   coord::Session* session_ ABSL_GUARDED_BY(mu_) = nullptr;

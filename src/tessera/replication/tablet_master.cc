@@ -268,8 +268,17 @@ std::string TabletMaster::Step() {
         move = move_of(id, c);
         if (!move.has_value()) continue;
       }
+      // A move needs a live majority among the replicas that stay (FinishPromotion): sealing
+      // without one would only stop the writes until a replica came back.
       size_t reachable = 0;
-      for (const std::string& r : c.replicas) reachable += alive.count(r);
+      for (size_t i = 0; i < c.replicas.size(); ++i) {
+        if (!move.has_value() || i != move->index) reachable += alive.count(c.replicas[i]);
+      }
+      if (move.has_value() && reachable < Majority(c.replicas.size())) {
+        Append(&log, catalog::TabletName(id), ": only ", reachable, " of the replicas that stay ",
+               "live; the move off ", c.replicas[move->index], " waits; ");
+        continue;
+      }
       if (reachable < Majority(c.replicas.size())) {
         Append(&log, catalog::TabletName(id), ": primary ", c.primary_endpoint(),
                " is gone and only ", reachable, " of ", c.replicas.size(),

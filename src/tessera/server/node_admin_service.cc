@@ -291,8 +291,8 @@ rpc::UnaryReactor* NodeAdminService::Compact(rpc::ServerContext* context,
 StatusOr<uint64_t> DecommissionNode(NodeCore& core,
                                     std::chrono::system_clock::time_point deadline) {
   RETURN_IF_ERROR(core.BeginDecommission());
-  const size_t held = core.TabletsHeld().size();
   std::vector<uint64_t> left = core.TabletsHeld();
+  const size_t held = left.size();
   while (!left.empty() && std::chrono::system_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     left = core.TabletsHeld();

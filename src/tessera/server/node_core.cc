@@ -370,8 +370,9 @@ Status NodeCore::BeginDecommission() {
   for (const catalog::PlacementNode& n : view.live) {
     others += n.endpoint != self && view.leaving.count(n.endpoint) == 0 ? 1 : 0;
   }
+  const std::vector<uint64_t> held = TabletsHeld();
   std::vector<std::string> stuck;
-  for (uint64_t id : TabletsHeld()) {
+  for (uint64_t id : held) {
     std::optional<catalog::TabletConfig> c = store->replicas()->GetConfig(id);
     if (c.has_value() && others < c->replicas.size()) stuck.push_back(catalog::TabletName(id));
   }
@@ -382,7 +383,7 @@ Status NodeCore::BeginDecommission() {
   }
   RETURN_IF_ERROR(ring->MarkLeaving());
   TLOG_WARN("decommission: {} is leaving; the master moves its {} tablet replicas away", self,
-            TabletsHeld().size());
+            held.size());
   return Status();
 }
 

@@ -622,6 +622,52 @@ std::map<uint64_t, catalog::TabletConfig> Configs(const SimCluster& c, int i) {
   return out;
 }
 
+// Write(), retried on UNAVAILABLE (a write in flight when its tablet's epoch is sealed, as in a
+// failover) as Bigtable clients retry an idempotent mutation; `retried` counts the retries.
+Status WriteRetrying(SimCluster& c, int i, const std::string& key, const std::string& value,
+                     int* retried) {
+  Status s;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    s = Write(c, i, key, value);
+    if (!absl::IsUnavailable(s)) break;
+    ++*retried;
+  }
+  return s;
+}
+
+// Every tablet's configuration (as node `observer` knows it) settled without `gone`: no
+// replica there, none awaiting a rebuild, and `leaving` names no tablet any more.
+bool SettledWithout(const SimCluster& c, int observer, int leaving) {
+  if (!c.core(leaving)->TabletsHeld().empty()) return false;
+  for (const auto& [id, config] : Configs(c, observer)) {
+    if (!config.needs_rebuild.empty() || config.IndexOf(SimCluster::Endpoint(leaving)) >= 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Each cluster tablet's primary finds every other copy consistent, and rows a1000.. read back.
+void ExpectConsistentWithRows(SimCluster& c, int observer, int rows) {
+  for (const auto& [id, config] : Configs(c, observer)) {
+    EXPECT_EQ(config.replicas.size(), 3u);
+    if (!catalog::IsClusterTabletId(id)) continue;
+    int primary = -1;
+    for (int i = 0; i < c.size(); ++i) {
+      if (SimCluster::Endpoint(i) == config.primary_endpoint()) primary = i;
+    }
+    ASSERT_GE(primary, 0);
+    StatusOr<replication::TabletRepairReport> r = Repair(c, primary, id);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_NO_FATAL_FAILURE(ExpectEveryReplica(*r, replication::RepairOutcome::kConsistent));
+  }
+  for (int k = 0; k < rows; ++k) {
+    auto v = Read(c, observer, StrCat("a", 1000 + k));
+    ASSERT_TRUE(v.ok()) << v.status();
+    EXPECT_EQ(v->value_or("absent"), std::string(200, 'a' + k % 26)) << "row " << k;
+  }
+}
+
 TEST(SimReplicationTest, ADecommissionedNodeHandsEveryReplicaOnWhileWritesGoOn) {
   const uint64_t seed = TestSeed();
   SCOPED_TRACE(StrCat("replay with TESSERA_SEED=", seed));
@@ -647,42 +693,15 @@ TEST(SimReplicationTest, ADecommissionedNodeHandsEveryReplicaOnWhileWritesGoOn) 
   // mutation.
   int retried = 0;
   for (int k = kRows; k < kRows + 20; ++k) {
-    Status s;
-    for (int attempt = 0; attempt < 5; ++attempt) {
-      s = Write(c, writer, StrCat("a", 1000 + k), std::string(200, 'a' + k % 26));
-      if (!absl::IsUnavailable(s)) break;
-      ++retried;
-    }
+    Status s =
+        WriteRetrying(c, writer, StrCat("a", 1000 + k), std::string(200, 'a' + k % 26), &retried);
     ASSERT_TRUE(s.ok()) << k << ": " << s;
   }
   EXPECT_LE(retried, 4) << "more than one retry per moving tablet";
-  auto settled = [&] {
-    if (!c.core(leaving)->TabletsHeld().empty()) return false;
-    for (const auto& [id, config] : Configs(c, writer)) {
-      if (!config.needs_rebuild.empty() || config.IndexOf(gone) >= 0) return false;
-    }
-    return true;
-  };
-  ASSERT_TRUE(c.RunUntil(settled, 60 * kSecond)) << DescribeReplicas(c);
-
+  ASSERT_TRUE(c.RunUntil([&] { return SettledWithout(c, writer, leaving); }, 60 * kSecond))
+      << DescribeReplicas(c);
   // Every tablet is on three nodes that stay, each holding the same cells as its primary.
-  for (const auto& [id, config] : Configs(c, writer)) {
-    EXPECT_EQ(config.replicas.size(), 3u);
-    if (!catalog::IsClusterTabletId(id)) continue;
-    int primary = -1;
-    for (int i = 0; i < 4; ++i) {
-      if (SimCluster::Endpoint(i) == config.primary_endpoint()) primary = i;
-    }
-    ASSERT_GE(primary, 0);
-    StatusOr<replication::TabletRepairReport> r = Repair(c, primary, id);
-    ASSERT_TRUE(r.ok()) << r.status();
-    ASSERT_NO_FATAL_FAILURE(ExpectEveryReplica(*r, replication::RepairOutcome::kConsistent));
-  }
-  for (int k = 0; k < kRows + 20; ++k) {
-    auto v = Read(c, writer, StrCat("a", 1000 + k));
-    ASSERT_TRUE(v.ok()) << v.status();
-    EXPECT_EQ(v->value_or("absent"), std::string(200, 'a' + k % 26)) << "row " << k;
-  }
+  ASSERT_NO_FATAL_FAILURE(ExpectConsistentWithRows(c, writer, kRows + 20));
   // The node leaves the ring and stops serving.
   ASSERT_TRUE(c.core(leaving)->FinishDecommission().ok());
   EXPECT_TRUE(c.core(leaving)->drained());
@@ -690,6 +709,53 @@ TEST(SimReplicationTest, ADecommissionedNodeHandsEveryReplicaOnWhileWritesGoOn) 
   ASSERT_TRUE(view.ok()) << view.status();
   EXPECT_EQ(view->tokens.count(gone), 0u);
   EXPECT_TRUE(view->leaving.empty());
+}
+
+TEST(SimReplicationTest, ADecommissionWaitsForACrashedReplicaThatStaysAndLosesNothing) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE(StrCat("replay with TESSERA_SEED=", seed));
+  SimClusterOptions o = Options(seed);
+  o.nodes = 4;
+  SimCluster c(o);
+  ASSERT_NO_FATAL_FAILURE(StartWithTable(c));
+  AwayRun run;
+  ASSERT_NO_FATAL_FAILURE(FindRoles(c, &run));
+  const int leaving = run.primary;  // leads tablet 0
+  auto config = c.core(leaving)->replicated()->replicas()->GetConfig(run.tablet);
+  ASSERT_TRUE(config.has_value());
+  int stayer = -1;  // a replica of tablet 0 that stays: it crashes during the move
+  for (int i = 0; i < 4; ++i) {
+    if (i != leaving && config->IndexOf(SimCluster::Endpoint(i)) >= 0) stayer = i;
+  }
+  ASSERT_GE(stayer, 0);
+  int writer = 0;
+  while (writer == leaving || writer == stayer) ++writer;
+  constexpr int kRows = 30;
+  for (int k = 0; k < kRows; ++k) {
+    ASSERT_TRUE(Write(c, writer, StrCat("a", 1000 + k), std::string(200, 'a' + k % 26)).ok());
+  }
+  ASSERT_TRUE(c.core(leaving)->BeginDecommission().ok());
+  ASSERT_TRUE(c.Crash(stayer).ok());
+  // Only one of tablet 0's staying replicas lives, too few to take the leaving primary's place:
+  // the move cannot complete, and the writes go on at QUORUM through the leaving primary and
+  // the other one.
+  c.RunFor(3 * kSecond);
+  auto now = c.core(writer)->replicated()->replicas()->GetConfig(run.tablet);
+  ASSERT_TRUE(now.has_value());
+  EXPECT_EQ(now->epoch, config->epoch) << DescribeReplicas(c);
+  EXPECT_GE(now->IndexOf(SimCluster::Endpoint(leaving)), 0);
+  int retried = 0;
+  for (int k = kRows; k < kRows + 10; ++k) {
+    Status s =
+        WriteRetrying(c, writer, StrCat("a", 1000 + k), std::string(200, 'a' + k % 26), &retried);
+    ASSERT_TRUE(s.ok()) << k << ": " << s;
+  }
+  EXPECT_EQ(retried, 0);
+  // It comes back: the move goes on, and nothing acknowledged is lost.
+  ASSERT_TRUE(c.Restart(stayer).ok());
+  ASSERT_TRUE(c.RunUntil([&] { return SettledWithout(c, writer, leaving); }, 60 * kSecond))
+      << DescribeReplicas(c);
+  ASSERT_NO_FATAL_FAILURE(ExpectConsistentWithRows(c, writer, kRows + 10));
 }
 
 TEST(SimReplicationTest, ConsistencyLevelsCountTheReplicasThatAnswer) {
