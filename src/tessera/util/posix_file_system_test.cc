@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <string>
 
 #include "tessera/util/file_system.h"
 
@@ -46,6 +48,68 @@ TEST(PosixFileSystemTest, WriteReadRenameRemove) {
   ASSERT_TRUE(fs->RemoveDir(sub).ok());
   ASSERT_TRUE(fs->RemoveDir(JoinPath(dir, "a")).ok());
   ASSERT_TRUE(fs->RemoveDir(dir).ok());
+}
+
+// A file whose space is reserved takes appends through a moving window of a mapping; the
+// bytes must come out in order across windows, across appends that pass the reserved space
+// (buffered) and a later reservation, and Close must trim the reserve.
+TEST(PosixFileSystemTest, AppendsInReservedSpaceComeBackInOrderAcrossWindows) {
+  FileSystem* fs = PosixFileSystem();
+  char tmpl[] = "/tmp/tessera_fs_test_XXXXXX";
+  ASSERT_NE(nullptr, ::mkdtemp(tmpl));
+  const std::string path = JoinPath(tmpl, "log");
+  std::string expected;
+  uint32_t x = 7;
+  auto next_piece = [&](size_t n) {
+    std::string piece(n, '\0');
+    for (char& c : piece) c = static_cast<char>((x = x * 1103515245u + 12345u) >> 24);
+    expected += piece;
+    return piece;
+  };
+  {
+    auto f = fs->NewWritableFile(path).value();
+    ASSERT_TRUE(f->Append(next_piece(100)).ok());  // buffered: nothing reserved yet
+    ASSERT_TRUE(f->Preallocate(3u << 20).ok());    // flushes the buffer, then maps
+    for (int i = 0; i < 300; ++i) ASSERT_TRUE(f->Append(next_piece(10007)).ok());  // ~3 MB
+    ASSERT_TRUE(f->Append(next_piece(200000)).ok());  // straddles the end of the reserve
+    ASSERT_TRUE(f->Append(next_piece(5)).ok());       // buffered
+    ASSERT_TRUE(f->Preallocate(8u << 20).ok());
+    ASSERT_TRUE(f->Append(next_piece(3u << 20)).ok());  // larger than a window
+    ASSERT_TRUE(f->Sync().ok());
+    EXPECT_EQ(expected.size(), f->Size());
+    EXPECT_EQ(8u << 20, fs->GetFileSize(path).value());  // reserved, zeros past the appends
+    ASSERT_TRUE(f->Close().ok());
+  }
+  EXPECT_EQ(expected, ReadFileToString(fs, path).value());
+  ASSERT_TRUE(fs->RemoveFile(path).ok());
+  ASSERT_TRUE(fs->RemoveDir(tmpl).ok());
+}
+
+// A mapped append is in the page cache when Append returns: a process that dies right after,
+// with no Flush, Sync or Close, loses none of it (what kill -9 of a server relies on).
+TEST(PosixFileSystemTest, AMappedAppendSurvivesTheDeathOfTheProcess) {
+  FileSystem* fs = PosixFileSystem();
+  char tmpl[] = "/tmp/tessera_fs_test_XXXXXX";
+  ASSERT_NE(nullptr, ::mkdtemp(tmpl));
+  const std::string path = JoinPath(tmpl, "log");
+  const std::string record = "a record that must survive";
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    auto f = fs->NewWritableFile(path);
+    if (!f.ok() || !(*f)->Preallocate(1u << 20).ok() || !(*f)->Append(record).ok()) ::_exit(1);
+    ::_exit(0);  // no destructor, no Close: as if killed
+  }
+  int wstatus = 0;
+  ASSERT_EQ(pid, ::waitpid(pid, &wstatus, 0));
+  ASSERT_TRUE(WIFEXITED(wstatus));
+  ASSERT_EQ(0, WEXITSTATUS(wstatus));
+  const std::string contents = ReadFileToString(fs, path).value();
+  ASSERT_EQ(1u << 20, contents.size());  // the reserve was not trimmed
+  EXPECT_EQ(record, contents.substr(0, record.size()));
+  EXPECT_EQ(std::string(contents.size() - record.size(), '\0'), contents.substr(record.size()));
+  ASSERT_TRUE(fs->RemoveFile(path).ok());
+  ASSERT_TRUE(fs->RemoveDir(tmpl).ok());
 }
 
 TEST(PathTest, NumberedFileNames) {
