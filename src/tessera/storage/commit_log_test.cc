@@ -453,10 +453,12 @@ uint64_t SizeOnDisk(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
 }
 
-std::unique_ptr<CommitLog> OpenPosixLog(const std::string& dir, uint64_t segment_bytes) {
+std::unique_ptr<CommitLog> OpenPosixLog(const std::string& dir, uint64_t segment_bytes,
+                                        CommitLogSyncMode mode = CommitLogSyncMode::kBatch) {
   CommitLogOptions options;
   options.dir = dir;
   options.segment_bytes = segment_bytes;
+  options.sync_mode = mode;
   StatusOr<std::unique_ptr<CommitLog>> log = CommitLog::Open(options, PosixFileSystem());
   EXPECT_TRUE(log.ok()) << log.status();
   return log.ok() ? std::move(*log) : nullptr;
@@ -503,6 +505,33 @@ TEST(CommitLogTest, ACrashKeepsTheReservedZerosWhichReplayCuts) {
   const std::string copy =
       crashed.path() + "/" + CommitLog::SegmentFileName(log->current_segment());
   EXPECT_LT(SizeOnDisk(copy), CommitLog::kReserveBytes);  // the zeros were cut
+}
+
+// At the periodic sync mode a small record goes into the file (the page cache) through a
+// mapping of the reserve as AddRecord returns, with no Flush; at the batch mode it waits in the
+// file's buffer for the group commit's Sync. Either way a copy of the folder replays it once
+// it was handed over.
+TEST(CommitLogTest, AtThePeriodicModeARecordIsInTheFileWhenAddRecordReturns) {
+  for (CommitLogSyncMode mode : {CommitLogSyncMode::kPeriodic, CommitLogSyncMode::kBatch}) {
+    SCOPED_TRACE(mode == CommitLogSyncMode::kPeriodic ? "periodic" : "batch");
+    ::tessera::testing::TempDir dir, crashed;
+    auto log = OpenPosixLog(dir.path(), 128u << 20, mode);
+    ASSERT_NE(log, nullptr);
+    ASSERT_TRUE(ReplayAll(log.get()).status.ok());
+    ASSERT_TRUE(log->AddRecord("first").ok());
+    ASSERT_TRUE(log->Flush().ok());
+    ASSERT_TRUE(log->AddRecord("second").ok());
+    std::filesystem::copy(dir.path(), crashed.path(),
+                          std::filesystem::copy_options::recursive |
+                              std::filesystem::copy_options::overwrite_existing);
+    Replayed r = ReplayAll(OpenPosixLog(crashed.path(), 128u << 20).get());
+    ASSERT_TRUE(r.status.ok()) << r.status;
+    const std::vector<std::string> handed_over = mode == CommitLogSyncMode::kPeriodic
+                                                     ? std::vector<std::string>{"first", "second"}
+                                                     : std::vector<std::string>{"first"};
+    EXPECT_EQ(r.records, handed_over);
+    ASSERT_TRUE(log->Close().ok());
+  }
 }
 
 TEST(CommitLogTest, RollingTrimsTheEarlierSegmentForGood) {

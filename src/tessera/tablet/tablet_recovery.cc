@@ -117,6 +117,9 @@ Status TabletManager::ReplayCommitLog() {
   storage::CommitLogOptions log_options;
   log_options.dir = JoinPath(options_.dir, kCommitLogSubdir);
   log_options.segment_bytes = options_.commit_log_segment_bytes;
+  log_options.sync_mode = options_.sync_mode == SyncMode::kPeriodic
+                              ? storage::CommitLogSyncMode::kPeriodic
+                              : storage::CommitLogSyncMode::kBatch;
   ASSIGN_OR_RETURN(log_, storage::CommitLog::Open(log_options, env_.fs));
   uint64_t replayed = 0, skipped = 0;
   // Per tablet, the first segment written after its last rebuild (0: none).

@@ -45,8 +45,18 @@ class WritableFile {
   // reserved part reading as zeros, until Close() trims it to Size() (not made durable: a
   // reader must take a tail of zeros for the end). Size() does not change. Performance only:
   // files that cannot (opened for append, or the file system refuses) do nothing, and an error
-  // means only that nothing was reserved.
-  virtual Status Preallocate(uint64_t /*bytes*/) { return Status(); }
+  // means only that nothing was reserved. `how` says how appends into the reserve reach the
+  // file; it is a hint that changes no guarantee.
+  enum class ReservedAppends {
+    // With a system call each, like any append: the cheaper way for a file synced after almost
+    // every append (a synced page is write-protected again, so copying into a mapping of it
+    // takes a fault, and syncing it a TLB flush).
+    kWrite,
+    // Small appends copied into a shared mapping of the reserve, with no system call: for a
+    // file synced now and then (a commit log at the periodic sync mode).
+    kMapped,
+  };
+  virtual Status Preallocate(uint64_t /*bytes*/, ReservedAppends /*how*/) { return Status(); }
 };
 
 class RandomAccessFile {

@@ -31,13 +31,15 @@ Status PosixError(const std::string& context, int err) {
   }
 }
 
-// Appends go to a 64 KiB buffer that Flush() hands to the OS with pwrite(2), except inside the
-// space Preallocate() reserved: there they are copied into a shared mapping of the file, which
-// puts them in the page cache at once -- what a write(2) does, without a system call per
-// append (Cassandra's commit log writes through a mapping for the same reason). A process
-// crash after Append() returns loses nothing of it either way; Sync() (fdatasync) makes both
-// kinds durable. The mapping is a window of kMapWindow bytes that moves with the appends, so the
-// file's pages stay in the page cache, not in the process's resident memory.
+// Appends go to a 64 KiB buffer that Flush() hands to the OS with pwrite(2), except, when
+// Preallocate() asked for ReservedAppends::kMapped, small appends inside the reserved space:
+// those are copied into a shared mapping of the file, which puts them in the page cache at once
+// -- what a write(2) does, without a system call per append (Cassandra's commit log writes
+// through a mapping for the same reason). A process crash after Append() returns loses nothing
+// of such a copy; Sync() (fdatasync) makes both kinds durable. The mapping is a window of
+// kMapWindow bytes that moves with the appends, so the file's pages stay in the page cache, not
+// in the process's resident memory. Appends of kMapMaxAppend bytes or more are written, since
+// faulting in their pages one by one costs more than one system call.
 //
 // Never touched: a page of the file past the reserved space (which would raise SIGBUS), since
 // a mapped copy stays below allocated_, which posix_fallocate made the file's size.
@@ -52,14 +54,10 @@ class PosixWritableFile final : public WritableFile {
   }
 
   Status Append(std::string_view data) override {
-    if (buf_.empty() && size_ < allocated_ && mappable_) {
-      std::string_view head = data.substr(0, allocated_ - size_);
-      data.remove_prefix(head.size());
-      CopyToMapping(&head);
-      if (!head.empty()) {
-        // The file could not be mapped: what is left goes the buffered way, in order.
-        data = std::string_view(head.data(), head.size() + data.size());
-      }
+    if (map_appends_ && buf_.empty() && data.size() < kMapMaxAppend &&
+        size_ + data.size() <= allocated_) {
+      // What the mapping could not take (the file could not be mapped) goes the buffered way.
+      CopyToMapping(&data);
       if (data.empty()) return Status();
     }
     if (buf_.size() + data.size() > kBufferSize) {
@@ -105,20 +103,27 @@ class PosixWritableFile final : public WritableFile {
 
   uint64_t Size() const override { return size_; }
 
-  Status Preallocate(uint64_t bytes) override {
+  Status Preallocate(uint64_t bytes, ReservedAppends how) override {
     // With O_APPEND every write would go past the reserved space.
-    if (appending_ || bytes <= allocated_) return Status();
+    if (appending_) return Status();
+    if (how == ReservedAppends::kWrite) {
+      map_appends_ = false;
+      Unmap();
+    }
+    if (bytes <= allocated_) return Status();
     // Buffered bytes precede any mapped copy, so that the mapping never writes ahead of them.
     RETURN_IF_ERROR(FlushBuffer());
     const int err = ::posix_fallocate(fd_, 0, static_cast<off_t>(bytes));
     if (err != 0) return PosixError(path_, err);
     allocated_ = bytes;
+    map_appends_ = how == ReservedAppends::kMapped && mappable_;
     return Status();
   }
 
  private:
   static constexpr size_t kBufferSize = 64 * 1024;
   static constexpr uint64_t kMapWindow = 2u << 20;
+  static constexpr size_t kMapMaxAppend = 16 * 1024;
 
   // Copies `*data` to the file at size_ through the mapping, moving the window as it goes, and
   // removes what it copied from `*data`: all of it, unless the file cannot be mapped (then the
@@ -145,6 +150,7 @@ class PosixWritableFile final : public WritableFile {
         ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, static_cast<off_t>(start));
     if (p == MAP_FAILED) {
       mappable_ = false;
+      map_appends_ = false;
       return false;
     }
     map_ = static_cast<char*>(p);
@@ -190,6 +196,7 @@ class PosixWritableFile final : public WritableFile {
   uint64_t allocated_ = 0;  // bytes reserved by Preallocate: the file's size is at least this
   std::string buf_;         // the bytes of [size_ - buf_.size(), size_), not yet written
   bool mappable_ = true;    // cleared when mmap fails
+  bool map_appends_ = false;  // small appends inside the reserve go through the mapping
   char* map_ = nullptr;     // the file's [map_offset_, map_offset_ + map_len_), or null
   uint64_t map_offset_ = 0;
   uint64_t map_len_ = 0;

@@ -69,12 +69,15 @@ TEST(PosixFileSystemTest, AppendsInReservedSpaceComeBackInOrderAcrossWindows) {
   {
     auto f = fs->NewWritableFile(path).value();
     ASSERT_TRUE(f->Append(next_piece(100)).ok());  // buffered: nothing reserved yet
-    ASSERT_TRUE(f->Preallocate(3u << 20).ok());    // flushes the buffer, then maps
+    ASSERT_TRUE(f->Preallocate(3u << 20, WritableFile::ReservedAppends::kMapped)
+                    .ok());  // flushes the buffer, then maps
     for (int i = 0; i < 300; ++i) ASSERT_TRUE(f->Append(next_piece(10007)).ok());  // ~3 MB
-    ASSERT_TRUE(f->Append(next_piece(200000)).ok());  // straddles the end of the reserve
+    while (expected.size() + 9001 <= (3u << 20)) ASSERT_TRUE(f->Append(next_piece(9001)).ok());
+    ASSERT_TRUE(f->Append(next_piece(9001)).ok());    // past the end of the reserve: buffered
     ASSERT_TRUE(f->Append(next_piece(5)).ok());       // buffered
-    ASSERT_TRUE(f->Preallocate(8u << 20).ok());
-    ASSERT_TRUE(f->Append(next_piece(3u << 20)).ok());  // larger than a window
+    ASSERT_TRUE(f->Preallocate(8u << 20, WritableFile::ReservedAppends::kMapped).ok());
+    for (int i = 0; i < 400; ++i) ASSERT_TRUE(f->Append(next_piece(9001)).ok());  // > a window
+    ASSERT_TRUE(f->Append(next_piece(100000)).ok());  // large: written, not mapped
     ASSERT_TRUE(f->Sync().ok());
     EXPECT_EQ(expected.size(), f->Size());
     EXPECT_EQ(8u << 20, fs->GetFileSize(path).value());  // reserved, zeros past the appends
@@ -97,7 +100,9 @@ TEST(PosixFileSystemTest, AMappedAppendSurvivesTheDeathOfTheProcess) {
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     auto f = fs->NewWritableFile(path);
-    if (!f.ok() || !(*f)->Preallocate(1u << 20).ok() || !(*f)->Append(record).ok()) ::_exit(1);
+    if (!f.ok() || !(*f)->Preallocate(1u << 20, WritableFile::ReservedAppends::kMapped).ok() ||
+        !(*f)->Append(record).ok())
+      ::_exit(1);
     ::_exit(0);  // no destructor, no Close: as if killed
   }
   int wstatus = 0;
