@@ -7,6 +7,50 @@
 
 namespace tessera::storage {
 
+namespace {
+
+// The file as a forward scan reads it: a read inside the last read-ahead is served from it, any
+// other reads `readahead` bytes from its offset (at least what is asked, never past `limit`, the
+// end of the data blocks) and keeps them. One per iterator, so one thread at a time.
+class ReadaheadFile final : public RandomAccessFile {
+ public:
+  ReadaheadFile(const RandomAccessFile* base, uint64_t limit, size_t readahead)
+      : base_(base), limit_(limit), readahead_(readahead) {}
+
+  StatusOr<std::string_view> Read(uint64_t offset, size_t n, char* scratch) const override {
+    if (offset >= offset_ && offset + n <= offset_ + len_) {
+      return std::string_view(buf_.get() + (offset - offset_), n);
+    }
+    size_t want = readahead_;
+    if (offset < limit_) want = static_cast<size_t>(std::min<uint64_t>(want, limit_ - offset));
+    want = std::max(want, n);
+    if (want > capacity_) {
+      buf_ = std::make_unique_for_overwrite<char[]>(want);
+      capacity_ = want;
+    }
+    len_ = 0;
+    ASSIGN_OR_RETURN(std::string_view got, base_->Read(offset, want, buf_.get()));
+    if (got.data() != buf_.get()) std::memcpy(buf_.get(), got.data(), got.size());
+    offset_ = offset;
+    len_ = got.size();
+    (void)scratch;
+    return std::string_view(buf_.get(), std::min(n, len_));
+  }
+
+  StatusOr<uint64_t> Size() const override { return base_->Size(); }
+
+ private:
+  const RandomAccessFile* const base_;
+  const uint64_t limit_;
+  const size_t readahead_;
+  mutable std::unique_ptr<char[]> buf_;
+  mutable size_t capacity_ = 0;
+  mutable uint64_t offset_ = 0;  // buf_ holds the file's [offset_, offset_ + len_)
+  mutable size_t len_ = 0;
+};
+
+}  // namespace
+
 // A two-level iterator: the index block's iterator picks a data block, whose iterator yields
 // the entries. Moving within a block allocates nothing; switching blocks costs a cache lookup
 // or a read. The first error stops the iterator for good (a merged read must not silently skip
@@ -91,8 +135,19 @@ class TableIterator final : public Iterator {
     std::shared_ptr<const Block> block;
     bool from_file = false;
     if (blocks_read_ >= read_options_.fill_cache_blocks) read_options_.fill_cache = false;
-    if (s.ok()) s = table_->GetDataBlock(handle, read_options_, &block, &from_file);
-    if (from_file) ++blocks_read_;
+    const RandomAccessFile* via = nullptr;
+    if (read_options_.readahead_bytes > 0 && blocks_read_ > 0 && handle.offset == read_end_) {
+      if (readahead_ == nullptr) {
+        readahead_ = std::make_unique<ReadaheadFile>(table_->file_.get(), table_->footer_offset_,
+                                                     read_options_.readahead_bytes);
+      }
+      via = readahead_.get();
+    }
+    if (s.ok()) s = table_->GetDataBlock(handle, read_options_, &block, &from_file, via);
+    if (from_file) {
+      ++blocks_read_;
+      read_end_ = handle.offset + handle.size + kBlockTrailerSize;
+    }
     if (!s.ok()) {
       if (status_.ok()) status_ = std::move(s);
       data_iter_.Clear();
@@ -136,6 +191,8 @@ class TableIterator final : public Iterator {
   const Table* const table_;
   TableReadOptions read_options_;  // fill_cache turned off once fill_cache_blocks are read
   uint64_t blocks_read_ = 0;       // blocks this iterator read from the file
+  uint64_t read_end_ = 0;          // where the last block it read from the file ends
+  std::unique_ptr<ReadaheadFile> readahead_;  // made on the first sequential read
   BlockIter index_iter_;
   BlockIter data_iter_;
   bool has_block_ = false;  // data_iter_ is on the block at block_offset_
@@ -301,7 +358,8 @@ Status Table::DecodeIndexValue(std::string_view value, BlockHandle* handle) cons
 }
 
 Status Table::GetDataBlock(const BlockHandle& handle, const TableReadOptions& read_options,
-                           std::shared_ptr<const Block>* block, bool* from_file) const {
+                           std::shared_ptr<const Block>* block, bool* from_file,
+                           const RandomAccessFile* via) const {
   ReadStats* stats = read_options.stats;
   if (file_contents_ != nullptr) {
     auto it = std::lower_bound(memory_blocks_.begin(), memory_blocks_.end(), handle.offset,
@@ -323,7 +381,7 @@ Status Table::GetDataBlock(const BlockHandle& handle, const TableReadOptions& re
     }
   }
   BlockContents contents;
-  RETURN_IF_ERROR(ReadBlock(*file_, file_name_, handle, stats, &contents));
+  RETURN_IF_ERROR(ReadBlock(via != nullptr ? *via : *file_, file_name_, handle, stats, &contents));
   ASSIGN_OR_RETURN(*block, Block::Create(std::move(contents), file_name_, handle.offset));
   if (from_file != nullptr) *from_file = true;
   if (cache_ != nullptr && read_options.fill_cache)

@@ -99,10 +99,12 @@ class Table {
   Status CheckHandle(const BlockHandle& handle, std::string_view what) const;
   Status LoadFilter();
   Status LoadAllDataBlocks();
-  // The data block `handle`, from memory, the cache or the file; sets *from_file (when not
-  // null) if it was read from the file.
+  // The data block `handle`, from memory, the cache or the file (read through `via` when not
+  // null: a view of file_, such as a read-ahead); sets *from_file (when not null) if it was
+  // read from the file.
   Status GetDataBlock(const BlockHandle& handle, const TableReadOptions& read_options,
-                      std::shared_ptr<const Block>* block, bool* from_file = nullptr) const;
+                      std::shared_ptr<const Block>* block, bool* from_file = nullptr,
+                      const RandomAccessFile* via = nullptr) const;
   // Decodes the handle at the index iterator's position; errors name the index block.
   Status DecodeIndexValue(std::string_view value, BlockHandle* handle) const;
 

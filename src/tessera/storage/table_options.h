@@ -77,6 +77,11 @@ struct TableReadOptions {
   // set nor pays for inserting and evicting a block per block it passes (a short scan, which
   // is read again soon, is still cached). Point reads leave it unbounded.
   uint64_t fill_cache_blocks = UINT64_MAX;
+  // When not 0, an iterator that reads from the file the block right after the last one it
+  // read there (a forward scan) reads this many bytes at once and takes the next blocks from
+  // them: one system call per this many bytes instead of one per block. The first block read
+  // and every jump (a seek, a cache hit in between) read only their block.
+  size_t readahead_bytes = 0;
   // When not null, reads add to these counters. Must outlive the iterator. Not synchronized.
   ReadStats* stats = nullptr;
 };

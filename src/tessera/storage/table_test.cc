@@ -442,6 +442,82 @@ TEST(TableTest, SeekIntoWideRowReadsOneOrTwoBlocks) {
   }
 }
 
+// Counts the reads that reach the file: what a read-ahead saves.
+class CountingReadsFile final : public RandomAccessFile {
+ public:
+  CountingReadsFile(std::unique_ptr<RandomAccessFile> base, int* reads)
+      : base_(std::move(base)), reads_(reads) {}
+  StatusOr<std::string_view> Read(uint64_t offset, size_t n, char* scratch) const override {
+    ++*reads_;
+    return base_->Read(offset, n, scratch);
+  }
+  StatusOr<uint64_t> Size() const override { return base_->Size(); }
+
+ private:
+  std::unique_ptr<RandomAccessFile> base_;
+  int* const reads_;
+};
+
+TEST(TableTest, AForwardScanReadsAheadAndYieldsTheSameEntries) {
+  MemFileSystem fs;
+  TableOptions options;
+  options.block_size = 4096;
+  Random rnd(17);
+  const KVMap model = RandomRowsForTesting(&rnd, 3000, 4, 200);
+  ASSERT_TRUE(BuildTableForTesting(&fs, "/ra.sst", options, model).ok());
+  int reads = 0;
+  auto file =
+      std::make_unique<CountingReadsFile>(fs.NewRandomAccessFile("/ra.sst").value(), &reads);
+  const uint64_t size = fs.GetFileSize("/ra.sst").value();
+  BlockCache cache(1u << 20);
+  auto table = Table::Open(options, "/ra.sst", std::move(file), size, &cache, cache.NewId(),
+                           /*in_memory=*/false);
+  ASSERT_TRUE(table.ok()) << table.status();
+  const uint64_t blocks = (*table)->properties().num_data_blocks;
+  ASSERT_GT(blocks, 100u);
+
+  // A block in the middle is cached: the scan passes it, then reads on from the file.
+  const auto middle = std::next(model.begin(), static_cast<long>(model.size() / 2));
+  {
+    auto warm = (*table)->NewIterator(TableReadOptions{});
+    warm->Seek(middle->first);
+    ASSERT_TRUE(warm->Valid());
+  }
+  for (size_t readahead : {size_t{0}, size_t{64 * 1024}}) {
+    SCOPED_TRACE(readahead);
+    TableReadOptions ro;
+    ro.fill_cache = false;
+    ro.readahead_bytes = readahead;
+    reads = 0;
+    auto it = (*table)->NewIterator(ro);
+    auto want = model.begin();
+    for (it->SeekToFirst(); it->Valid(); it->Next(), ++want) {
+      ASSERT_NE(want, model.end());
+      ASSERT_EQ(it->key(), want->first);
+      ASSERT_EQ(it->value(), want->second);
+    }
+    ASSERT_TRUE(it->status().ok()) << it->status();
+    EXPECT_EQ(want, model.end());
+    if (readahead == 0) {
+      EXPECT_EQ(static_cast<uint64_t>(reads), blocks - 1);  // one per block, the cached one aside
+    } else {
+      // 64 KiB of blocks per read, give or take the two jumps (the start, the cached block).
+      EXPECT_LT(static_cast<uint64_t>(reads), blocks / 8);
+      EXPECT_GE(static_cast<uint64_t>(reads), (*table)->properties().data_size / (64 * 1024));
+    }
+    // A seek is a jump: it reads its block alone, then reads ahead from there.
+    reads = 0;
+    auto seeker = (*table)->NewIterator(ro);
+    seeker->Seek(std::next(middle, 7)->first);
+    ASSERT_TRUE(seeker->Valid());
+    EXPECT_EQ(seeker->key(), std::next(middle, 7)->first);
+    auto next = std::next(middle, 7);
+    for (int i = 0; i < 500 && seeker->Valid(); ++i, seeker->Next(), ++next) {
+      ASSERT_EQ(seeker->key(), next->first);
+    }
+  }
+}
+
 TEST(TableTest, CacheServesRepeatedReads) {
   MemFileSystem fs;
   TableOptions options;

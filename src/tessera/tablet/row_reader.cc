@@ -304,6 +304,8 @@ class ReadSampler {
 // reversed scan caches everything: it seeks back to each row's start, so at a block boundary
 // it returns to the block before the one its iterator holds, which must then be a cache hit.
 constexpr uint64_t kScanCachedBlocks = 256;
+// And once it reads a file's blocks one after another, it reads 256 KiB at a time.
+constexpr size_t kScanReadaheadBytes = 256 * 1024;
 
 class ScanIterator final : public RowIterator {
  public:
@@ -317,6 +319,7 @@ class ScanIterator final : public RowIterator {
         sampler_(&snapshot_, std::move(charge), range_.lo) {
     storage::TableReadOptions ro;
     ro.fill_cache_blocks = kScanCachedBlocks;
+    ro.readahead_bytes = kScanReadaheadBytes;
     iter_ = NewSnapshotIterator(snapshot_, range_, ro);
     iter_->Seek(storage::MakeInternalKey(range_.lo, storage::kMaxSequenceNumber,
                                          storage::kValueTypeForSeek));
