@@ -210,28 +210,40 @@ void AppendCellKey(std::string* dst, std::string_view row, std::string_view fami
   WriteCellTail(p, timestamp_micros);
 }
 
+void AppendRowPrefix(std::string* dst, std::string_view row) { AppendEscaped(dst, row); }
+
+void AppendFamilyPrefix(std::string* dst, std::string_view row, std::string_view family) {
+  AppendEscaped(dst, row);
+  dst->push_back(f::kNested);
+  dst->append(family.data(), family.size());
+  dst->push_back('\0');
+}
+
+void AppendColumnPrefix(std::string* dst, std::string_view row, std::string_view family,
+                        std::string_view qualifier) {
+  AppendFamilyPrefix(dst, row, family);
+  dst->push_back(f::kNested);
+  AppendEscaped(dst, qualifier);
+}
+
 std::string EncodeRowPrefix(std::string_view row) {
   std::string out;
   out.reserve(row.size() + 2);
-  AppendEscaped(&out, row);
+  AppendRowPrefix(&out, row);
   return out;
 }
 
 std::string EncodeFamilyPrefix(std::string_view row, std::string_view family) {
   std::string out;
   out.reserve(row.size() + family.size() + 4);
-  AppendEscaped(&out, row);
-  out.push_back(f::kNested);
-  out.append(family.data(), family.size());
-  out.push_back('\0');
+  AppendFamilyPrefix(&out, row, family);
   return out;
 }
 
 std::string EncodeColumnPrefix(std::string_view row, std::string_view family,
                                std::string_view qualifier) {
-  std::string out = EncodeFamilyPrefix(row, family);
-  out.push_back(f::kNested);
-  AppendEscaped(&out, qualifier);
+  std::string out;
+  AppendColumnPrefix(&out, row, family, qualifier);
   return out;
 }
 

@@ -85,7 +85,11 @@ void AppendCellSuffix(std::string* dst, std::string_view family, std::string_vie
 uint64_t EncodeTimestamp(int64_t timestamp_micros);
 int64_t DecodeTimestamp(uint64_t encoded);
 
-// Scope prefixes (see above) as fresh strings.
+// Scope prefixes (see above), appended to `dst`, and as fresh strings.
+void AppendRowPrefix(std::string* dst, std::string_view row);
+void AppendFamilyPrefix(std::string* dst, std::string_view row, std::string_view family);
+void AppendColumnPrefix(std::string* dst, std::string_view row, std::string_view family,
+                        std::string_view qualifier);
 std::string EncodeRowPrefix(std::string_view row);
 std::string EncodeFamilyPrefix(std::string_view row, std::string_view family);
 std::string EncodeColumnPrefix(std::string_view row, std::string_view family,

@@ -45,6 +45,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "tessera/model/cell_key.h"
 #include "tessera/model/gc_rule.h"
 #include "tessera/model/row_mutation.h"
@@ -133,7 +134,7 @@ class CellVisibility {
   int64_t column_versions_ = 0;
 
   // gc_rule_for and dropped_before results by family name.
-  std::vector<FamilyInfo> family_cache_;
+  absl::InlinedVector<FamilyInfo, 2> family_cache_;  // most reads touch one or two families
 };
 
 // Whether compaction writes an entry with this verdict to its output. `can_purge_tombstones` is

@@ -83,17 +83,23 @@ class MemTable::MemTableIterator final : public Iterator {
   void SeekToFirst() override { iter_.SeekToFirst(); }
   void SeekToLast() override { iter_.SeekToLast(); }
   void Seek(std::string_view target) override {
-    // The skiplist compares entries, so give the target an entry's length prefix. seek_key_ keeps
-    // its capacity: after the first few seeks this does not allocate.
-    seek_key_.clear();
-    if (target.size() >= kTrailerSize) {
-      PutVarint32(&seek_key_, static_cast<uint32_t>(target.size()));
-      seek_key_.append(target);
-    } else {
-      PutVarint32(&seek_key_, static_cast<uint32_t>(target.size() + kTrailerSize));
-      AppendInternalKey(&seek_key_, target, kMaxSequenceNumber, kValueTypeForSeek);
+    // The skiplist compares entries, so give the target an entry's length prefix: built in
+    // inline_ when it fits (a one-row read seeks an iterator made for it, so a heap buffer would
+    // be one allocation a read), else in seek_key_, which keeps its capacity.
+    const bool whole = target.size() >= kTrailerSize;  // else a user key: add a seek trailer
+    const size_t key_size = whole ? target.size() : target.size() + kTrailerSize;
+    const size_t needed = kMaxVarint32Bytes + key_size;
+    char* buf = inline_;
+    if (needed > sizeof(inline_)) {
+      seek_key_.resize(needed);
+      buf = seek_key_.data();
     }
-    iter_.Seek(seek_key_.data());
+    char* p = EncodeVarint32(buf, static_cast<uint32_t>(key_size));
+    std::memcpy(p, target.data(), target.size());
+    if (!whole) {
+      EncodeFixed64(p + target.size(), PackSequenceAndType(kMaxSequenceNumber, kValueTypeForSeek));
+    }
+    iter_.Seek(buf);
   }
   void Next() override { iter_.Next(); }
   void Prev() override { iter_.Prev(); }
@@ -102,7 +108,9 @@ class MemTable::MemTableIterator final : public Iterator {
   Status status() const override { return Status(); }
 
  private:
+  static constexpr size_t kMaxVarint32Bytes = 5;
   Table::Iterator iter_;
+  char inline_[128];
   std::string seek_key_;
 };
 

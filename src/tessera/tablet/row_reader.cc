@@ -1,8 +1,12 @@
 #include "tessera/tablet/row_reader.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
+#include <span>
 #include <utility>
+
+#include "absl/container/inlined_vector.h"
 
 #include "tessera/model/cell_key.h"
 #include "tessera/model/cell_visibility.h"
@@ -24,11 +28,12 @@ struct KeyInterval {
   std::string hi;
 };
 
-bool FileOverlaps(const storage::FileMeta& meta, const KeyInterval& range) {
+// Whether the file may hold user keys in [lo, hi) (hi empty = unbounded).
+bool FileOverlaps(const storage::FileMeta& meta, std::string_view lo, std::string_view hi) {
   std::string_view smallest = storage::ExtractUserKey(meta.smallest);
   std::string_view largest = storage::ExtractUserKey(meta.largest);
-  if (largest < std::string_view(range.lo)) return false;
-  if (!range.hi.empty() && smallest >= std::string_view(range.hi)) return false;
+  if (largest < lo) return false;
+  if (!hi.empty() && smallest >= hi) return false;
   return true;
 }
 
@@ -42,7 +47,7 @@ std::unique_ptr<Iterator> NewSnapshotIterator(const TabletSnapshot& snapshot,
   for (const auto& mem : snapshot.memtables) children.push_back(mem->NewIterator());
   std::map<std::pair<uint32_t, uint32_t>, std::vector<const TableFile*>> levels;  // (group, level)
   for (const auto& file : snapshot.files->files) {
-    if (!FileOverlaps(file->meta(), range)) continue;
+    if (!FileOverlaps(file->meta(), range.lo, range.hi)) continue;
     if (file->meta().level == 0) {
       children.push_back(file->table()->NewIterator(read_options));
     } else {
@@ -210,54 +215,103 @@ std::vector<std::pair<std::string, std::string>> ChosenColumns(const model::Read
   return columns;
 }
 
-// Key intervals of one row that hold what `spec` asks for, in key order: the row's tombstones,
-// then for each chosen family its tombstone and its chosen columns (or the whole family).
-std::vector<KeyInterval> RowSegments(std::string_view row, const model::ReadSpec& spec) {
-  std::string row_prefix = model::EncodeRowPrefix(row);
-  std::vector<KeyInterval> segments;
-  if (spec.families.empty() && spec.columns.empty()) {
-    segments.push_back({row_prefix, model::ScopeLimit(row_prefix)});
-    return segments;
-  }
-  // Row tombstone: the row prefix followed by its kind byte.
-  std::string row_tombstone;
-  model::AppendRowTombstoneKey(&row_tombstone, row);
-  segments.push_back({row_tombstone, model::ScopeLimit(row_tombstone)});
+using Columns = std::vector<std::pair<std::string, std::string>>;
 
-  const std::vector<std::pair<std::string, std::string>> columns = ChosenColumns(spec);
-  if (spec.columns.empty()) {
-    std::vector<std::string> families = spec.families;
-    std::sort(families.begin(), families.end());
-    families.erase(std::unique(families.begin(), families.end()), families.end());
-    for (const auto& f : families) {
-      std::string prefix = model::EncodeFamilyPrefix(row, f);
-      segments.push_back({prefix, model::ScopeLimit(prefix)});
-    }
-    return segments;
-  }
-  std::string_view current_family;
-  bool have_family = false;
-  for (const auto& [family, qualifier] : columns) {
-    if (!have_family || family != current_family) {
-      std::string tomb;
-      model::AppendFamilyTombstoneKey(&tomb, row, family);
-      segments.push_back({tomb, model::ScopeLimit(tomb)});
-      current_family = family;
-      have_family = true;
-    }
-    std::string prefix = model::EncodeColumnPrefix(row, family, qualifier);
-    segments.push_back({prefix, model::ScopeLimit(prefix)});
-  }
-  return segments;
-}
+// The keys a read of one row needs, built once into one buffer (a read of a few columns costs
+// one allocation for all of them, not two or three per interval). Each is a scope of the row,
+// the interval [prefix, ScopeLimit(prefix)), with the internal key a seek to its start takes:
+//   whole()      the row;
+//   segments()   the intervals that hold what the spec asks for, in key order: the row's
+//                tombstones, then for each chosen family its tombstone and its chosen columns
+//                (or the whole family); the whole row when the spec chooses everything.
+// Not copyable: the views point into its own buffer.
+class RowReadKeys {
+ public:
+  struct Scope {
+    std::string_view lo;    // the scope's prefix
+    std::string_view hi;    // ScopeLimit(lo)
+    std::string_view seek;  // lo as an internal key that sorts before every entry of lo
+  };
 
-// The files whose key range holds the row `range`, in the order a read that stops early takes
-// them: level 0 newest first, then each deeper level. Their bloom filters are asked only when
-// a file is about to be read (a read that stops early leaves the deeper ones alone).
-std::vector<const TableFile*> RowFiles(const TabletSnapshot& snapshot, const KeyInterval& range) {
-  std::vector<const TableFile*> files;
+  // `columns` is ChosenColumns(spec).
+  RowReadKeys(std::string_view row, const model::ReadSpec& spec, const Columns& columns) {
+    keys_.reserve(4 * (2 * row.size() + 32));
+    Add([&](std::string* dst) { model::AppendRowPrefix(dst, row); });
+    if (!spec.families.empty() || !spec.columns.empty()) {
+      first_segment_ = 1;
+      // Row tombstone: the row prefix followed by its kind byte.
+      Add([&](std::string* dst) { model::AppendRowTombstoneKey(dst, row); });
+      if (spec.columns.empty()) {
+        std::vector<std::string> families = spec.families;
+        std::sort(families.begin(), families.end());
+        families.erase(std::unique(families.begin(), families.end()), families.end());
+        for (const auto& f : families) {
+          Add([&](std::string* dst) { model::AppendFamilyPrefix(dst, row, f); });
+        }
+      } else {
+        std::string_view current_family;
+        bool have_family = false;
+        for (const auto& [family, qualifier] : columns) {
+          if (!have_family || family != current_family) {
+            Add([&](std::string* dst) { model::AppendFamilyTombstoneKey(dst, row, family); });
+            current_family = family;
+            have_family = true;
+          }
+          Add([&](std::string* dst) { model::AppendColumnPrefix(dst, row, family, qualifier); });
+        }
+      }
+    }
+    // The buffer is complete: the views are made now, and stay valid.
+    for (const auto& [start, size] : spans_) {
+      const char* p = keys_.data() + start;
+      scopes_.push_back(Scope{.lo = std::string_view(p, size),
+                              .hi = std::string_view(p + size + kSeekTrailer, size + 1),
+                              .seek = std::string_view(p, size + kSeekTrailer)});
+    }
+  }
+  RowReadKeys(const RowReadKeys&) = delete;
+  RowReadKeys& operator=(const RowReadKeys&) = delete;
+
+  const Scope& whole() const { return scopes_.front(); }
+  std::span<const Scope> segments() const {
+    return std::span<const Scope>(scopes_).subspan(first_segment_);
+  }
+
+ private:
+  static constexpr size_t kSeekTrailer = 8;
+
+  // Appends the scope whose prefix `append_prefix(&keys_)` appends: the prefix, its seek
+  // trailer, then the prefix again and the scope limit byte.
+  template <typename AppendPrefix>
+  void Add(AppendPrefix&& append_prefix) {
+    const size_t start = keys_.size();
+    append_prefix(&keys_);
+    const size_t size = keys_.size() - start;
+    PutFixed64(&keys_, storage::PackSequenceAndType(storage::kMaxSequenceNumber,
+                                                    storage::kValueTypeForSeek));
+    keys_.resize(keys_.size() + size + 1);
+    char* hi = keys_.data() + start + size + kSeekTrailer;
+    std::memcpy(hi, keys_.data() + start, size);
+    hi[size] = model::cell_key_format::kScopeLimit;
+    spans_.emplace_back(start, size);
+  }
+
+  std::string keys_;
+  absl::InlinedVector<std::pair<size_t, size_t>, 8> spans_;  // (start, prefix size) in keys_
+  absl::InlinedVector<Scope, 8> scopes_;
+  size_t first_segment_ = 0;
+};
+
+// The files of a read of one row: few, so they stay off the heap.
+using RowFileList = absl::InlinedVector<const TableFile*, 8>;
+
+// The files whose key range holds the row's keys [lo, hi), in the order a read that stops early
+// takes them: level 0 newest first, then each deeper level. Their bloom filters are asked only
+// when a file is about to be read (a read that stops early leaves the deeper ones alone).
+RowFileList RowFiles(const TabletSnapshot& snapshot, std::string_view lo, std::string_view hi) {
+  RowFileList files;
   for (const auto& file : snapshot.files->files) {  // newest first
-    if (FileOverlaps(file->meta(), range)) files.push_back(file.get());
+    if (FileOverlaps(file->meta(), lo, hi)) files.push_back(file.get());
   }
   std::stable_sort(files.begin(), files.end(), [](const TableFile* a, const TableFile* b) {
     return a->meta().level < b->meta().level;
@@ -287,8 +341,7 @@ class ReadSampler {
     }
     until_ = kReadSamplePeriod;
     const std::string_view prefix = model::RowPrefix(storage::ExtractUserKey(ikey));
-    const std::vector<const TableFile*> holding =
-        RowFiles(*snapshot_, KeyInterval{std::string(prefix), model::ScopeLimit(prefix)});
+    const RowFileList holding = RowFiles(*snapshot_, prefix, model::ScopeLimit(prefix));
     if (holding.size() >= 2) charge_(holding.front());  // the newest
   }
 
@@ -502,35 +555,30 @@ std::vector<std::unique_ptr<Iterator>> Borrow(
   return borrowed;
 }
 
-// Whether `source` holds any entry of the row [row.lo, row.hi): one seek.
-StatusOr<bool> HoldsRow(Iterator* source, const KeyInterval& row) {
-  source->Seek(
-      storage::MakeInternalKey(row.lo, storage::kMaxSequenceNumber, storage::kValueTypeForSeek));
-  if (source->Valid()) return storage::ExtractUserKey(source->key()) < std::string_view(row.hi);
+// Whether `source` holds any entry of the row `row`: one seek.
+StatusOr<bool> HoldsRow(Iterator* source, const RowReadKeys::Scope& row) {
+  source->Seek(row.seek);
+  if (source->Valid()) return storage::ExtractUserKey(source->key()) < row.hi;
   RETURN_IF_ERROR(source->status());
   return false;
 }
 
-// Adds to `row` the visible, chosen cells of `segments` in the merge of `sources`.
+// Adds to `row` the visible, chosen cells of `segments` in `iter` (one source, or a merge).
 Status CollectRow(const TabletSnapshot& snapshot, const model::ReadSpec& spec,
-                  const std::vector<KeyInterval>& segments,
-                  std::vector<std::unique_ptr<Iterator>> sources, RowBuffer* row) {
-  std::unique_ptr<Iterator> iter =
-      storage::NewMergingIterator(storage::InternalKeyComparator(), std::move(sources));
+                  std::span<const RowReadKeys::Scope> segments, Iterator* iter, RowBuffer* row) {
   CellCollector collector(snapshot, spec);
   bool positioned = false;
-  for (const KeyInterval& seg : segments) {
+  for (const RowReadKeys::Scope& seg : segments) {
     // Segments are in key order and the iterator only moves forward: once it rests at or past
     // the segment's start, nothing in between was passed over, and the seek is saved (a row of
     // a few cells costs one seek, not one per segment).
     if (positioned && !iter->Valid()) break;  // at the end (or failed: the status says)
-    if (!positioned || storage::ExtractUserKey(iter->key()) < std::string_view(seg.lo)) {
-      iter->Seek(storage::MakeInternalKey(seg.lo, storage::kMaxSequenceNumber,
-                                          storage::kValueTypeForSeek));
+    if (!positioned || storage::ExtractUserKey(iter->key()) < seg.lo) {
+      iter->Seek(seg.seek);
       positioned = true;
     }
     for (; iter->Valid(); iter->Next()) {
-      if (storage::ExtractUserKey(iter->key()) >= std::string_view(seg.hi)) break;
+      if (storage::ExtractUserKey(iter->key()) >= seg.hi) break;
       RETURN_IF_ERROR(collector.Add(iter->key(), iter->value(), row));
     }
     RETURN_IF_ERROR(iter->status());
@@ -553,9 +601,9 @@ class NewestVersionsRead {
     return !spec.columns.empty() && spec.max_versions > 0;
   }
 
-  // REQUIRES: Applies(spec).
-  explicit NewestVersionsRead(const model::ReadSpec& spec)
-      : spec_(spec), columns_(ChosenColumns(spec)) {}
+  // REQUIRES: Applies(spec). `columns` is ChosenColumns(spec); both must outlive this.
+  NewestVersionsRead(const model::ReadSpec& spec, const Columns& columns)
+      : spec_(spec), columns_(columns) {}
 
   // Notes that a file holding entries of the row was read.
   void Read(const storage::FileMeta& meta) {
@@ -566,7 +614,7 @@ class NewestVersionsRead {
   }
 
   // Whether files[from...] can change `row`, what the sources read so far gave.
-  bool RestCannotChange(const model::Row& row, const std::vector<const TableFile*>& files,
+  bool RestCannotChange(const model::Row& row, std::span<const TableFile* const> files,
                         size_t from) const {
     int64_t rest_newest = storage::FileMeta::kNoCellTimestamp;
     for (size_t i = from; i < files.size(); ++i) {
@@ -593,7 +641,7 @@ class NewestVersionsRead {
 
  private:
   const model::ReadSpec& spec_;
-  const std::vector<std::pair<std::string, std::string>> columns_;  // ChosenColumns(spec_)
+  const Columns& columns_;  // ChosenColumns(spec_)
   storage::SequenceNumber level0_min_sequence_ = storage::kMaxSequenceNumber;
   int64_t deepest_level_ = -1;
 };
@@ -605,12 +653,14 @@ StatusOr<std::optional<model::Row>> ReadRowFromSnapshot(const TabletSnapshot& sn
                                                         const model::ReadSpec& spec,
                                                         storage::ReadStats* stats,
                                                         const TableFile** charged) {
-  std::string row_prefix = model::EncodeRowPrefix(row);
-  const KeyInterval whole_row{row_prefix, model::ScopeLimit(row_prefix)};
+  const Columns columns = spec.columns.empty() ? Columns() : ChosenColumns(spec);
+  const RowReadKeys keys(row, spec, columns);
+  const RowReadKeys::Scope& whole_row = keys.whole();
+  const std::string_view row_prefix = whole_row.lo;
+  const std::span<const RowReadKeys::Scope> segments = keys.segments();
   storage::TableReadOptions ro;
   ro.stats = stats;
-  const std::vector<KeyInterval> segments = RowSegments(row, spec);
-  const std::vector<const TableFile*> files = RowFiles(snapshot, whole_row);
+  const RowFileList files = RowFiles(snapshot, whole_row.lo, whole_row.hi);
   RowBuffer result;
   const TableFile* first_consulted = nullptr;  // the first file whose filter was asked
   size_t consulted = 0;
@@ -620,37 +670,46 @@ StatusOr<std::optional<model::Row>> ReadRowFromSnapshot(const TabletSnapshot& sn
   };
   if (!NewestVersionsRead::Applies(spec)) {
     std::vector<std::unique_ptr<Iterator>> sources;
+    sources.reserve(snapshot.memtables.size() + files.size());
     for (const auto& mem : snapshot.memtables) {
       if (mem->MayContain(row_prefix)) sources.push_back(mem->NewIterator());
     }
     for (const TableFile* file : files) {
       if (consult(file)) sources.push_back(file->table()->NewIterator(ro));
     }
-    RETURN_IF_ERROR(CollectRow(snapshot, spec, segments, std::move(sources), &result));
+    const std::unique_ptr<Iterator> merged =
+        storage::NewMergingIterator(storage::InternalKeyComparator(), std::move(sources));
+    RETURN_IF_ERROR(CollectRow(snapshot, spec, segments, merged.get(), &result));
   } else {
     // Newest sources first; after each one that holds some of the row, stop when the files
     // left can change nothing (see NewestVersionsRead).
-    NewestVersionsRead early(spec);
+    NewestVersionsRead early(spec, columns);
     std::vector<std::unique_ptr<Iterator>> held;  // the sources read that hold some of the row
+    held.reserve(snapshot.memtables.size() + files.size());
     auto take = [&](std::unique_ptr<Iterator> source) -> StatusOr<bool> {
       ASSIGN_OR_RETURN(bool holds, HoldsRow(source.get(), whole_row));
       if (holds) held.push_back(std::move(source));
       return holds;
     };
+    // Collects the row anew from every source held (a source alone is read without a merge).
+    auto collect = [&]() -> Status {
+      result.Clear();
+      if (held.size() == 1) return CollectRow(snapshot, spec, segments, held[0].get(), &result);
+      const std::unique_ptr<Iterator> merged =
+          storage::NewMergingIterator(storage::InternalKeyComparator(), Borrow(held));
+      return CollectRow(snapshot, spec, segments, merged.get(), &result);
+    };
     for (const auto& mem : snapshot.memtables) {
       if (mem->MayContain(row_prefix)) RETURN_IF_ERROR(take(mem->NewIterator()).status());
     }
-    if (!held.empty()) {
-      RETURN_IF_ERROR(CollectRow(snapshot, spec, segments, Borrow(held), &result));
-    }
+    if (!held.empty()) RETURN_IF_ERROR(collect());
     for (size_t i = 0; i < files.size(); ++i) {
       if (early.RestCannotChange(result.Seal(), files, i)) break;
       if (!consult(files[i])) continue;
       ASSIGN_OR_RETURN(bool holds, take(files[i]->table()->NewIterator(ro)));
       if (!holds) continue;
       early.Read(files[i]->meta());
-      result.Clear();
-      RETURN_IF_ERROR(CollectRow(snapshot, spec, segments, Borrow(held), &result));
+      RETURN_IF_ERROR(collect());
     }
   }
   if (charged != nullptr) *charged = consulted >= 2 ? first_consulted : nullptr;
@@ -684,7 +743,7 @@ Status WarmRowInSnapshot(const TabletSnapshot& snapshot, std::string_view row) {
   std::string row_prefix = model::EncodeRowPrefix(row);
   std::string limit = model::ScopeLimit(row_prefix);
   for (const auto& file : snapshot.files->files) {
-    if (!FileOverlaps(file->meta(), KeyInterval{row_prefix, limit})) continue;
+    if (!FileOverlaps(file->meta(), row_prefix, limit)) continue;
     if (!file->table()->KeyMayMatch(row_prefix)) continue;
     RETURN_IF_ERROR(file->table()->WarmBlocksFor(
         storage::MakeInternalKey(row_prefix, storage::kMaxSequenceNumber,
