@@ -9,19 +9,29 @@ namespace tessera::storage {
 
 namespace {
 
+// The first read-ahead of a scan; each next one doubles, up to TableReadOptions::readahead_bytes
+// (as RocksDB's automatic read-ahead grows): a short scan that runs into a second block reads
+// a few blocks more, not the whole read-ahead, and a long one reaches it in a few reads.
+constexpr size_t kInitialReadaheadBytes = 16 * 1024;
+
 // The file as a forward scan reads it: a read inside the last read-ahead is served from it, any
-// other reads `readahead` bytes from its offset (at least what is asked, never past `limit`, the
-// end of the data blocks) and keeps them. One per iterator, so one thread at a time.
+// other reads ahead from its offset (at least what is asked, never past `limit`, the end of the
+// data blocks) and keeps it: kInitialReadaheadBytes the first time, twice the last amount each
+// next time, at most `max_readahead`. One per iterator, so one thread at a time.
 class ReadaheadFile final : public RandomAccessFile {
  public:
-  ReadaheadFile(const RandomAccessFile* base, uint64_t limit, size_t readahead)
-      : base_(base), limit_(limit), readahead_(readahead) {}
+  ReadaheadFile(const RandomAccessFile* base, uint64_t limit, size_t max_readahead)
+      : base_(base),
+        limit_(limit),
+        max_readahead_(max_readahead),
+        readahead_(std::min(kInitialReadaheadBytes, max_readahead)) {}
 
   StatusOr<std::string_view> Read(uint64_t offset, size_t n, char* scratch) const override {
     if (offset >= offset_ && offset + n <= offset_ + len_) {
       return std::string_view(buf_.get() + (offset - offset_), n);
     }
     size_t want = readahead_;
+    readahead_ = std::min(2 * readahead_, max_readahead_);
     if (offset < limit_) want = static_cast<size_t>(std::min<uint64_t>(want, limit_ - offset));
     want = std::max(want, n);
     if (want > capacity_) {
@@ -42,7 +52,8 @@ class ReadaheadFile final : public RandomAccessFile {
  private:
   const RandomAccessFile* const base_;
   const uint64_t limit_;
-  const size_t readahead_;
+  const size_t max_readahead_;
+  mutable size_t readahead_;  // the next read-ahead
   mutable std::unique_ptr<char[]> buf_;
   mutable size_t capacity_ = 0;
   mutable uint64_t offset_ = 0;  // buf_ holds the file's [offset_, offset_ + len_)

@@ -78,9 +78,11 @@ struct TableReadOptions {
   // is read again soon, is still cached). Point reads leave it unbounded.
   uint64_t fill_cache_blocks = UINT64_MAX;
   // When not 0, an iterator that reads from the file the block right after the last one it
-  // read there (a forward scan) reads this many bytes at once and takes the next blocks from
-  // them: one system call per this many bytes instead of one per block. The first block read
-  // and every jump (a seek, a cache hit in between) read only their block.
+  // read there (a forward scan) reads ahead and takes the next blocks from what it read: 16 KiB
+  // the first time, twice as much each next time, up to this many bytes -- one system call per
+  // this many bytes instead of one per block once a scan is long, and little read in vain by a
+  // short one. The first block read and every jump (a seek, a cache hit in between) read only
+  // their block.
   size_t readahead_bytes = 0;
   // When not null, reads add to these counters. Must outlive the iterator. Not synchronized.
   ReadStats* stats = nullptr;

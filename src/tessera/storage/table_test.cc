@@ -445,10 +445,11 @@ TEST(TableTest, SeekIntoWideRowReadsOneOrTwoBlocks) {
 // Counts the reads that reach the file: what a read-ahead saves.
 class CountingReadsFile final : public RandomAccessFile {
  public:
-  CountingReadsFile(std::unique_ptr<RandomAccessFile> base, int* reads)
-      : base_(std::move(base)), reads_(reads) {}
+  CountingReadsFile(std::unique_ptr<RandomAccessFile> base, int* reads, uint64_t* bytes = nullptr)
+      : base_(std::move(base)), reads_(reads), bytes_(bytes) {}
   StatusOr<std::string_view> Read(uint64_t offset, size_t n, char* scratch) const override {
     ++*reads_;
+    if (bytes_ != nullptr) *bytes_ += n;
     return base_->Read(offset, n, scratch);
   }
   StatusOr<uint64_t> Size() const override { return base_->Size(); }
@@ -456,6 +457,7 @@ class CountingReadsFile final : public RandomAccessFile {
  private:
   std::unique_ptr<RandomAccessFile> base_;
   int* const reads_;
+  uint64_t* const bytes_;
 };
 
 TEST(TableTest, AForwardScanReadsAheadAndYieldsTheSameEntries) {
@@ -466,8 +468,9 @@ TEST(TableTest, AForwardScanReadsAheadAndYieldsTheSameEntries) {
   const KVMap model = RandomRowsForTesting(&rnd, 3000, 4, 200);
   ASSERT_TRUE(BuildTableForTesting(&fs, "/ra.sst", options, model).ok());
   int reads = 0;
-  auto file =
-      std::make_unique<CountingReadsFile>(fs.NewRandomAccessFile("/ra.sst").value(), &reads);
+  uint64_t bytes = 0;
+  auto file = std::make_unique<CountingReadsFile>(fs.NewRandomAccessFile("/ra.sst").value(), &reads,
+                                                  &bytes);
   const uint64_t size = fs.GetFileSize("/ra.sst").value();
   BlockCache cache(1u << 20);
   auto table = Table::Open(options, "/ra.sst", std::move(file), size, &cache, cache.NewId(),
@@ -501,10 +504,26 @@ TEST(TableTest, AForwardScanReadsAheadAndYieldsTheSameEntries) {
     if (readahead == 0) {
       EXPECT_EQ(static_cast<uint64_t>(reads), blocks - 1);  // one per block, the cached one aside
     } else {
-      // 64 KiB of blocks per read, give or take the two jumps (the start, the cached block).
+      // 64 KiB of blocks per read once grown (16, 32, then 64 KiB), give or take the two jumps
+      // (the start, the cached block).
       EXPECT_LT(static_cast<uint64_t>(reads), blocks / 8);
       EXPECT_GE(static_cast<uint64_t>(reads), (*table)->properties().data_size / (64 * 1024));
     }
+    // A short scan (a seek, then entries over two or three blocks) reads its block, then a
+    // small read-ahead: not the whole read-ahead.
+    reads = 0;
+    bytes = 0;
+    {
+      auto short_scan = (*table)->NewIterator(ro);
+      short_scan->Seek(std::next(middle, 100)->first);
+      auto next = std::next(middle, 100);
+      for (int i = 0; i < 60 && short_scan->Valid(); ++i, short_scan->Next(), ++next) {
+        ASSERT_EQ(short_scan->key(), next->first);
+      }
+      ASSERT_TRUE(short_scan->status().ok()) << short_scan->status();
+    }
+    EXPECT_GE(reads, 2);  // at least two blocks: 60 entries of up to ~200 bytes and a key
+    EXPECT_LE(bytes, uint64_t{2 * 4096 + 16 * 1024});
     // A seek is a jump: it reads its block alone, then reads ahead from there.
     reads = 0;
     auto seeker = (*table)->NewIterator(ro);
