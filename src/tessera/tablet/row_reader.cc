@@ -251,7 +251,11 @@ class RowReadKeys {
       } else {
         std::string_view current_family;
         bool have_family = false;
-        for (const auto& [family, qualifier] : columns) {
+        for (const auto& column : columns) {
+          // Named, not structured bindings: lambdas may not capture those before C++20's DR
+          // (clang 14 refuses).
+          const std::string_view family = column.first;
+          const std::string_view qualifier = column.second;
           if (!have_family || family != current_family) {
             Add([&](std::string* dst) { model::AppendFamilyTombstoneKey(dst, row, family); });
             current_family = family;
