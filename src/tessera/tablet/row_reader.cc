@@ -236,6 +236,8 @@ class RowReadKeys {
   // `columns` is ChosenColumns(spec).
   RowReadKeys(std::string_view row, const model::ReadSpec& spec, const Columns& columns) {
     keys_.reserve(4 * (2 * row.size() + 32));
+    Spans spans;  // where each scope's prefix lies in keys_, while keys_ may still move
+    auto Add = [&](auto&& append_prefix) { AddScope(append_prefix, &spans); };
     Add([&](std::string* dst) { model::AppendRowPrefix(dst, row); });
     if (!spec.families.empty() || !spec.columns.empty()) {
       first_segment_ = 1;
@@ -266,7 +268,7 @@ class RowReadKeys {
       }
     }
     // The buffer is complete: the views are made now, and stay valid.
-    for (const auto& [start, size] : spans_) {
+    for (const auto& [start, size] : spans) {
       const char* p = keys_.data() + start;
       scopes_.push_back(Scope{.lo = std::string_view(p, size),
                               .hi = std::string_view(p + size + kSeekTrailer, size + 1),
@@ -282,12 +284,13 @@ class RowReadKeys {
   }
 
  private:
-  static constexpr size_t kSeekTrailer = 8;
+  static constexpr size_t kSeekTrailer = storage::kTrailerSize;
+  using Spans = absl::InlinedVector<std::pair<size_t, size_t>, 8>;  // (start, prefix size)
 
   // Appends the scope whose prefix `append_prefix(&keys_)` appends: the prefix, its seek
-  // trailer, then the prefix again and the scope limit byte.
+  // trailer, then the prefix again and the scope limit byte; notes where in `spans`.
   template <typename AppendPrefix>
-  void Add(AppendPrefix&& append_prefix) {
+  void AddScope(AppendPrefix& append_prefix, Spans* spans) {
     const size_t start = keys_.size();
     append_prefix(&keys_);
     const size_t size = keys_.size() - start;
@@ -297,11 +300,10 @@ class RowReadKeys {
     char* hi = keys_.data() + start + size + kSeekTrailer;
     std::memcpy(hi, keys_.data() + start, size);
     hi[size] = model::cell_key_format::kScopeLimit;
-    spans_.emplace_back(start, size);
+    spans->emplace_back(start, size);
   }
 
   std::string keys_;
-  absl::InlinedVector<std::pair<size_t, size_t>, 8> spans_;  // (start, prefix size) in keys_
   absl::InlinedVector<Scope, 8> scopes_;
   size_t first_segment_ = 0;
 };
