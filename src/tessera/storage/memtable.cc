@@ -1,6 +1,7 @@
 #include "tessera/storage/memtable.h"
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <cstdlib>
 #include <cstring>
@@ -76,8 +77,8 @@ inline int MemTable::EntryComparator::operator()(const char* a, const char* b) c
 
 class MemTable::MemTableIterator final : public Iterator {
  public:
-  // `table` must outlive the iterator.
-  explicit MemTableIterator(const Table* table) : iter_(table) {}
+  // `mem` must outlive the iterator.
+  explicit MemTableIterator(const MemTable* mem) : mem_(mem), iter_(&mem->table_) {}
 
   bool Valid() const override { return iter_.Valid(); }
   void SeekToFirst() override { iter_.SeekToFirst(); }
@@ -99,6 +100,7 @@ class MemTable::MemTableIterator final : public Iterator {
     if (!whole) {
       EncodeFixed64(p + target.size(), PackSequenceAndType(kMaxSequenceNumber, kValueTypeForSeek));
     }
+    if (mem_->SeekThroughRow(buf, std::string_view(p, key_size), &iter_)) return;
     iter_.Seek(buf);
   }
   void Next() override { iter_.Next(); }
@@ -109,6 +111,7 @@ class MemTable::MemTableIterator final : public Iterator {
 
  private:
   static constexpr size_t kMaxVarint32Bytes = 5;
+  const MemTable* const mem_;
   Table::Iterator iter_;
   char inline_[128];
   std::string seek_key_;
@@ -134,28 +137,141 @@ void ForEachFilterBit(uint64_t h, size_t blocks, F&& f) {
 
 }  // namespace
 
-void MemTable::FreeDeleter::operator()(uint64_t* p) const { std::free(p); }
+void MemTable::FreeDeleter::operator()(void* p) const { std::free(p); }
+
+namespace {
+
+size_t RowSlots(const MemTableOptions& o) {
+  if (o.row_index_slots == 0 || o.filter_key_extractor == nullptr) return 0;
+  return std::bit_ceil(o.row_index_slots);
+}
+
+// A row index slot: an entry's address (user-space addresses fit in 48 bits on the hosts we
+// build for; an entry above them is simply not indexed) and a tag of the row's hash.
+constexpr int kTagShift = 48;
+constexpr uint64_t kAddressMask = (uint64_t{1} << kTagShift) - 1;
+
+inline uint64_t RowSlotValue(const char* entry, uint64_t hash) {
+  return (hash >> kTagShift << kTagShift) | reinterpret_cast<uintptr_t>(entry);
+}
+
+inline const char* RowSlotEntry(uint64_t slot) {
+  return reinterpret_cast<const char*>(slot & kAddressMask);
+}
+
+// calloc: the system's zeroed pages, resident only once written.
+template <typename T>
+T* AllocateZeroed(size_t n) {
+  void* p = std::calloc(n, sizeof(T));
+  if (p == nullptr) throw std::bad_alloc();
+  return static_cast<T*>(p);
+}
+
+// Steps along the row from its smallest entry before a seek gives up and searches instead: a
+// seek to a row's start takes none, one to a column of a short row a few.
+constexpr int kMaxRowSteps = 16;
+
+}  // namespace
 
 MemTable::MemTable(const MemTableOptions& options)
     : arena_(options.arena_block_size, options.usage_total),
       table_(EntryComparator(), &arena_, options.skiplist_seed),
-      filter_key_extractor_(options.filter_bits > 0 ? options.filter_key_extractor : nullptr),
+      filter_key_extractor_(options.filter_bits > 0 || options.row_index_slots > 0
+                                ? options.filter_key_extractor
+                                : nullptr),
       filter_blocks_(filter_key_extractor_ == nullptr ? 0 : (options.filter_bits + 511) / 512),
       filter_bytes_(filter_blocks_ * kFilterWordsPerBlock * sizeof(uint64_t)),
-      usage_total_(options.usage_total) {
+      usage_total_(options.usage_total),
+      row_slots_(RowSlots(options)) {
   if (filter_blocks_ > 0) {
-    // calloc: the system's zeroed pages, resident only once written.
-    filter_.reset(static_cast<uint64_t*>(
-        std::calloc(filter_blocks_ * kFilterWordsPerBlock, sizeof(uint64_t))));
-    if (filter_ == nullptr) throw std::bad_alloc();
+    filter_.reset(AllocateZeroed<uint64_t>(filter_blocks_ * kFilterWordsPerBlock));
   }
+  if (row_slots_ > 0) row_index_.reset(AllocateZeroed<uint64_t>(row_slots_));
 }
 
 MemTable::~MemTable() {
   if (usage_total_ != nullptr) {
-    usage_total_->fetch_sub(filter_counted_.load(std::memory_order_relaxed),
+    usage_total_->fetch_sub(filter_counted_.load(std::memory_order_relaxed) +
+                                row_index_counted_.load(std::memory_order_relaxed),
                             std::memory_order_relaxed);
   }
+}
+
+void MemTable::CountPage(std::atomic<size_t>* counted, size_t limit) {
+  const size_t now = counted->load(std::memory_order_relaxed);
+  if (now >= limit) return;
+  const size_t page = std::min<size_t>(4096, limit - now);
+  counted->store(now + page, std::memory_order_relaxed);
+  if (usage_total_ != nullptr) usage_total_->fetch_add(page, std::memory_order_relaxed);
+}
+
+size_t MemTable::FindRow(std::string_view row, uint64_t hash, const char** entry) const {
+  const uint64_t tag = hash >> kTagShift;
+  const size_t mask = row_slots_ - 1;
+  size_t i = hash & mask;
+  for (size_t probes = 0; probes < row_slots_; ++probes, i = (i + 1) & mask) {
+    const uint64_t slot = std::atomic_ref<uint64_t>(row_index_[i]).load(std::memory_order_acquire);
+    if (slot == 0) {
+      *entry = nullptr;
+      return i;
+    }
+    if ((slot >> kTagShift) == tag &&
+        filter_key_extractor_->FilterKey(EntryKey(RowSlotEntry(slot))) == row) {
+      *entry = RowSlotEntry(slot);
+      return i;
+    }
+  }
+  *entry = nullptr;
+  return kNoSlot;
+}
+
+void MemTable::IndexRow(const char* entry, std::string_view row, uint64_t hash) {
+  const char* first = nullptr;
+  size_t i = last_row_slot_;
+  if (i != kNoSlot && row == last_row_) {
+    first = RowSlotEntry(std::atomic_ref<uint64_t>(row_index_[i]).load(std::memory_order_relaxed));
+  } else {
+    i = FindRow(row, hash, &first);
+  }
+  last_row_slot_ = kNoSlot;
+  if (i == kNoSlot) return;
+  if (first == nullptr) {
+    // A new row: indexed while the index is at most half full (short probes), and while the
+    // entry's address fits its slot.
+    if (2 * rows_indexed_ >= row_slots_ || (reinterpret_cast<uintptr_t>(entry) >> kTagShift) != 0) {
+      return;
+    }
+    ++rows_indexed_;
+    CountPage(&row_index_counted_, row_slots_ * sizeof(uint64_t));
+  } else if (EntryComparator()(entry, first) >= 0) {
+    last_row_ = row;
+    last_row_slot_ = i;
+    return;
+  }
+  std::atomic_ref<uint64_t>(row_index_[i])
+      .store(RowSlotValue(entry, hash), std::memory_order_release);
+  last_row_ = row;
+  last_row_slot_ = i;
+}
+
+bool MemTable::SeekThroughRow(const char* target, std::string_view internal_target,
+                              Table::Iterator* iter) const {
+  if (row_slots_ == 0) return false;
+  const std::string_view row = filter_key_extractor_->FilterKey(internal_target);
+  const char* first;
+  FindRow(row, FilterHash(row), &first);
+  if (first == nullptr) return false;
+  // Every entry before the row's smallest belongs to a smaller row and so sorts before
+  // `target`, which starts with the row: the first entry >= target is this one or after it.
+  iter->SeekToKey(first);
+  for (int step = 0; step < kMaxRowSteps; ++step) {
+    if (!iter->Valid() || EntryComparator()(iter->key(), target) >= 0) {
+      row_index_seeks_.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    }
+    iter->Next();
+  }
+  return false;
 }
 
 bool MemTable::MayContain(std::string_view filter_key) const {
@@ -186,23 +302,25 @@ void MemTable::Add(SequenceNumber seq, ValueType type, std::string_view user_key
   if (value_len != 0) std::memcpy(p, value.data(), value_len);
   assert(p + value_len == entry + encoded_len);
 
+  std::string_view row;
+  uint64_t row_hash = 0;
+  if (filter_ != nullptr || row_slots_ > 0) {
+    row =
+        filter_key_extractor_->FilterKey(std::string_view(entry + VarintLength(key_len), key_len));
+    row_hash = FilterHash(row);
+  }
   if (filter_ != nullptr) {
     // Before the insert: whoever can see the entry sees its bits (the insert publishes with
     // release, and readers synchronize with the writer before they look).
-    const std::string_view internal_key(entry + VarintLength(key_len), key_len);
-    ForEachFilterBit(
-        FilterHash(filter_key_extractor_->FilterKey(internal_key)), filter_blocks_,
-        [&](size_t word, uint64_t mask) {
-          std::atomic_ref<uint64_t>(filter_[word]).fetch_or(mask, std::memory_order_relaxed);
-        });
-    const size_t counted = filter_counted_.load(std::memory_order_relaxed);
-    if (counted < filter_bytes_) {
-      const size_t page = std::min<size_t>(4096, filter_bytes_ - counted);
-      filter_counted_.store(counted + page, std::memory_order_relaxed);
-      if (usage_total_ != nullptr) usage_total_->fetch_add(page, std::memory_order_relaxed);
-    }
+    ForEachFilterBit(row_hash, filter_blocks_, [&](size_t word, uint64_t mask) {
+      std::atomic_ref<uint64_t>(filter_[word]).fetch_or(mask, std::memory_order_relaxed);
+    });
+    CountPage(&filter_counted_, filter_bytes_);
   }
   table_.Insert(entry);
+  // After the insert, so that a reader who finds the entry through the index can walk on from
+  // it; before Add returns, so that a reader synchronized with the writer finds the row.
+  if (row_slots_ > 0) IndexRow(entry, row, row_hash);
 
   // Single writer: plain read-modify-write is enough; release pairs with the readers' acquire.
   num_entries_.store(num_entries_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
@@ -215,7 +333,7 @@ void MemTable::Add(SequenceNumber seq, ValueType type, std::string_view user_key
 }
 
 std::unique_ptr<Iterator> MemTable::NewIterator() const {
-  return std::make_unique<MemTableIterator>(&table_);
+  return std::make_unique<MemTableIterator>(this);
 }
 
 }  // namespace tessera::storage

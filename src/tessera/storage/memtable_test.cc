@@ -297,6 +297,151 @@ TEST(MemTableTest, FilterBitsAreVisibleWithTheirEntry) {
   reader.join();
 }
 
+// The row index's extractor must be prefix-free: the row is the user key up to and with its
+// first '/', so "r1/" is no prefix of "r10/".
+class PrefixFreeRowExtractor final : public FilterKeyExtractor {
+ public:
+  std::string_view FilterKey(std::string_view key) const override {
+    const std::string_view user = ExtractUserKey(key);
+    const size_t slash = user.find('/');
+    return slash == std::string_view::npos ? user : user.substr(0, slash + 1);
+  }
+  const char* Name() const override { return "test.prefix-free-row"; }
+};
+
+// Where `it` stands after Seek(target), and the next two entries: "" past the end.
+std::vector<std::string> SeekAndNext(const MemTable& mem, const std::string& target) {
+  std::vector<std::string> out;
+  auto it = mem.NewIterator();
+  it->Seek(target);
+  for (int i = 0; i < 3; ++i) {
+    out.push_back(it->Valid() ? std::string(it->key()) : "");
+    if (!it->Valid()) break;
+    it->Next();
+  }
+  return out;
+}
+
+// A seek through the row index lands where a search of the skiplist does: row starts of rows
+// held and not held, keys inside rows (before, between and after their entries, past the
+// steps the index walks), row limits and bare user keys; rows whose entries came out of order;
+// an index with room for every row, and one full after 8 rows (the others are searched).
+TEST(MemTableTest, RowIndexSeeksLandWhereASearchDoes) {
+  PrefixFreeRowExtractor extractor;
+  auto column = [](uint32_t c) {
+    char buf[8];
+    std::snprintf(buf, sizeof(buf), "c%03u", c);
+    return std::string(buf);
+  };
+  for (const size_t slots : {size_t{200}, size_t{16}}) {
+    SCOPED_TRACE(::testing::Message() << slots << " slots");
+    MemTableOptions indexed_options;
+    indexed_options.filter_key_extractor = &extractor;
+    indexed_options.row_index_slots = slots;  // rounded up to 256, or 16
+    MemTable indexed(indexed_options);
+    MemTable plain;
+    Random rnd(2027);
+    SequenceNumber seq = 0;
+    for (int i = 0; i < 3000; ++i) {
+      // Rows r0/..r199/, every other one held; row r7/ has many entries (more than the steps).
+      const uint32_t r = rnd.OneIn(10) ? 7 : 2 * rnd.Uniform(100) + 1;
+      const std::string key = "r" + std::to_string(r) + "/" + column(rnd.Uniform(300));
+      const ValueType type = rnd.OneIn(5) ? ValueType::kDeletion : ValueType::kValue;
+      ++seq;
+      indexed.Add(seq, type, key, "v" + std::to_string(seq));
+      plain.Add(seq, type, key, "v" + std::to_string(seq));
+    }
+    int compared = 0;
+    for (uint32_t r = 0; r < 200; ++r) {
+      const std::string row = "r" + std::to_string(r) + "/";
+      std::vector<std::string> targets = {SeekKey(row, kMaxSequenceNumber),
+                                          SeekKey(row, rnd.Uniform(seq + 1)), row,
+                                          SeekKey(row + "\xff", kMaxSequenceNumber)};
+      for (int k = 0; k < 4; ++k) {
+        targets.push_back(SeekKey(row + column(rnd.Uniform(300)), rnd.Uniform(seq + 2)));
+      }
+      for (const std::string& target : targets) {
+        ASSERT_EQ(SeekAndNext(plain, target), SeekAndNext(indexed, target))
+            << "row " << row << ", target of " << target.size() << " bytes";
+        ++compared;
+      }
+    }
+    // Most seeks into held rows go through the index when it holds them all; none into rows
+    // not held.
+    const uint64_t through_index = indexed.RowIndexSeeks();
+    EXPECT_GT(through_index, slots == 16 ? 10u : 300u);
+    EXPECT_LT(through_index, static_cast<uint64_t>(compared) / (slots == 16 ? 10 : 2));
+    EXPECT_EQ(0u, plain.RowIndexSeeks());
+  }
+}
+
+// A reader that synchronized with the writer finds, through the index, every entry added so
+// far: each new entry of a row here is the row's smallest, so the row's start must move.
+TEST(MemTableTest, RowIndexSeesEveryEntryAddedBeforeTheSeek) {
+  PrefixFreeRowExtractor extractor;
+  MemTableOptions o;
+  o.filter_key_extractor = &extractor;
+  o.row_index_slots = 128;
+  MemTable mem(o);
+  constexpr int kRows = 50;
+  constexpr int kN = 20000;
+  auto key_of = [](int i) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "r%d/c%06d", i % kRows, kN - i);  // smaller as i grows
+    return std::string(buf);
+  };
+  std::atomic<int> added{0};
+  std::thread reader([&] {
+    Random rnd(11);
+    for (int checks = 0; checks < 20000 && added.load() < kN; ++checks) {
+      const int done = added.load(std::memory_order_acquire);
+      const int r = static_cast<int>(rnd.Uniform(kRows));
+      if (done <= r) continue;
+      const int latest = r + (done - 1 - r) / kRows * kRows;  // the row's latest entry added
+      const std::string row = "r" + std::to_string(r) + "/";
+      auto it = mem.NewIterator();
+      it->Seek(SeekKey(row, kMaxSequenceNumber));
+      ASSERT_TRUE(it->Valid()) << row;
+      const std::string_view found = ExtractUserKey(it->key());
+      ASSERT_TRUE(found.starts_with(row)) << found;
+      ASSERT_LE(found, key_of(latest)) << row << " after " << done << " entries";
+    }
+  });
+  for (int i = 0; i < kN; ++i) {
+    mem.Add(i + 1, ValueType::kValue, key_of(i), "v");
+    added.store(i + 1, std::memory_order_release);
+  }
+  reader.join();
+  EXPECT_GT(mem.RowIndexSeeks(), 0u);
+}
+
+// The index's buckets are counted as the filter is: a page per row indexed, up to their size,
+// and given back with the memtable.
+TEST(MemTableTest, RowIndexMemoryIsCounted) {
+  PrefixFreeRowExtractor extractor;
+  auto total = std::make_shared<std::atomic<size_t>>(0);
+  MemTableOptions o;
+  o.usage_total = total;
+  o.arena_block_size = 4096;
+  o.filter_key_extractor = &extractor;
+  o.row_index_slots = 8192;  // 64 KiB
+  {
+    MemTable mem(o);
+    EXPECT_LT(mem.ApproximateMemoryUsage(), size_t{8} << 10);
+    for (int i = 0; i < 5; ++i) {
+      mem.Add(1 + i, ValueType::kValue, "r/c" + std::to_string(i), "v");  // one row
+    }
+    EXPECT_LT(mem.ApproximateMemoryUsage(), size_t{16} << 10);
+    for (int i = 0; i < 100; ++i) {
+      mem.Add(10 + i, ValueType::kValue, "r" + std::to_string(i) + "/", "v");
+    }
+    EXPECT_GE(mem.ApproximateMemoryUsage(), size_t{64} << 10);
+    EXPECT_LT(mem.ApproximateMemoryUsage(), size_t{96} << 10);
+    EXPECT_EQ(mem.ApproximateMemoryUsage(), total->load());
+  }
+  EXPECT_EQ(0u, total->load());
+}
+
 // Not a benchmark (bench/ has those) and asserts nothing about time: prints what an Add of a
 // 16-byte key and a 100-byte value costs, so that regressions show in test logs.
 TEST(MemTableTest, AddTiming) {

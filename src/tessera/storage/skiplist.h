@@ -96,6 +96,9 @@ class SkipList {
     }
     // Positions at the first key >= target.
     void Seek(const char* target) { node_ = list_->FindGreaterOrEqual(target, nullptr); }
+    // Positions at `key` itself. REQUIRES: `key` was Insert()ed into this list, and the caller
+    // synchronized with that Insert (as for any key a search could have found).
+    void SeekToKey(const char* key) { node_ = NodeOf(key); }
     void SeekToFirst() { node_ = list_->head_->Next(0); }
     void SeekToLast() {
       node_ = list_->FindLast();
