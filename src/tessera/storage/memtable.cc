@@ -226,32 +226,35 @@ size_t MemTable::FindRow(std::string_view row, uint64_t hash, const char** entry
 }
 
 void MemTable::IndexRow(const char* entry, std::string_view row, uint64_t hash) {
-  const char* first = nullptr;
-  size_t i = last_row_slot_;
-  if (i != kNoSlot && row == last_row_) {
+  const char* first;
+  size_t i;
+  if (last_row_known_ && row == last_row_) {
+    // Another entry of the latest row (a row's cells come together): its slot is known.
+    i = last_row_slot_;
+    if (i == kNoSlot) return;  // the row is not indexed
     first = RowSlotEntry(std::atomic_ref<uint64_t>(row_index_[i]).load(std::memory_order_relaxed));
   } else {
     i = FindRow(row, hash, &first);
-  }
-  last_row_slot_ = kNoSlot;
-  if (i == kNoSlot) return;
-  if (first == nullptr) {
-    // A new row: indexed while the index is at most half full (short probes), and while the
-    // entry's address fits its slot.
-    if (2 * rows_indexed_ >= row_slots_ || (reinterpret_cast<uintptr_t>(entry) >> kTagShift) != 0) {
-      return;
-    }
-    ++rows_indexed_;
-    CountPage(&row_index_counted_, row_slots_ * sizeof(uint64_t));
-  } else if (EntryComparator()(entry, first) >= 0) {
+    last_row_known_ = true;
     last_row_ = row;
+    last_row_slot_ = kNoSlot;
+    if (i == kNoSlot) return;
+    if (first == nullptr) {
+      // A new row: indexed while the index is at most half full (short probes), and while the
+      // entry's address fits its slot.
+      if (2 * rows_indexed_ >= row_slots_ ||
+          (reinterpret_cast<uintptr_t>(entry) >> kTagShift) != 0) {
+        return;
+      }
+      ++rows_indexed_;
+      CountPage(&row_index_counted_, row_slots_ * sizeof(uint64_t));
+    }
     last_row_slot_ = i;
-    return;
   }
-  std::atomic_ref<uint64_t>(row_index_[i])
-      .store(RowSlotValue(entry, hash), std::memory_order_release);
-  last_row_ = row;
-  last_row_slot_ = i;
+  if (first == nullptr || EntryComparator()(entry, first) < 0) {
+    std::atomic_ref<uint64_t>(row_index_[i])
+        .store(RowSlotValue(entry, hash), std::memory_order_release);
+  }
 }
 
 bool MemTable::SeekThroughRow(const char* target, std::string_view internal_target,

@@ -160,8 +160,10 @@ class MemTable {
   const size_t row_slots_;  // a power of two, or 0
   std::unique_ptr<uint64_t[], FreeDeleter> row_index_;
   std::atomic<size_t> row_index_counted_{0};
-  // Writer only: rows indexed so far, and the row of the latest Add and its slot.
+  // Writer only: rows indexed so far, and the row of the latest Add and its slot (kNoSlot:
+  // not indexed).
   size_t rows_indexed_ = 0;
+  bool last_row_known_ = false;
   std::string_view last_row_;
   size_t last_row_slot_ = kNoSlot;
   mutable std::atomic<uint64_t> row_index_seeks_{0};
