@@ -393,7 +393,9 @@ TEST(MemTableTest, RowIndexSeesEveryEntryAddedBeforeTheSeek) {
   std::atomic<int> added{0};
   std::thread reader([&] {
     Random rnd(11);
-    for (int checks = 0; checks < 20000 && added.load() < kN; ++checks) {
+    // While the writer writes, and at least 1000 times (a slow reader, as under TSAN, may
+    // start after the writer is done).
+    for (int checks = 0; checks < 20000 && (added.load() < kN || checks < 1000); ++checks) {
       const int done = added.load(std::memory_order_acquire);
       const int r = static_cast<int>(rnd.Uniform(kRows));
       if (done <= r) continue;
