@@ -101,6 +101,29 @@ Coordinator::Coordinator(ReplicaNode* replicas, LocalTableAccess* access, RpcCha
             return lookup(std::string(catalog::kMetadataTable));
           })) {}
 
+Coordinator::~Coordinator() { Stop(); }
+
+void Coordinator::Stop() {
+  std::vector<std::shared_ptr<Op>> cancelled;
+  {
+    absl::MutexLock l(&mu_);
+    stopped_ = true;
+    for (auto it = retries_.begin(); it != retries_.end();) {
+      if (executor_->Cancel(it->second.timer)) {
+        cancelled.push_back(std::move(it->second.op));
+        it = retries_.erase(it);
+      } else {
+        ++it;  // its task is starting: Retry takes it
+      }
+    }
+    mu_.Await(absl::Condition(this, &Coordinator::RetriesDone));
+  }
+  // Every try so far was refused or never sent, so none of them applied a write.
+  for (std::shared_ptr<Op>& op : cancelled) {
+    Finish(std::move(op), absl::UnavailableError("the node is stopping"), false);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Running an operation
 
@@ -143,7 +166,7 @@ void Coordinator::RunOnce(std::shared_ptr<Op> op) {
         now + op->delay_us < op->deadline_us) {
       const int64_t delay = op->delay_us;
       op->delay_us = std::min(2 * op->delay_us, options_.max_retry_delay_us);
-      executor_->ScheduleAfter(delay, [this, op] { RunOnce(op); });
+      if (!RetryLater(op, delay)) Finish(op, std::move(s), maybe_applied);  // stopped
       return;
     }
     if (!s.ok() && retryable && op->client_deadline && absl::IsUnavailable(s) &&
@@ -215,6 +238,35 @@ void Coordinator::RunOnce(std::shared_ptr<Op> op) {
                    Status s = op->decode(*response, &maybe_applied);
                    done(std::move(s), maybe_applied);
                  });
+}
+
+bool Coordinator::RetryLater(const std::shared_ptr<Op>& op, int64_t delay_us) {
+  absl::MutexLock l(&mu_);
+  if (stopped_) return false;
+  const uint64_t key = ++next_retry_;
+  retries_[key].op = op;
+  const TimerId timer = executor_->ScheduleAfter(delay_us, [this, key] { Retry(key); });
+  if (timer == 0) {  // the executor is stopping: the task never runs
+    retries_.erase(key);
+    return false;
+  }
+  retries_[key].timer = timer;  // the task waits for mu_ to take it
+  return true;
+}
+
+void Coordinator::Retry(uint64_t key) {
+  std::shared_ptr<Op> op;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = retries_.find(key);
+    if (it == retries_.end()) return;
+    op = std::move(it->second.op);
+    retries_.erase(it);
+    ++retrying_;
+  }
+  RunOnce(std::move(op));
+  absl::MutexLock l(&mu_);
+  --retrying_;
 }
 
 void Coordinator::Finish(std::shared_ptr<Op> op, Status status, bool maybe_applied) {

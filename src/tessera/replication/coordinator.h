@@ -21,24 +21,29 @@
 // A write whose request never left (the channel marks the failure NotSent: no connection to
 // the primary could be made, as when its node died) is retried like a refusal, so the writes a
 // dead primary's coordinators hold wait for the failover instead of failing as "may have been
-// applied". A write whose answer was lost is never retried here, not even a Mutate (whose timestamps are
-// fixed, so repeating it is harmless to its own cells): applied twice around another client's
-// write of the same cell it would take effect twice, which no single order explains (the
+// applied". A write whose answer was lost is never retried here, not even a Mutate (whose
+// timestamps are fixed, so repeating it is harmless to its own cells): applied twice around another
+// client's write of the same cell it would take effect twice, which no single order explains (the
 // simulation's history check found exactly that). It is reported as it is: Unavailable or
 // DeadlineExceeded saying the write may have been applied; the client decides (the Bigtable
 // clients retry idempotent mutations, trading that order for availability).
 //
 // Thread-safety: every method may be called from any thread; callbacks run on the channel's or
 // executor's threads (or inline, when the answer is known at once), without locks held.
+// Lifetime: a retry waits on the executor, which outlives the coordinator (the server's
+// replica threads outlive the store); Stop() ends them before the coordinator goes.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "tessera/catalog/table_catalog.h"
 #include "tessera/model/row.h"
 #include "tessera/model/row_filter.h"
@@ -111,6 +116,14 @@ class Coordinator {
   Coordinator(ReplicaNode* replicas, LocalTableAccess* access, RpcChannel* channel,
               Executor* executor, Clock* clock, TableLookup lookup, FilterCompiler compile,
               CoordinatorOptions options = {});
+  ~Coordinator();  // Stop()
+
+  // Ends the retries: an operation waiting on the executor for its next try finishes at once
+  // with Unavailable ("the node is stopping"), one that would wait from now on finishes with
+  // its last failure, and a retry that is running is waited for. Operations still run, but
+  // are never handed to the executor again. Idempotent and final. REQUIRES: not called from a
+  // task of the executor.
+  void Stop();
 
   // The writes take `blocking` (may be null: inline), which runs the operation when this node
   // is the tablet's primary, so that a caller on a thread that must not wait for the commit log
@@ -186,6 +199,14 @@ class Coordinator {
   void RunQuorumRead(std::shared_ptr<Op> op, std::shared_ptr<PageState> st,
                      const catalog::TabletConfig& config,
                      std::function<void(Status status, bool maybe_applied)> done);
+  // Tries `op` again after `delay_us`, as a task of the executor; false (nothing scheduled)
+  // once stopped.
+  bool RetryLater(const std::shared_ptr<Op>& op, int64_t delay_us);
+  // The task RetryLater scheduled under `key`.
+  void Retry(uint64_t key);
+  bool RetriesDone() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return retries_.empty() && retrying_ == 0;
+  }
 
   ReplicaNode* const replicas_;
   LocalTableAccess* const access_;
@@ -195,6 +216,18 @@ class Coordinator {
   const TableLookup lookup_;
   const FilterCompiler compile_;
   const CoordinatorOptions options_;
+
+  struct PendingRetry {
+    std::shared_ptr<Op> op;
+    TimerId timer = 0;
+  };
+  mutable absl::Mutex mu_;
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  // The operations waiting on the executor for their next try, by key, and the retries running
+  // (Stop waits for both: their tasks call into this object).
+  uint64_t next_retry_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<uint64_t, PendingRetry> retries_ ABSL_GUARDED_BY(mu_);
+  int retrying_ ABSL_GUARDED_BY(mu_) = 0;
   const std::unique_ptr<TabletLocator> locator_;  // uses this coordinator: declared last
 };
 

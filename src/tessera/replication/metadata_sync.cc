@@ -42,9 +42,12 @@ void MetadataSync::Start() {
 
 void MetadataSync::Stop() {
   absl::MutexLock l(&mu_);
-  if (!running_) return;
-  running_ = false;
-  executor_->Cancel(timer_);
+  if (running_) {
+    running_ = false;
+    executor_->Cancel(timer_);
+  }
+  mu_.Await(absl::Condition(
+      +[](bool* stepping) { return !*stepping; }, &stepping_));
 }
 
 MetadataSync::Stats MetadataSync::stats() const {
@@ -59,8 +62,14 @@ bool MetadataSync::running() const {
 
 void MetadataSync::ScheduleStep() {
   timer_ = executor_->ScheduleAfter(options_.step_us, [this] {
+    {
+      absl::MutexLock l(&mu_);
+      if (!running_) return;
+      stepping_ = true;
+    }
     Step();
     absl::MutexLock l(&mu_);
+    stepping_ = false;
     if (running_) ScheduleStep();
   });
 }

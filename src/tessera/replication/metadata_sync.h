@@ -59,7 +59,7 @@ class MetadataSync {
   MetadataSync& operator=(const MetadataSync&) = delete;
 
   void Start();
-  // Idempotent. A pass under way stops at its next callback.
+  // Idempotent. Waits for a step that is running; a pass under way stops at its next callback.
   void Stop();
 
   // Passes that wrote every row they had to, and rows written and deleted in all (tests, logs).
@@ -90,6 +90,7 @@ class MetadataSync {
   mutable absl::Mutex mu_;
   bool running_ ABSL_GUARDED_BY(mu_) = false;
   TimerId timer_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stepping_ ABSL_GUARDED_BY(mu_) = false;  // a step is running (Stop waits for it)
   bool pass_under_way_ ABSL_GUARDED_BY(mu_) = false;
   // What the last pass that succeeded saw of the tables, and when it ran.
   std::string synced_fingerprint_ ABSL_GUARDED_BY(mu_);

@@ -109,6 +109,9 @@ void ReplicatedStore::Stop() {
   Detach();
   metadata_sync_->Stop();
   master_->Stop();
+  // Before the replicas, whose waiters it fails: no retry of the coordinator's waits on the
+  // executor, which outlives the store (server.cc resets it after NodeCore::Close).
+  coordinator_->Stop();
   replicas_->Stop();
 }
 

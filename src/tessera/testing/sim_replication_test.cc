@@ -150,6 +150,51 @@ TEST(SimReplicationTest, AWriteThroughOneNodeReadsBackThroughEveryNodeAndLiesOnE
   }
 }
 
+// Stopping a coordinator ends its retries: a write waiting to try again (here refused by its
+// own node, the primary, for want of a quorum) finishes at Stop with Unavailable, instead of
+// leaving a task on the executor that would run once the node is gone (a server's replica
+// threads outlive its store). A try on its way to a peer then fails and is not tried again.
+TEST(SimReplicationTest, StoppingACoordinatorFinishesTheOperationsWaitingToRetry) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE(StrCat("replay with TESSERA_SEED=", seed));
+  SimCluster c(Options(seed));
+  ASSERT_NO_FATAL_FAILURE(StartWithTable(c));
+  const replication::TableSnapshot table = TableAt(c, 0);
+  const std::string keys[] = {"a1", "z1"};  // both tablets
+  std::optional<catalog::TabletConfig> config = c.core(0)->replicated()->replicas()->GetConfig(
+      table->tablets[table->TabletIndexFor(keys[0])].id);
+  ASSERT_TRUE(config.has_value());
+  int primary = -1;
+  for (int i = 0; i < c.size(); ++i) {
+    if (config->primary_endpoint() == SimCluster::Endpoint(i)) primary = i;
+  }
+  ASSERT_GE(primary, 0) << config->primary_endpoint();
+  for (int i = 0; i < c.size(); ++i) {
+    if (i != primary) ASSERT_TRUE(c.Crash(i).ok());
+  }
+  c.RunFor(5 * kSecond);  // the primary finds its replicas gone: it refuses writes at QUORUM
+  Coordinator* co = CoordinatorOf(c, primary);
+  ASSERT_NE(co, nullptr);
+  std::vector<std::optional<Status>> outcomes(2);
+  for (int k = 0; k < 2; ++k) {
+    model::RowMutation m(keys[k]);
+    m.SetCell("cf", "q", kCellTs, "v");
+    co->Mutate(TableAt(c, primary), m, AccessOptions(),
+               [&outcomes, k](Status s) { outcomes[k] = s; });
+  }
+  c.RunFor(300 * kMs);  // tries, refused or unanswered, and waits between them
+  ASSERT_FALSE(outcomes[0].has_value()) << *outcomes[0];
+  ASSERT_FALSE(outcomes[1].has_value()) << *outcomes[1];
+  co->Stop();
+  ASSERT_TRUE(outcomes[0].has_value()) << "a write waiting to retry outlived Stop";
+  EXPECT_TRUE(absl::IsUnavailable(*outcomes[0])) << *outcomes[0];
+  EXPECT_NE(outcomes[0]->message().find("stopping"), std::string_view::npos) << *outcomes[0];
+  c.RunFor(2 * kSecond);
+  ASSERT_TRUE(outcomes[1].has_value()) << keys[1] << " never finished";
+  EXPECT_TRUE(absl::IsUnavailable(*outcomes[1]) || absl::IsDeadlineExceeded(*outcomes[1]))
+      << *outcomes[1];
+}
+
 // Tablet index of `key` in `table`.
 size_t TabletIndex(const replication::TableSnapshot& table, const std::string& key) {
   return table->TabletIndexFor(key);
