@@ -2,6 +2,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <map>
@@ -393,12 +394,17 @@ TEST(MemTableTest, RowIndexSeesEveryEntryAddedBeforeTheSeek) {
   std::atomic<int> added{0};
   std::thread reader([&] {
     Random rnd(11);
-    // While the writer writes, and at least 1000 times (a slow reader, as under TSAN, may
-    // start after the writer is done).
-    for (int checks = 0; checks < 20000 && (added.load() < kN || checks < 1000); ++checks) {
+    // While the writer writes, and at least 1000 seeks (a slow reader, as under TSAN, may
+    // start after the writer is done; a fast one may spin before the writer's first entry).
+    // Only seeks count against the bound: the wait for the first entry ends with the writer's.
+    for (int seeks = 0; seeks < 20000 && (added.load() < kN || seeks < 1000);) {
       const int done = added.load(std::memory_order_acquire);
-      const int r = static_cast<int>(rnd.Uniform(kRows));
-      if (done <= r) continue;
+      if (done == 0) {
+        std::this_thread::yield();
+        continue;
+      }
+      const int r = static_cast<int>(rnd.Uniform(std::min(done, kRows)));
+      ++seeks;
       const int latest = r + (done - 1 - r) / kRows * kRows;  // the row's latest entry added
       const std::string row = "r" + std::to_string(r) + "/";
       auto it = mem.NewIterator();
