@@ -96,6 +96,7 @@ Coordinator::Coordinator(ReplicaNode* replicas, LocalTableAccess* access, RpcCha
       lookup_(std::move(lookup)),
       compile_(std::move(compile)),
       options_(std::move(options)),
+      retries_(executor),
       locator_(std::make_unique<TabletLocator>(
           this, executor, clock, [lookup = lookup_]() -> StatusOr<TableSnapshot> {
             return lookup(std::string(catalog::kMetadataTable));
@@ -104,24 +105,10 @@ Coordinator::Coordinator(ReplicaNode* replicas, LocalTableAccess* access, RpcCha
 Coordinator::~Coordinator() { Stop(); }
 
 void Coordinator::Stop() {
-  std::vector<std::shared_ptr<Op>> cancelled;
-  {
-    absl::MutexLock l(&mu_);
-    stopped_ = true;
-    for (auto it = retries_.begin(); it != retries_.end();) {
-      if (executor_->Cancel(it->second.timer)) {
-        cancelled.push_back(std::move(it->second.op));
-        it = retries_.erase(it);
-      } else {
-        ++it;  // its task is starting: Retry takes it
-      }
-    }
-    mu_.Await(absl::Condition(this, &Coordinator::RetriesDone));
-  }
-  // Every try so far was refused or never sent, so none of them applied a write.
-  for (std::shared_ptr<Op>& op : cancelled) {
-    Finish(std::move(op), absl::UnavailableError("the node is stopping"), false);
-  }
+  // A retry waiting is answered: every try so far was refused or never sent, so none of them
+  // applied a write. One running ends first; a later failure finishes with its own error.
+  retries_.Close();
+  locator_->Stop();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -241,32 +228,10 @@ void Coordinator::RunOnce(std::shared_ptr<Op> op) {
 }
 
 bool Coordinator::RetryLater(const std::shared_ptr<Op>& op, int64_t delay_us) {
-  absl::MutexLock l(&mu_);
-  if (stopped_) return false;
-  const uint64_t key = ++next_retry_;
-  retries_[key].op = op;
-  const TimerId timer = executor_->ScheduleAfter(delay_us, [this, key] { Retry(key); });
-  if (timer == 0) {  // the executor is stopping: the task never runs
-    retries_.erase(key);
-    return false;
-  }
-  retries_[key].timer = timer;  // the task waits for mu_ to take it
-  return true;
-}
-
-void Coordinator::Retry(uint64_t key) {
-  std::shared_ptr<Op> op;
-  {
-    absl::MutexLock l(&mu_);
-    auto it = retries_.find(key);
-    if (it == retries_.end()) return;
-    op = std::move(it->second.op);
-    retries_.erase(it);
-    ++retrying_;
-  }
-  RunOnce(std::move(op));
-  absl::MutexLock l(&mu_);
-  --retrying_;
+  return retries_.ScheduleAfter(
+             delay_us, [this, op] { RunOnce(op); },
+             [this, op] { Finish(op, absl::UnavailableError("the node is stopping"), false); }) !=
+         0;
 }
 
 void Coordinator::Finish(std::shared_ptr<Op> op, Status status, bool maybe_applied) {
@@ -678,7 +643,7 @@ void Coordinator::RunQuorumRead(std::shared_ptr<Op> op, std::shared_ptr<PageStat
   };
   CurrentConfig current = [this, tablet_id] { return replicas_->GetConfig(tablet_id); };
   replication::RunQuorumRead(config, std::move(read), std::move(position), std::move(current),
-                             executor_, clock_, op->deadline_us, QuorumReadOptions(),
+                             &retries_, clock_, op->deadline_us, QuorumReadOptions(),
                              [st, done = std::move(done)](StatusOr<ReadPage> page) {
                                if (!page.ok()) return done(page.status(), false);
                                st->page = *std::move(page);

@@ -31,7 +31,8 @@
 // Thread-safety: every method may be called from any thread; callbacks run on the channel's or
 // executor's threads (or inline, when the answer is known at once), without locks held.
 // Lifetime: a retry waits on the executor, which outlives the coordinator (the server's
-// replica threads outlive the store); Stop() ends them before the coordinator goes.
+// replica threads outlive the store); Stop() answers those waiting ("the node is stopping"),
+// waits for one running, and stops the locator's retries likewise.
 #pragma once
 
 #include <cstdint>
@@ -57,6 +58,7 @@
 #include "tessera/replication/tablet_locator.h"
 #include "tessera/util/clock.h"
 #include "tessera/util/executor.h"
+#include "tessera/util/executor_scope.h"
 #include "tessera/util/status.h"
 
 namespace tessera::replication {
@@ -199,14 +201,9 @@ class Coordinator {
   void RunQuorumRead(std::shared_ptr<Op> op, std::shared_ptr<PageState> st,
                      const catalog::TabletConfig& config,
                      std::function<void(Status status, bool maybe_applied)> done);
-  // Tries `op` again after `delay_us`, as a task of the executor; false (nothing scheduled)
-  // once stopped.
+  // Tries `op` again after `delay_us`, as a task of retries_; false (nothing scheduled) once
+  // stopped.
   bool RetryLater(const std::shared_ptr<Op>& op, int64_t delay_us);
-  // The task RetryLater scheduled under `key`.
-  void Retry(uint64_t key);
-  bool RetriesDone() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return retries_.empty() && retrying_ == 0;
-  }
 
   ReplicaNode* const replicas_;
   LocalTableAccess* const access_;
@@ -217,17 +214,9 @@ class Coordinator {
   const FilterCompiler compile_;
   const CoordinatorOptions options_;
 
-  struct PendingRetry {
-    std::shared_ptr<Op> op;
-    TimerId timer = 0;
-  };
-  mutable absl::Mutex mu_;
-  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
-  // The operations waiting on the executor for their next try, by key, and the retries running
-  // (Stop waits for both: their tasks call into this object).
-  uint64_t next_retry_ ABSL_GUARDED_BY(mu_) = 0;
-  std::map<uint64_t, PendingRetry> retries_ ABSL_GUARDED_BY(mu_);
-  int retrying_ ABSL_GUARDED_BY(mu_) = 0;
+  // The operations waiting on the executor for their next try, and the QUORUM reads' polls
+  // (Stop closes it: their tasks call into this object).
+  ExecutorScope retries_;
   const std::unique_ptr<TabletLocator> locator_;  // uses this coordinator: declared last
 };
 

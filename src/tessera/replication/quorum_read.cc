@@ -21,7 +21,7 @@ bool InLineage(const catalog::TabletConfig& config, uint64_t joined, uint64_t la
 class QuorumReadRun : public std::enable_shared_from_this<QuorumReadRun> {
  public:
   QuorumReadRun(const catalog::TabletConfig& config, ReadPageAt read, PositionAt position,
-                CurrentConfig current, Executor* executor, Clock* clock, int64_t deadline_us,
+                CurrentConfig current, ExecutorScope* executor, Clock* clock, int64_t deadline_us,
                 const QuorumReadOptions& options, std::function<void(StatusOr<ReadPage>)> done)
       : tablet_id_(config.tablet_id),
         need_(Majority(config.replicas.size())),
@@ -182,9 +182,22 @@ class QuorumReadRun : public std::enable_shared_from_this<QuorumReadRun> {
       const int64_t wait =
           std::max<int64_t>(1, std::min(m.poll_us, deadline_us_ - clock_->MonotonicMicros()));
       auto self = shared_from_this();
-      executor_->ScheduleAfter(wait, [self, i] { self->Poll(i); });
+      executor_->ScheduleAfter(
+          wait, [self, i] { self->Poll(i); }, [self] { self->Abandon(); });
     }
     return std::nullopt;
+  }
+
+  // A poll was dropped: the node is stopping.
+  void Abandon() {
+    std::string name;
+    {
+      absl::MutexLock l(&mu_);
+      if (finished_) return;
+      finished_ = true;
+      name = NameLocked();
+    }
+    Finish(absl::UnavailableError(StrCat(name, ": the node is stopping")));
   }
 
   void Poll(size_t i) {
@@ -210,7 +223,7 @@ class QuorumReadRun : public std::enable_shared_from_this<QuorumReadRun> {
   const ReadPageAt read_;
   const PositionAt position_;
   const CurrentConfig current_;
-  Executor* const executor_;
+  ExecutorScope* const executor_;
   Clock* const clock_;
   const int64_t deadline_us_;
   const QuorumReadOptions options_;
@@ -227,8 +240,8 @@ class QuorumReadRun : public std::enable_shared_from_this<QuorumReadRun> {
 }  // namespace
 
 void RunQuorumRead(const catalog::TabletConfig& config, ReadPageAt read, PositionAt position,
-                   CurrentConfig current, Executor* executor, Clock* clock, int64_t deadline_us,
-                   const QuorumReadOptions& options,
+                   CurrentConfig current, ExecutorScope* executor, Clock* clock,
+                   int64_t deadline_us, const QuorumReadOptions& options,
                    std::function<void(StatusOr<ReadPage>)> done) {
   auto run = std::make_shared<QuorumReadRun>(config, std::move(read), std::move(position),
                                              std::move(current), executor, clock, deadline_us,

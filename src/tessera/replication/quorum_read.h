@@ -33,7 +33,7 @@
 #include "tessera/replication/coordinator.h"
 #include "tessera/replication/replica_node.h"
 #include "tessera/util/clock.h"
-#include "tessera/util/executor.h"
+#include "tessera/util/executor_scope.h"
 #include "tessera/util/status.h"
 
 namespace tessera::replication {
@@ -54,9 +54,12 @@ using PositionAt = std::function<void(const std::string& member,
 using CurrentConfig = std::function<std::optional<catalog::TabletConfig>()>;
 
 // Runs one QUORUM page read of the tablet `config` describes and calls `done` once, with the
-// chosen page or the error above. Every callback must outlive the call (`done` has run).
+// chosen page or the error above. Every callback must outlive the call (`done` has run). The
+// polls of lagging members wait on `executor`; closing it ends the read with Unavailable "the
+// node is stopping".
 void RunQuorumRead(const catalog::TabletConfig& config, ReadPageAt read, PositionAt position,
-                   CurrentConfig current, Executor* executor, Clock* clock, int64_t deadline_us,
-                   const QuorumReadOptions& options, std::function<void(StatusOr<ReadPage>)> done);
+                   CurrentConfig current, ExecutorScope* executor, Clock* clock,
+                   int64_t deadline_us, const QuorumReadOptions& options,
+                   std::function<void(StatusOr<ReadPage>)> done);
 
 }  // namespace tessera::replication

@@ -52,23 +52,23 @@ class ReplicatedStore::ConfigListener final : public coord::MirrorListener {
 };
 
 ReplicatedStore::ReplicatedStore(ReplicatedStoreEnv env, ReplicatedStoreOptions options)
-    : env_(std::move(env)) {
-  replicas_ = std::make_unique<ReplicaNode>(env_.engine, env_.channel, env_.executor, env_.clock,
+    : env_(std::move(env)), executor_(env_.executor) {
+  replicas_ = std::make_unique<ReplicaNode>(env_.engine, env_.channel, &executor_, env_.clock,
                                             options.replica, env_.hint_log);
   access_ = std::make_unique<LocalTableAccess>(env_.engine, LocalTableAccessOptions(),
                                                replicas_.get());
-  coordinator_ = std::make_unique<Coordinator>(replicas_.get(), access_.get(), env_.channel,
-                                               env_.executor, env_.clock, env_.lookup,
-                                               env_.compile, options.coordinator);
-  master_ = std::make_unique<TabletMaster>(env_.channel, env_.executor, env_.clock, env_.tables,
+  coordinator_ =
+      std::make_unique<Coordinator>(replicas_.get(), access_.get(), env_.channel, &executor_,
+                                    env_.clock, env_.lookup, env_.compile, options.coordinator);
+  master_ = std::make_unique<TabletMaster>(env_.channel, &executor_, env_.clock, env_.tables,
                                            env_.is_master, options.master);
   std::function<Status()> create_metadata = env_.create_metadata;
   if (!create_metadata) {
     create_metadata = [] { return absl::FailedPreconditionError("no schema store to create it in"); };
   }
-  metadata_sync_ = std::make_unique<MetadataSync>(coordinator_.get(), env_.executor, env_.clock,
-                                                  env_.tables, env_.is_master,
-                                                  std::move(create_metadata), options.metadata);
+  metadata_sync_ =
+      std::make_unique<MetadataSync>(coordinator_.get(), &executor_, env_.clock, env_.tables,
+                                     env_.is_master, std::move(create_metadata), options.metadata);
   tokens_ =
       std::make_unique<ConsistencyTokens>(replicas_.get(), env_.engine, env_.channel, env_.tables);
   listener_ = std::make_unique<ConfigListener>(replicas_.get());
@@ -113,6 +113,9 @@ void ReplicatedStore::Stop() {
   // executor, which outlives the store (server.cc resets it after NodeCore::Close).
   coordinator_->Stop();
   replicas_->Stop();
+  // Tasks they scheduled and that have not started (the locator's retries, QUORUM reads'
+  // polls, seals) would reach them through raw pointers after the store is gone.
+  executor_.Close();
 }
 
 Status ReplicatedStore::Attach(coord::Session* session) {

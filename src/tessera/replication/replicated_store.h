@@ -24,6 +24,7 @@
 #include "tessera/replication/rpc_channel.h"
 #include "tessera/replication/tablet_master.h"
 #include "tessera/tablet/engine.h"
+#include "tessera/util/executor_scope.h"
 
 namespace tessera::replication {
 
@@ -78,6 +79,10 @@ class ReplicatedStore {
   class ConfigListener;
 
   const ReplicatedStoreEnv env_;
+  // The parts' view of env_.executor, which outlives the store: Stop() closes it, so that no
+  // task of theirs starts once they have stopped (executor_scope.h). Declared first, so that it
+  // goes last.
+  ExecutorScope executor_;
   std::unique_ptr<ReplicaNode> replicas_;
   std::unique_ptr<LocalTableAccess> access_;
   std::unique_ptr<Coordinator> coordinator_;

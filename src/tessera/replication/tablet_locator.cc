@@ -27,7 +27,10 @@ constexpr size_t kMaxCachedTables = 100'000;
 
 TabletLocator::TabletLocator(Coordinator* coordinator, Executor* executor, Clock* clock,
                              std::function<StatusOr<TableSnapshot>()> metadata)
-    : coordinator_(coordinator), executor_(executor), clock_(clock), metadata_(std::move(metadata)) {}
+    : coordinator_(coordinator),
+      retries_(executor),
+      clock_(clock),
+      metadata_(std::move(metadata)) {}
 
 TableSnapshot TabletLocator::Routed(const catalog::TableInfo& table, Entry* entry) {
   if (entry->routed == nullptr || entry->routed->schema.version != table.schema.version ||
@@ -155,13 +158,20 @@ void TabletLocator::Complete(std::shared_ptr<Lookup> lookup) {
   Answer(std::move(lookup), std::move(tablets));
 }
 
+void TabletLocator::Stop() { retries_.Close(); }
+
 void TabletLocator::RetryOrFail(std::shared_ptr<Lookup> lookup, Status status) {
   const int64_t now = clock_->MonotonicMicros();
   const bool retryable = absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status);
   if (retryable && now + lookup->delay_us < lookup->deadline_us) {
     const int64_t delay = lookup->delay_us;
     lookup->delay_us = std::min(2 * lookup->delay_us, kMaxRetryDelayUs);
-    executor_->ScheduleAfter(delay, [this, lookup] { Fetch(lookup); });
+    if (retries_.ScheduleAfter(
+            delay, [this, lookup] { Fetch(lookup); },
+            [this, lookup] { Answer(lookup, absl::UnavailableError("the node is stopping")); }) ==
+        0) {
+      Answer(std::move(lookup), std::move(status));  // stopped: the failure as it is
+    }
     return;
   }
   if (retryable && lookup->timeout_us > 0) {

@@ -21,6 +21,9 @@
 // tablet is not its (the table was re-created, or — with splits, a later issue — the tablet
 // moved), so that the next lookup reads METADATA again.
 //
+// Stop() answers the lookups waiting to read again with Unavailable "the node is stopping" and
+// waits for a read again that is running; afterwards a lookup that fails is answered at once.
+//
 // Thread-safety: every method may be called from any thread; `done` runs inline (cache hit,
 // or a table not located through METADATA) or on the coordinator's threads, without locks
 // held.
@@ -40,6 +43,7 @@
 #include "tessera/replication/table_access.h"
 #include "tessera/util/clock.h"
 #include "tessera/util/executor.h"
+#include "tessera/util/executor_scope.h"
 #include "tessera/util/status.h"
 
 namespace tessera::replication {
@@ -70,6 +74,7 @@ class TabletLocator {
   void Locate(const catalog::TableInfo& table, int64_t timeout_us,
               std::function<void(StatusOr<TableSnapshot>)> done);
   void Forget(std::string_view table);
+  void Stop();
 
   TabletLocatorStats stats() const;
 
@@ -94,7 +99,7 @@ class TabletLocator {
   void Answer(std::shared_ptr<Lookup> lookup, StatusOr<std::vector<catalog::TabletRef>> tablets);
 
   Coordinator* const coordinator_;
-  Executor* const executor_;
+  ExecutorScope retries_;  // the lookups waiting to read METADATA again
   Clock* const clock_;
   const std::function<StatusOr<TableSnapshot>()> metadata_;
 

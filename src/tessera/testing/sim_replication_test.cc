@@ -1082,6 +1082,39 @@ StatusOr<replication::TableSnapshot> LocateAt(SimCluster& c, int i,
   return r.value_or(absl::DeadlineExceededError("the simulation ran out"));
 }
 
+// A lookup whose METADATA rows are not whole waits to read them again; stopping the
+// coordinator (the node is going) answers it rather than leaving its retry to run later on an
+// executor that outlives the locator.
+TEST(SimReplicationTest, StoppingACoordinatorAnswersTheLookupsWaitingToReadMetadataAgain) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE(StrCat("replay with TESSERA_SEED=", seed));
+  SimCluster c(Options(seed));
+  ASSERT_NO_FATAL_FAILURE(StartWithTable(c));
+  Coordinator* co = CoordinatorOf(c, 1);
+  ASSERT_NE(co, nullptr);
+  // An incarnation of the table that METADATA has no rows for.
+  catalog::TableInfo unknown = *TableAt(c, 1);
+  unknown.tablet_prefix += 1000;
+  std::optional<StatusOr<replication::TableSnapshot>> found;
+  co->locator()->Locate(unknown, 5 * kSecond,
+                        [&found](StatusOr<replication::TableSnapshot> t) { found = std::move(t); });
+  c.RunFor(300 * kMs);  // reads, finds no rows, waits, reads again
+  ASSERT_FALSE(found.has_value()) << found->status();
+  ASSERT_GE(co->locator()->stats().incomplete, 1u);
+  co->Stop();
+  ASSERT_TRUE(found.has_value()) << "a lookup waiting to read again outlived Stop";
+  EXPECT_TRUE(absl::IsUnavailable(found->status())) << found->status();
+  EXPECT_NE(found->status().message().find("stopping"), std::string_view::npos) << found->status();
+  // Stopped, a lookup that fails is answered at once, with its own error.
+  found.reset();
+  co->locator()->Locate(unknown, 5 * kSecond,
+                        [&found](StatusOr<replication::TableSnapshot> t) { found = std::move(t); });
+  c.RunFor(300 * kMs);
+  ASSERT_TRUE(found.has_value());
+  EXPECT_TRUE(absl::IsUnavailable(found->status())) << found->status();
+  EXPECT_EQ(found->status().message().find("stopping"), std::string_view::npos) << found->status();
+}
+
 int NodeOf(const std::string& endpoint) {
   for (int i = 0; i < 3; ++i) {
     if (SimCluster::Endpoint(i) == endpoint) return i;
