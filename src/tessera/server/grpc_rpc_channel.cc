@@ -107,6 +107,8 @@ class GrpcRpcChannel::PeerStream final
   bool ended = false;
   uint64_t reads = 0;       // messages read so far
   uint64_t sent_reads = 0;  // `reads` when the latest call was queued
+  // When the first call queued since the latest read was (the stream's start at first).
+  absl::Time waiting_since = absl::Now();
 
  private:
   GrpcRpcChannel* const owner_;
@@ -196,8 +198,10 @@ void GrpcRpcChannel::Start(const std::string& to, std::string_view method, std::
     frame.set_id(id);
     frame.set_method(std::string(method));
     frame.set_payload(std::move(request));
+    const absl::Time now = absl::Now();
+    if (stream->sent_reads != stream->reads) stream->waiting_since = now;  // read since the last
     stream->sent_reads = stream->reads;
-    const absl::Time deadline = absl::Now() + absl::Microseconds(timeout_us);
+    const absl::Time deadline = now + absl::Microseconds(timeout_us);
     const bool earliest = deadline < timer_wakes_at_;
     deadlines_.emplace(deadline, id);
     calls_.emplace(id, PendingCall{.to = to,
@@ -318,9 +322,10 @@ void GrpcRpcChannel::ExpireCalls() {
     Status expired = absl::DeadlineExceededError(
         StrCat("no answer from ", call.to, " within ", call.timeout_us, " us"));
     CompleteLocked(id, std::move(expired), nullptr);
-    // Nothing came back since the latest call went out: the stream may hang (a peer paused, a
-    // connection dropped without a reset). Calls from now on take a new one.
-    if (stream->reads == stream->sent_reads) {
+    // Nothing came back for silent_stream_us while calls waited: the stream may hang (a peer
+    // paused, a connection dropped without a reset). Calls from now on take a new one.
+    if (stream->reads == stream->sent_reads &&
+        now - stream->waiting_since >= absl::Microseconds(options_.silent_stream_us)) {
       auto peer = peers_.find(stream->to);
       if (peer != peers_.end() && peer->second.stream == stream) {
         peer->second.stream = nullptr;

@@ -9,8 +9,10 @@
 // frame; frames queued while a message is being written go out together in the next message, so
 // under load many calls share one HTTP/2 message, one write and one wake-up at each end. A
 // stream that fails is replaced by a new one at the next call; a stream on which a call timed
-// out with nothing received since it was sent is given up (cancelled) the same way, so a peer
-// that hangs or vanishes without closing its connection is reached again once it answers. A
+// out with nothing received for `silent_stream_us` while calls waited on it is given up
+// (cancelled, its calls failing Unavailable) the same way, so a peer that hangs or vanishes
+// without closing its connection is reached again once it answers, while one that stalls for
+// less (a slow disk, an overloaded machine) keeps the calls it will still answer. A
 // peer that does not answer holds at most `max_in_flight_per_peer` calls; beyond that Call()
 // fails at once with Unavailable ("too many calls in flight to <peer>").
 //
@@ -73,6 +75,9 @@ struct GrpcRpcChannelOptions {
   // The largest request or response (bytes) a call may carry; the node's gRPC server must
   // accept at least as much (ServerBuilder::SetMaxReceiveMessageSize).
   int max_message_bytes = 64 << 20;
+  // A call timing out gives its stream up when nothing has come back on it for this long while
+  // calls waited (from the first call sent since the latest answer).
+  int64_t silent_stream_us = 2'000'000;
   // Methods whose handler never waits (for its commit log, another node, a lock): served on
   // the loop thread that read them, a hand-off less (a read at its tablet's primary, say). Every
   // other method is served on the executor.

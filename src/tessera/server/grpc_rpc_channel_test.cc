@@ -25,7 +25,7 @@ constexpr int64_t kTimeout = 5000 * kMs;
 // A channel with its serving end on a free 127.0.0.1 port.
 struct Node {
   explicit Node(const std::string& cluster, int max_in_flight_per_peer = 1024, std::string at = "",
-                int max_message_bytes = 64 << 20) {
+                int max_message_bytes = 64 << 20, int64_t silent_stream_us = 2000 * kMs) {
     if (at.empty()) {
       auto port = ::tessera::testing::PickFreePort();
       EXPECT_TRUE(port.ok()) << port.status();
@@ -39,7 +39,8 @@ struct Node {
         GrpcRpcChannelOptions{.self = address,
                               .cluster_name = cluster,
                               .max_in_flight_per_peer = max_in_flight_per_peer,
-                              .max_message_bytes = max_message_bytes},
+                              .max_message_bytes = max_message_bytes,
+                              .silent_stream_us = silent_stream_us},
         executor.get(), server->loop());
     service = std::make_unique<ReplicaService>(channel.get());
     service->Register(server->services());
@@ -372,10 +373,10 @@ TEST(GrpcRpcChannelTest, AMessageAboveTheLimitIsResourceExhausted) {
 }
 
 TEST(GrpcRpcChannelTest, ATimeoutOnASilentStreamGivesTheStreamUp) {
-  // Nothing came back on the stream since the latest call went out when one timed out: the
-  // peer may hang with its connection open, so the stream is cancelled (its other calls fail
-  // at once, as after a broken connection) and the next call takes a new one.
-  Node a("c1"), b("c1");
+  // Nothing came back on the stream for silent_stream_us while calls waited when one timed
+  // out: the peer may hang with its connection open, so the stream is cancelled (its other
+  // calls fail at once, as after a broken connection) and the next call takes a new one.
+  Node a("c1", 1024, "", 64 << 20, /*silent_stream_us=*/150 * kMs), b("c1");
   b.Hold();
   Result short_call, long_call;
   const auto start = std::chrono::steady_clock::now();
@@ -388,6 +389,27 @@ TEST(GrpcRpcChannelTest, ATimeoutOnASilentStreamGivesTheStreamUp) {
   Result next;
   a.channel->Call(b.address, "Echo", "3", kTimeout, next.Done());
   EXPECT_EQ(next.Wait().value_or("failed"), a.address + " Echo 3");
+}
+
+TEST(GrpcRpcChannelTest, AStreamSilentForLessThanTheBoundKeepsItsCallsWhenOneTimesOut) {
+  // A peer that stalls for less than silent_stream_us (a slow disk, an overloaded machine):
+  // the call that timed out fails alone, and the others get their answers when it resumes.
+  Node a("c1", 1024, "", 64 << 20, /*silent_stream_us=*/5000 * kMs), b("c1");
+  b.Hold();
+  Result short_call, long_call;
+  a.channel->Call(b.address, "Echo", "1", 200 * kMs, short_call.Done());
+  a.channel->Call(b.address, "Echo", "2", 10'000 * kMs, long_call.Done());
+  EXPECT_TRUE(absl::IsDeadlineExceeded(short_call.Wait().status())) << short_call.Wait().status();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(long_call.has_run());
+  std::vector<RpcChannel::Responder> held;
+  {
+    absl::MutexLock lock(&b.mu);
+    held = std::move(b.held);
+  }
+  ASSERT_EQ(held.size(), 2u);
+  for (RpcChannel::Responder& respond : held) respond(std::string("resumed"));
+  EXPECT_EQ(long_call.Wait().value_or("failed"), "resumed");
 }
 
 TEST(GrpcRpcChannelTest, AnAnsweringStreamIsKeptWhenOneCallTimesOut) {
