@@ -91,7 +91,6 @@ Coordinator::Coordinator(ReplicaNode* replicas, LocalTableAccess* access, RpcCha
     : replicas_(replicas),
       access_(access),
       channel_(channel),
-      executor_(executor),
       clock_(clock),
       lookup_(std::move(lookup)),
       compile_(std::move(compile)),

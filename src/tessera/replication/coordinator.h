@@ -37,14 +37,11 @@
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "tessera/catalog/table_catalog.h"
 #include "tessera/model/row.h"
 #include "tessera/model/row_filter.h"
@@ -208,7 +205,6 @@ class Coordinator {
   ReplicaNode* const replicas_;
   LocalTableAccess* const access_;
   RpcChannel* const channel_;
-  Executor* const executor_;
   Clock* const clock_;
   const TableLookup lookup_;
   const FilterCompiler compile_;
