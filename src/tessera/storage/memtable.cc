@@ -238,12 +238,16 @@ void MemTable::IndexRow(const char* entry, std::string_view row, uint64_t hash) 
     last_row_known_ = true;
     last_row_ = row;
     last_row_slot_ = kNoSlot;
-    if (i == kNoSlot) return;
+    if (i == kNoSlot) {
+      row_index_whole_.store(false, std::memory_order_release);
+      return;
+    }
     if (first == nullptr) {
       // A new row: indexed while the index is at most half full (short probes), and while the
       // entry's address fits its slot.
       if (2 * rows_indexed_ >= row_slots_ ||
           (reinterpret_cast<uintptr_t>(entry) >> kTagShift) != 0) {
+        row_index_whole_.store(false, std::memory_order_release);
         return;
       }
       ++rows_indexed_;
@@ -278,6 +282,11 @@ bool MemTable::SeekThroughRow(const char* target, std::string_view internal_targ
 }
 
 bool MemTable::MayContain(std::string_view filter_key) const {
+  if (row_slots_ > 0 && row_index_whole_.load(std::memory_order_acquire)) {
+    const char* first;
+    FindRow(filter_key, FilterHash(filter_key), &first);
+    return first != nullptr;
+  }
   if (filter_ == nullptr) return true;
   bool all = true;
   ForEachFilterBit(FilterHash(filter_key), filter_blocks_, [&](size_t word, uint64_t mask) {

@@ -84,8 +84,10 @@ class MemTable {
   std::unique_ptr<Iterator> NewIterator() const;
 
   // False when no entry added so far has `filter_key` as its filter key; true when one may
-  // have (always, without a filter). Sees at least every entry added before the caller
-  // synchronized with the writer (as an iterator does).
+  // have (always, without a filter or row index). Sees at least every entry added before the
+  // caller synchronized with the writer (as an iterator does). While the row index holds every
+  // row added, it answers exactly, in the cache lines a seek into the row reads next; the bloom
+  // filter answers once a row was left out of it.
   bool MayContain(std::string_view filter_key) const;
 
   // Bytes of memory held (arena blocks, including skiplist nodes, and the filter). Grows in
@@ -167,6 +169,9 @@ class MemTable {
   std::string_view last_row_;
   size_t last_row_slot_ = kNoSlot;
   mutable std::atomic<uint64_t> row_index_seeks_{0};
+  // True while every row added so far is in the row index (set false by the writer, before
+  // the Add that left a row out returns).
+  std::atomic<bool> row_index_whole_{true};
 
   // Written by the single writer, read by anyone.
   std::atomic<uint64_t> num_entries_{0};
